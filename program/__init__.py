@@ -1,0 +1,19 @@
+"""Keel's program package: the IR, the op registry, the builder API and layers.
+
+    import program as pg
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        x = pg.data("x", shape=[-1, 64], dtype="float32")
+        y = pg.nn.fc(x, 10, activation="relu")
+"""
+from program import ops as _ops  # noqa: F401  (registers every op definition)
+from program.block import Block
+from program.default import (default_main_program, default_startup_program, name_scope,
+                             program_guard, switch_main_program, switch_startup_program)
+from program.errors import (AttrError, DTypeError, DuplicateNameError, KeelError, OpError, ParseError,
+                            ProgramError, ShapeError, SlotError, UndefinedVariableError, UnknownOpError,
+                            UnsupportedProgramError)
+from program.operator import Operator
+from program.program import Program
+from program.variable import Parameter, Variable
+from program import unique_name

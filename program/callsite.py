@@ -1,0 +1,52 @@
+"""Find the line of the user's own script that is building an op.
+
+Ops record it in their `op_callstack` attribute (as PaddlePaddle does), so errors at
+build time, load time and run time can point at the user's code, even for a program
+parsed from a file.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+
+# Frames from these directories are Keel's own; the first frame outside them is the user's.
+_OWN_DIRS = tuple(
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), pkg) + os.sep
+    for pkg in ("program", "executor", "kernels", "proto")
+)
+
+
+def user_frame_lines() -> list[str]:
+    """The innermost non-Keel frame, as PaddlePaddle's op_callstack entries:
+    ['  File "train.py", line 12, in <module>', '    h = pg.nn.fc(x, 128)']."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_OWN_DIRS):
+        frame = frame.f_back
+    if frame is None:
+        return []
+    filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    lines = [f'  File "{filename}", line {lineno}, in {frame.f_code.co_name}']
+    code = linecache.getline(filename, lineno).strip()
+    if code:
+        lines.append(f"    {code}")
+    return lines
+
+
+def describe(callstack: list[str]) -> str | None:
+    """Compress op_callstack entries into one 'file:line (code)' phrase for messages.
+    Uses the last `File ...` entry, which is the innermost frame in Paddle's layout too."""
+    file_lines = [i for i, s in enumerate(callstack) if s.lstrip().startswith("File ")]
+    if not file_lines:
+        return None
+    i = file_lines[-1]
+    where = callstack[i].strip()
+    code = callstack[i + 1].strip() if i + 1 < len(callstack) and not callstack[i + 1].lstrip().startswith("File ") else ""
+    # 'File "x.py", line 3, in <module>' -> 'x.py:3'
+    try:
+        path = where.split('"')[1]
+        line = where.split("line ")[1].split(",")[0]
+        where = f"{path}:{line}"
+    except IndexError:
+        pass
+    return f"{where}: {code}" if code else where

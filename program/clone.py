@@ -1,0 +1,32 @@
+"""Program.clone: deep copies, and the evaluation program of `clone(for_test=True)`."""
+from __future__ import annotations
+
+from program.variable import Parameter
+
+# op_role bits (PaddlePaddle's OpRole): ops with these bits are not part of evaluation.
+ROLE_FORWARD, ROLE_BACKWARD, ROLE_OPTIMIZE, ROLE_LRSCHED, ROLE_LOSS = 0, 1, 2, 16, 256
+
+
+def clone_program(program, for_test: bool):
+    from program.program import Program
+
+    copy = Program.from_desc(program.to_desc(), verify=False)
+    copy.random_seed = program.random_seed
+    # Parameter settings are build-time Python state, not part of the file: carry them over.
+    for block, src in zip(copy.blocks, program.blocks):
+        for name, var in src.vars.items():
+            if isinstance(var, Parameter) and isinstance(block.vars.get(name), Parameter):
+                dst = block.vars[name]
+                dst.trainable, dst.initializer = var.trainable, var.initializer
+                dst.regularizer, dst.need_clip = var.regularizer, var.need_clip
+                dst.optimize_attr = dict(var.optimize_attr)
+    if for_test:
+        for block in copy.blocks:
+            for op in list(block.ops):
+                role = op.attr("op_role", 0) or 0
+                if role & (ROLE_BACKWARD | ROLE_OPTIMIZE | ROLE_LRSCHED):
+                    block.remove_op(op)
+                elif op.has_attr("is_test") or (op.opdef and "is_test" in op.opdef.attrs):
+                    op.set_attr("is_test", True)
+    copy._revision = 0
+    return copy

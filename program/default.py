@@ -1,0 +1,57 @@
+"""The default main/startup programs that layers append to, and the guards that switch them."""
+from __future__ import annotations
+
+import contextlib
+
+from program.program import Program
+
+_main = Program()
+_startup = Program()
+
+
+def default_main_program() -> Program:
+    """The program layers append their ops to (switch it with `program_guard`)."""
+    return _main
+
+
+def default_startup_program() -> Program:
+    """The program that receives parameter-initializer ops."""
+    return _startup
+
+
+def switch_main_program(program: Program) -> Program:
+    global _main
+    previous, _main = _main, program
+    return previous
+
+
+def switch_startup_program(program: Program) -> Program:
+    global _startup
+    previous, _startup = _startup, program
+    return previous
+
+
+@contextlib.contextmanager
+def program_guard(main_program: Program, startup_program: Program | None = None):
+    """Build into `main_program` (and put initializers into `startup_program`) inside the block."""
+    if not isinstance(main_program, Program):
+        raise TypeError(f"program_guard expects a Program, got {type(main_program).__name__}")
+    old_main = switch_main_program(main_program)
+    old_startup = switch_startup_program(startup_program) if startup_program is not None else None
+    try:
+        yield
+    finally:
+        switch_main_program(old_main)
+        if startup_program is not None:
+            switch_startup_program(old_startup)
+
+
+@contextlib.contextmanager
+def name_scope(prefix: str):
+    """Group the ops built inside under `prefix` (recorded in each op's `op_namescope`)."""
+    scopes = _main._namescopes
+    scopes.append(prefix)
+    try:
+        yield
+    finally:
+        scopes.pop()

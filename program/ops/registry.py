@@ -1,0 +1,185 @@
+"""The op registry: one declarative definition per op type.
+
+A definition (`OpDef`) holds everything the framework knows about an op type apart
+from its kernels: input and output slots, attributes with types and defaults, the
+shape/dtype inference rule that runs when the op is appended, and the gradient rule.
+Names and meanings of slots and attributes follow PaddlePaddle's legacy ops, so
+program files interoperate both ways. Kernels live in `kernels/` under the same op
+type name; they never import this module.
+
+Defining an op (see program/ops/*.py for real ones):
+
+    define("matmul_v2",
+           inputs=["X", "Y"], outputs=["Out"],
+           attrs={"trans_x": BOOL(False), "trans_y": BOOL(False)},
+           infer=_infer_matmul_v2,
+           grad=...)        # the gradient rule lives here, next to the shape rule
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from program.errors import UnknownOpError
+from proto import pb
+
+A = pb.AttrType
+
+
+class _Required:
+    def __repr__(self):
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+"""Default of an attribute the user must always give."""
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    type: int  # pb.AttrType number
+    default: Any = REQUIRED
+    name: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+def INT(default=REQUIRED): return AttrSpec(A.INT, default)
+def LONG(default=REQUIRED): return AttrSpec(A.LONG, default)
+def FLOAT(default=REQUIRED): return AttrSpec(A.FLOAT, default)
+def FLOAT64(default=REQUIRED): return AttrSpec(A.FLOAT64, default)
+def STRING(default=REQUIRED): return AttrSpec(A.STRING, default)
+def BOOL(default=REQUIRED): return AttrSpec(A.BOOLEAN, default)
+def INTS(default=REQUIRED): return AttrSpec(A.INTS, default)
+def LONGS(default=REQUIRED): return AttrSpec(A.LONGS, default)
+def FLOATS(default=REQUIRED): return AttrSpec(A.FLOATS, default)
+def FLOAT64S(default=REQUIRED): return AttrSpec(A.FLOAT64S, default)
+def STRINGS(default=REQUIRED): return AttrSpec(A.STRINGS, default)
+def BOOLS(default=REQUIRED): return AttrSpec(A.BOOLEANS, default)
+def BLOCK(default=REQUIRED): return AttrSpec(A.BLOCK, default)
+def SCALAR(default=REQUIRED): return AttrSpec(A.SCALAR, default)
+def SCALARS(default=REQUIRED): return AttrSpec(A.SCALARS, default)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """An input or output slot. `duplicable`: takes a list of variables. `dispensable`:
+    may be empty. `intermediate`: an output kept for the gradient (XShape, SavedMean).
+    `extra`: a slot PaddlePaddle strips when saving for inference (dropout's Mask)."""
+    name: str
+    duplicable: bool = False
+    dispensable: bool = False
+    intermediate: bool = False
+    extra: bool = False
+
+
+def opt(name: str) -> Slot:
+    """An optional (dispensable) slot."""
+    return Slot(name, dispensable=True)
+
+
+def many(name: str, optional: bool = False) -> Slot:
+    """A slot that takes a list of variables."""
+    return Slot(name, duplicable=True, dispensable=optional)
+
+
+def side(name: str, extra: bool = False) -> Slot:
+    """An intermediate output the gradient reads (XShape, Mask, SavedMean)."""
+    return Slot(name, intermediate=True, dispensable=extra, extra=extra)
+
+
+class _NotDifferentiable:
+    def __repr__(self):
+        return "NOT_DIFFERENTIABLE"
+
+
+NOT_DIFFERENTIABLE = _NotDifferentiable()
+"""`grad=NOT_DIFFERENTIABLE`: the op has no gradient (comparisons, random ops, integer ops)."""
+
+# Attributes every op may carry (PaddlePaddle adds them to every op; our builder emits them).
+COMMON_ATTRS: dict[str, AttrSpec] = {
+    "op_role": INT(0),
+    "op_role_var": STRINGS([]),
+    "op_namescope": STRING("/"),
+    "op_callstack": STRINGS([]),
+    "op_device": STRING(""),
+    "with_quant_attr": BOOL(False),
+}
+COMMON_ATTRS = {n: replace(s, name=n) for n, s in COMMON_ATTRS.items()}
+
+
+@dataclass
+class OpDef:
+    type: str
+    inputs: tuple[Slot, ...]
+    outputs: tuple[Slot, ...]
+    attrs: dict[str, AttrSpec]
+    # Runtime-only attributes of PaddlePaddle (use_mkldnn, use_cudnn, ...): accepted when
+    # reading files, never needed by our kernels, not emitted by our builder.
+    extra_attrs: dict[str, AttrSpec]
+    infer: Callable | None
+    grad: Any = None  # gradient rule; None: not written yet; NOT_DIFFERENTIABLE: none exists
+    doc: str = ""
+    input_slots: dict[str, Slot] = field(init=False, repr=False)
+    output_slots: dict[str, Slot] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.input_slots = {s.name: s for s in self.inputs}
+        self.output_slots = {s.name: s for s in self.outputs}
+
+    def attr_spec(self, name: str) -> AttrSpec | None:
+        return self.attrs.get(name) or COMMON_ATTRS.get(name) or self.extra_attrs.get(name)
+
+    def default_attrs(self) -> dict[str, Any]:
+        """The non-extra attributes that have defaults (what a writer must emit)."""
+        return {n: s.default for n, s in self.attrs.items() if not s.required}
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def _slot(s) -> Slot:
+    return s if isinstance(s, Slot) else Slot(s)
+
+
+def define(type: str, *, inputs=(), outputs=(), attrs=None, extra_attrs=None,
+           infer: Callable | None = None, grad=None, doc: str = "") -> OpDef:
+    """Register the definition of op `type`. Each type is defined exactly once."""
+    if type in _REGISTRY:
+        raise ValueError(f"op {type!r} is defined twice")
+    opdef = OpDef(
+        type=type,
+        inputs=tuple(_slot(s) for s in inputs),
+        outputs=tuple(_slot(s) for s in outputs),
+        attrs={n: replace(s, name=n) for n, s in (attrs or {}).items()},
+        extra_attrs={n: replace(s, name=n) for n, s in (extra_attrs or {}).items()},
+        infer=infer,
+        grad=grad,
+        doc=doc,
+    )
+    _REGISTRY[type] = opdef
+    return opdef
+
+
+def get(type: str) -> OpDef:
+    """The definition of op `type`; UnknownOpError (with the nearest known names) if none."""
+    try:
+        return _REGISTRY[type]
+    except KeyError:
+        raise UnknownOpError(f"unknown op type{suggest(type)}", op_type=type) from None
+
+
+def lookup(type: str) -> OpDef | None:
+    return _REGISTRY.get(type)
+
+
+def suggest(type: str) -> str:
+    close = difflib.get_close_matches(type, _REGISTRY.keys(), n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def all_ops() -> dict[str, OpDef]:
+    return dict(_REGISTRY)

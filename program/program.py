@@ -1,0 +1,174 @@
+"""Programs: the unit Keel builds, runs, transforms and saves (a `ProgramDesc`)."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from google.protobuf.message import DecodeError
+
+from program.block import Block
+from program.errors import ParseError
+from program.variable import Parameter, Variable
+from proto import pb
+
+# The file-format version PaddlePaddle 3.3.1 writes (3*10^6 + 3*10^3 + 1); files we write
+# declare the op semantics of that release.
+FILE_VERSION = 3003001
+
+
+class Program:
+    """A list of blocks; block 0 is global. Python objects are views over protobuf messages
+    kept verbatim, so `Program.parse_from_string(p.serialize_to_string()) == p` always holds
+    and a parsed PaddlePaddle file re-serializes to an equal message.
+
+    `revision` changes on every mutation (executors key their compiled plans on it).
+    `random_seed` seeds the random initializer ops this program's layers create."""
+
+    def __init__(self):
+        from program.op_versions import OP_VERSIONS
+
+        self.header = pb.ProgramDesc()  # version, op_version_map, ...; blocks live in self.blocks
+        self.header.version.version = FILE_VERSION
+        for name, version in OP_VERSIONS:
+            pair = self.header.op_version_map.pair.add()
+            pair.op_name, pair.op_version.version = name, version
+        self.blocks: list[Block] = [Block(self, pb.BlockDesc(idx=0, parent_idx=-1))]
+        self.random_seed = 0
+        self._revision = 0
+        self._current_block_idx = 0
+        self._op_role = 0  # OpRole of ops appended now: 0 forward, 1 backward, 2 optimize, ...
+        self._namescopes: list[str] = []
+
+    # -- structure ----------------------------------------------------------------------
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def block(self, idx: int) -> Block:
+        return self.blocks[idx]
+
+    def current_block(self) -> Block:
+        return self.blocks[self._current_block_idx]
+
+    def create_block(self, parent_idx: int | None = None) -> Block:
+        """Add a sub-block (for control-flow ops) and make it current until `rollback()`."""
+        parent = self._current_block_idx if parent_idx is None else parent_idx
+        block = Block(self, pb.BlockDesc(idx=len(self.blocks), parent_idx=parent))
+        self.blocks.append(block)
+        self._current_block_idx = block.idx
+        self._revision += 1
+        return block
+
+    def rollback(self) -> None:
+        self._current_block_idx = max(self.current_block().parent_idx, 0)
+
+    def list_vars(self) -> Iterator[Variable]:
+        for block in self.blocks:
+            yield from block.vars.values()
+
+    def all_parameters(self) -> list[Parameter]:
+        return self.global_block().all_parameters()
+
+    def _namescope(self) -> str:
+        return "/" + "".join(s + "/" for s in self._namescopes)
+
+    # -- serialization --------------------------------------------------------------------
+    def to_desc(self) -> pb.ProgramDesc:
+        desc = pb.ProgramDesc()
+        desc.CopyFrom(self.header)
+        desc.blocks.extend(b.to_desc() for b in self.blocks)
+        return desc
+
+    def serialize_to_string(self) -> bytes:
+        return self.to_desc().SerializeToString()
+
+    @classmethod
+    def from_desc(cls, desc: pb.ProgramDesc, *, verify: bool = True, source: str = "program") -> "Program":
+        """Wrap a ProgramDesc (copied, then kept verbatim). With `verify`, check that every
+        op is known and every variable defined, reporting all problems at once."""
+        prog = cls.__new__(cls)
+        prog.header = pb.ProgramDesc()
+        prog.header.CopyFrom(desc)
+        del prog.header.blocks[:]
+        prog.blocks = []
+        prog.random_seed = 0
+        prog._revision = 0
+        prog._current_block_idx = 0
+        prog._op_role = 0
+        prog._namescopes = []
+        for i, bdesc in enumerate(desc.blocks):
+            header = pb.BlockDesc()
+            header.CopyFrom(bdesc)
+            del header.vars[:]
+            del header.ops[:]
+            if header.idx != i:
+                raise ParseError(f"{source}: block {i} says its index is {header.idx}")
+            block = Block(prog, header)
+            prog.blocks.append(block)
+            for vdesc in bdesc.vars:
+                v = pb.VarDesc()
+                v.CopyFrom(vdesc)
+                block._adopt_var(v)
+            for odesc in bdesc.ops:
+                o = pb.OpDesc()
+                o.CopyFrom(odesc)
+                block._adopt_op(o)
+        if not prog.blocks:
+            raise ParseError(f"{source}: the program has no blocks")
+        for b in prog.blocks:
+            if b.parent_idx >= len(prog.blocks) or (b.idx > 0 and not 0 <= b.parent_idx < len(prog.blocks)):
+                raise ParseError(f"{source}: block {b.idx} has parent {b.parent_idx}, which does not exist")
+        if verify:
+            from program.verify import verify_program
+            verify_program(prog, source=source)
+        return prog
+
+    @classmethod
+    def parse_from_string(cls, data: bytes, *, verify: bool = True, source: str = "program") -> "Program":
+        """Parse ProgramDesc bytes (a `.pdmodel` file's content)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise ParseError(f"{source}: expected bytes, got {type(data).__name__}")
+        desc = pb.ProgramDesc()
+        try:
+            desc.ParseFromString(bytes(data))
+        except (DecodeError, RuntimeError, ValueError) as e:
+            raise ParseError(f"{source} is not a valid program file (ProgramDesc): {e}") from None
+        missing = desc.FindInitializationErrors()
+        if missing:
+            raise ParseError(f"{source} is not a valid program file (ProgramDesc): missing required "
+                             f"field(s) {', '.join(missing[:5])}")
+        return cls.from_desc(desc, verify=verify, source=source)
+
+    def clone(self, for_test: bool = False) -> "Program":
+        """A deep copy. `for_test=True` gives the evaluation program: forward ops only
+        (backward and optimizer ops dropped) with `is_test` set on ops that have it."""
+        from program.clone import clone_program
+        return clone_program(self, for_test)
+
+    def verify(self) -> None:
+        """Check the program (known ops, defined variables, attribute types); raises
+        UnsupportedProgramError listing every problem."""
+        from program.verify import verify_program
+        verify_program(self)
+
+    # -- comparison and display -------------------------------------------------------------
+    def __eq__(self, other):
+        if not isinstance(other, Program):
+            return NotImplemented
+        return self.to_desc() == other.to_desc()
+
+    __hash__ = object.__hash__
+
+    def __str__(self):
+        from program.printer import format_program
+        return format_program(self)
+
+    def __repr__(self):
+        n_ops = sum(len(b.ops) for b in self.blocks)
+        return f"<Program: {len(self.blocks)} block(s), {n_ops} op(s), revision {self._revision}>"

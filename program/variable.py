@@ -1,0 +1,144 @@
+"""Variables and parameters: named, typed tensors of a block, as views over `VarDesc`."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from program import dtypes
+from proto import pb
+
+if TYPE_CHECKING:
+    from program.block import Block
+
+_T = pb.VarType
+# Var kinds whose shape/dtype live in a TensorDesc, and which field holds it.
+_TENSOR_FIELD = {_T.DENSE_TENSOR: "dense_tensor", _T.DENSE_TENSOR_ARRAY: "tensor_array",
+                 _T.SELECTED_ROWS: "selected_rows"}
+
+
+class Variable:
+    """A named tensor of a block. Shape uses -1 for dims unknown until run time.
+
+    Arithmetic on variables appends ops: `a + b` (elementwise_add), `a @ b` (matmul_v2),
+    `a < b` (less_than), `-a` (scale), `a[1:, ::2]` (slice/strided_slice), ...
+    """
+
+    is_parameter = False
+
+    def __init__(self, block: "Block", desc: pb.VarDesc):
+        self.block = block
+        self.desc = desc
+
+    # -- identity and type ----------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.desc.name
+
+    @property
+    def type(self) -> int:
+        """The var kind: pb.VarType.DENSE_TENSOR, FEED_MINIBATCH, FETCH_LIST, ..."""
+        return self.desc.type.type
+
+    def _tensor_desc(self, create: bool = False):
+        field = _TENSOR_FIELD.get(self.desc.type.type)
+        if field is None:
+            return None
+        holder = getattr(self.desc.type, field)
+        if field == "selected_rows":
+            return holder
+        if not create and not holder.HasField("tensor"):
+            return None
+        return holder.tensor
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        t = self._tensor_desc()
+        return None if t is None else tuple(t.dims)
+
+    @shape.setter
+    def shape(self, shape) -> None:
+        t = self._tensor_desc(create=True)
+        if tuple(t.dims) != tuple(shape):
+            del t.dims[:]
+            t.dims.extend(int(d) for d in shape)
+            self.block._mutated()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape or ())
+
+    @property
+    def dtype(self) -> int | None:
+        """The element type as a VarType number (see program.dtypes)."""
+        t = self._tensor_desc()
+        return None if t is None else t.data_type
+
+    @dtype.setter
+    def dtype(self, dtype) -> None:
+        t = self._tensor_desc(create=True)
+        code = dtypes.to_code(dtype)
+        if not t.HasField("data_type") or t.data_type != code:
+            t.data_type = code
+            self.block._mutated()
+
+    @property
+    def dtype_name(self) -> str:
+        return "?" if self.dtype is None else dtypes.name(self.dtype)
+
+    @property
+    def lod_level(self) -> int:
+        if self.desc.type.type == _T.DENSE_TENSOR:
+            return self.desc.type.dense_tensor.legacy_lod_level
+        if self.desc.type.type == _T.DENSE_TENSOR_ARRAY:
+            return self.desc.type.tensor_array.legacy_lod_level
+        return 0
+
+    # -- flags ------------------------------------------------------------------------
+    def _flag(self, field: str, value: bool) -> None:
+        if not self.desc.HasField(field) or getattr(self.desc, field) != value:
+            setattr(self.desc, field, bool(value))
+            self.block._mutated()
+
+    persistable = property(lambda self: self.desc.persistable,
+                           lambda self, v: self._flag("persistable", v),
+                           doc="Kept in the scope across runs and saved in checkpoints.")
+    stop_gradient = property(lambda self: self.desc.stop_gradient,
+                             lambda self, v: self._flag("stop_gradient", v),
+                             doc="No gradient flows into this variable.")
+    need_check_feed = property(lambda self: self.desc.need_check_feed,
+                               lambda self, v: self._flag("need_check_feed", v),
+                               doc="A data variable whose fed values are checked against its shape/dtype.")
+
+    # -- display ----------------------------------------------------------------------
+    def type_string(self) -> str:
+        if self.shape is None:
+            return pb.VarType.Type.Name(self.type) if self.type in pb.VarType.Type.values() else str(self.type)
+        return f"{self.dtype_name}{list(self.shape)}"
+
+    def __repr__(self):
+        flags = [f for f in ("persistable", "stop_gradient") if getattr(self, f)]
+        extra = f" ({', '.join(flags)})" if flags else ""
+        kind = "Parameter" if self.is_parameter else "Variable"
+        return f"<{kind} {self.name}: {self.type_string()}{extra}>"
+
+    # Variables are compared by identity: `==` builds an `equal` op, as in PaddlePaddle.
+    __hash__ = object.__hash__
+
+
+class Parameter(Variable):
+    """A trainable persistable variable, initialized by an op in the startup program.
+
+    `trainable`, `regularizer`, `optimize_attr` (per-parameter learning-rate scale) and
+    `need_clip` steer optimizers; they are build-time settings and are not stored in files
+    (as in PaddlePaddle), so a parsed program's parameters get the defaults.
+    """
+
+    is_parameter = True
+
+    def __init__(self, block, desc, *, trainable=True, initializer=None, regularizer=None,
+                 learning_rate=1.0, need_clip=True):
+        super().__init__(block, desc)
+        self.trainable = trainable
+        self.initializer = initializer
+        self.regularizer = regularizer
+        self.optimize_attr = {"learning_rate": learning_rate}
+        self.need_clip = need_clip
