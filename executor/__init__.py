@@ -1,0 +1,1 @@
+"""Running programs: Scope, places, the compiled-plan Executor, the inference Predictor."""

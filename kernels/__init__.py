@@ -1,0 +1,6 @@
+"""Kernels: pure functions of arrays and attributes, one per op type, written once against
+an array module (numpy or cupy). This package imports neither `program` nor `executor`.
+Importing it registers every kernel (one module per op family)."""
+from kernels import registry  # noqa: F401
+from kernels import (activation, elementwise, loss, math, nn, optimizer, random,  # noqa: F401
+                     tensor)

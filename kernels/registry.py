@@ -1,0 +1,67 @@
+"""The kernel table: op type -> a pure function of arrays and attributes.
+
+A kernel is written once against an array module `xp` (numpy on the CPU, cupy on a GPU)
+and never imports `program` or `executor`. Its signature names what it consumes:
+
+    @kernel("matmul_v2", inputs=["X", "Y"], outputs=["Out"], attrs=["trans_x", "trans_y"])
+    def matmul_v2(xp, x, y, *, trans_x, trans_y):
+        ...
+        return out
+
+- inputs arrive positionally in the order of `inputs` (a duplicable slot as a list, an
+  empty optional slot as None);
+- attrs arrive as keywords (an attribute whose name is a Python keyword, like `lambda`,
+  is passed as `lambda_`);
+- the result is one array for one output, else a tuple in the order of `outputs` (None
+  for an output the op does not produce);
+- `rng=True` kernels also get `rng=`, a numpy/cupy Generator owned by the executor, for
+  random ops and dropout;
+- `inplace` maps an output slot to the input slot whose buffer the kernel may reuse
+  (optimizer ParamOut/Param, batch_norm MeanOut/Mean): the executor hands over the
+  array and the kernel may write into it.
+
+The executor resolves the kernel, binds the attributes once when it compiles a program,
+and at run time the per-op cost is one Python call.
+"""
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class KernelDef:
+    op_type: str
+    fn: Callable
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: tuple[str, ...] = ()
+    rng: bool = False
+    inplace: dict = field(default_factory=dict)
+
+    def kwarg(self, attr: str) -> str:
+        """The keyword under which attribute `attr` is passed."""
+        return attr + "_" if keyword.iskeyword(attr) else attr
+
+
+_KERNELS: dict[str, KernelDef] = {}
+
+
+def kernel(op_type: str, *, inputs, outputs, attrs=(), rng: bool = False, inplace=None):
+    """Register the decorated function as the kernel of `op_type`."""
+    def register(fn):
+        if op_type in _KERNELS:
+            raise ValueError(f"kernel for {op_type!r} registered twice")
+        _KERNELS[op_type] = KernelDef(op_type, fn, tuple(inputs), tuple(outputs), tuple(attrs), rng,
+                                      dict(inplace or {}))
+        return fn
+    return register
+
+
+def get(op_type: str) -> KernelDef | None:
+    return _KERNELS.get(op_type)
+
+
+def all_kernels() -> dict[str, KernelDef]:
+    return dict(_KERNELS)

@@ -1,0 +1,56 @@
+"""Program files (`.pdmodel`) and the parameters that go with a program (`.pdiparams`)."""
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+import numpy as np
+
+from program.errors import ParseError
+from program.io.atomic import atomic_write
+from program.io.tensor_file import load_combined, save_combined
+from program.program import Program
+from proto import pb
+
+
+def save_program(program: Program, path) -> None:
+    """Write `program` as a ProgramDesc file (atomically)."""
+    atomic_write(path, program.serialize_to_string())
+
+
+def load_program(path, *, verify: bool = True) -> Program:
+    """Read a `.pdmodel` file. Errors name the file; with `verify`, every unsupported op,
+    slot or attribute is listed at once."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ParseError(f"cannot read program file {path}: {e.strerror or e}") from None
+    return Program.parse_from_string(data, verify=verify, source=path)
+
+
+def persistable_specs(program: Program) -> list[tuple[str, int, tuple[int, ...]]]:
+    """(name, dtype, shape) of the variables a program's parameter file holds: the
+    persistable tensors of block 0 (feed/fetch lists excluded)."""
+    return [(v.name, v.dtype, v.shape) for v in program.global_block().vars.values()
+            if v.persistable and v.type == pb.VarType.DENSE_TENSOR]
+
+
+def save_params(program: Program, values: Mapping[str, np.ndarray], path) -> None:
+    """Write the values of `program`'s persistable variables as one combined file, in
+    PaddlePaddle's order (byte-wise sorted names)."""
+    names = [name for name, _, _ in persistable_specs(program)]
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise KeyError(f"no value for persistable variable(s) {', '.join(missing[:5])} "
+                       f"of the program; cannot write {path}")
+    block = program.global_block()
+    bf16 = {n: pb.VarType.BF16 for n in names if block.vars[n].dtype == pb.VarType.BF16}
+    save_combined(path, {n: values[n] for n in names}, dtype_codes=bf16)
+
+
+def load_params(program: Program, path) -> dict[str, np.ndarray]:
+    """Read a combined parameter file written for `program`; checks every record's dtype
+    and shape against the program's variables."""
+    return load_combined(path, persistable_specs(program))
