@@ -1,1 +1,14 @@
-"""Running programs: Scope, places, the compiled-plan Executor, the inference Predictor."""
+"""Running programs: Scope, places, the compiled-plan Executor, the inference Predictor.
+
+    from executor import Executor, CPUPlace
+    exe = Executor(CPUPlace())
+    exe.run(startup)
+    out, = exe.run(main, feed={"x": xb}, fetch_list=[logits])
+"""
+from executor.errors import ExecutionError, FeedError, NonFiniteError
+from executor.executor import Executor
+from executor.place import CPUPlace, CUDAPlace
+from executor.scope import Scope, global_scope, scope_guard
+
+__all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",
+           "ExecutionError", "FeedError", "NonFiniteError"]

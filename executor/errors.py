@@ -1,0 +1,16 @@
+"""Errors raised while compiling or running a program."""
+from __future__ import annotations
+
+from program.errors import KeelError
+
+
+class FeedError(KeelError, ValueError):
+    """A feed that does not fit the program: unknown name, missing, wrong dtype or shape."""
+
+
+class ExecutionError(KeelError, RuntimeError):
+    """A kernel failed; the message names the op, its index, input shapes and source line."""
+
+
+class NonFiniteError(ExecutionError):
+    """The NaN/Inf check found a non-finite value; names the first op that produced one."""

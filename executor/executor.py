@@ -1,0 +1,220 @@
+"""The Executor: runs a program's block through a compiled, cached Plan."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from executor.errors import ExecutionError, FeedError, NonFiniteError
+from executor.place import CPUPlace
+from executor.plan import compile_plan
+from executor.random_state import RandomState
+from executor.scope import global_scope
+from program import dtypes
+from program.default import default_main_program
+from program.program import Program
+from program.variable import Variable
+
+
+class Executor:
+    """Run programs on a place (CPUPlace(), or CUDAPlace(i) where cupy and a GPU exist).
+
+    `run` compiles (program, block, feed names, fetch names) once into a plan and caches it
+    until the program changes. `num_threads` > 1 runs independent ops concurrently (numpy
+    releases the GIL in heavy kernels); the default, serial, is faster for small ops.
+    `check_nan_inf=True` (or KEEL_CHECK_NAN_INF=1) stops at the first op that produces a
+    NaN or Inf and names it."""
+
+    def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
+                 seed: int | None = None):
+        self.place = place or CPUPlace()
+        self.xp = self.place.xp
+        self.num_threads = int(num_threads)
+        if check_nan_inf is None:
+            check_nan_inf = os.environ.get("KEEL_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")
+        self.check_nan_inf = check_nan_inf
+        self._seed = seed
+        self.rng = None  # a RandomState, made on first run: seeded by `seed`, else the program's random_seed
+        self._plans: dict = {}
+        self._pool = ThreadPoolExecutor(self.num_threads) if self.num_threads > 1 else None
+
+    # -- public API ---------------------------------------------------------------------
+    def run(self, program: Program | None = None, feed: dict | None = None, fetch_list=None,
+            scope=None, return_numpy: bool = True, block_idx: int = 0):
+        program = program if program is not None else default_main_program()
+        scope = scope if scope is not None else global_scope()
+        feed = dict(feed or {})
+        block = program.block(block_idx)
+        fetch_names = self._fetch_names(block, fetch_list)
+        feed_targets = self._feed_targets(block)
+        feed = {feed_targets.get(k, k) if isinstance(k, int) else k: v for k, v in feed.items()}
+
+        plan = self._plan(program, block_idx, feed, fetch_names)
+        env = self._prepare_env(block, plan, feed, scope)
+        self._execute(plan, env)
+
+        for name in plan.persistable_writes:
+            scope.set(name, env[name])
+        results = []
+        for name in fetch_names:
+            value = env[name]
+            scope.set(name, value)
+            if block.find_var(name) is not None and block.find_var(name).persistable:
+                value = value.copy()  # the scope's array may be updated in place by later runs
+            results.append(self._to_host(value) if return_numpy else value)
+        return results
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    # -- compilation ----------------------------------------------------------------------
+    def _plan(self, program, block_idx, feed, fetch_names):
+        key = (block_idx, frozenset(feed), tuple(fetch_names))
+        entry = self._plans.get(id(program))
+        if entry is None or entry[0] is not program or entry[1] != program.revision:
+            entry = (program, program.revision, {})
+            self._plans[id(program)] = entry
+        plan = entry[2].get(key)
+        if plan is None:
+            if self.rng is None:
+                seed = self._seed if self._seed is not None else (program.random_seed or None)
+                self.rng = RandomState(self.xp, seed)
+            plan = compile_plan(program, block_idx, feed.keys(), fetch_names, self.xp, self.rng)
+            entry[2][key] = plan
+        return plan
+
+    @staticmethod
+    def _fetch_names(block, fetch_list) -> list[str]:
+        if fetch_list is None:  # an inference program: its fetch ops say what to return
+            fetch_ops = sorted((op for op in block.ops if op.type == "fetch"), key=lambda op: op.attr("col"))
+            return [op.input("X")[0] for op in fetch_ops]
+        names = []
+        for item in fetch_list:
+            name = item.name if isinstance(item, Variable) else item
+            if not isinstance(name, str):
+                raise TypeError(f"fetch_list items must be Variables or names, got {item!r}")
+            if block.find_var(name) is None:
+                raise FeedError(f"cannot fetch {name!r}: the program has no such variable")
+            names.append(name)
+        return names
+
+    @staticmethod
+    def _feed_targets(block) -> dict[int, str]:
+        return {op.attr("col"): op.output("Out")[0] for op in block.ops if op.type == "feed"}
+
+    # -- feeding ----------------------------------------------------------------------------
+    def _prepare_env(self, block, plan, feed, scope) -> dict:
+        env = {}
+        for name, value in feed.items():
+            var = block.find_var(name)
+            if var is None:
+                raise FeedError(f"feed {name!r} is not a variable of the program"
+                                f"{block._suggest_var(name)}")
+            env[name] = self._check_feed(var, value)
+        for name in plan.scope_reads:
+            if name in env:
+                continue
+            var = block.find_var(name)
+            holder = scope.find_scope(name)
+            if holder is not None and holder._vars[name] is not None:
+                env[name] = holder._vars[name]
+            elif var is not None and var.need_check_feed:
+                raise FeedError(f"missing feed for {name!r} ({var.type_string()}), which the fetched "
+                                f"results need; feed it: exe.run(..., feed={{{name!r}: array}})")
+            elif var is not None and var.persistable:
+                raise ExecutionError(f"persistable variable {name!r} has no value in the scope: run "
+                                     f"the startup program first (or load a checkpoint)")
+            else:
+                raise ExecutionError(f"variable {name!r} is read but never computed, fed or set")
+        return env
+
+    def _check_feed(self, var, value):
+        xp = self.xp
+        if not hasattr(value, "dtype"):
+            value = np.asarray(value)
+        want = dtypes.to_numpy(var.dtype)
+        if value.dtype != want:
+            if not np.can_cast(value.dtype, want, casting="same_kind"):
+                raise FeedError(f"feed {var.name!r}: got dtype {value.dtype}, declared {dtypes.name(var.dtype)} "
+                                f"(cannot be cast safely; convert it first)")
+            value = value.astype(want)
+        declared = var.shape or ()
+        shape = tuple(value.shape)
+        if len(shape) != len(declared) or any(d >= 0 and d != s for d, s in zip(declared, shape)):
+            raise FeedError(f"feed {var.name!r}: got shape {list(shape)}, declared {list(declared)} "
+                            f"(-1 matches any size)")
+        if xp is not np:
+            value = xp.asarray(value)
+        return value
+
+    # -- running ----------------------------------------------------------------------------
+    def _execute(self, plan, env):
+        if self.check_nan_inf:
+            return self._run_checked(plan, env)
+        if self._pool is not None and any(len(level) > 1 for level in plan.levels):
+            return self._run_concurrent(plan, env)
+        steps = plan.steps
+        i = 0
+        try:
+            for i, step in enumerate(steps):
+                step.run(env)
+        except Exception as e:
+            raise self._step_error(steps[i], env, e) from e
+
+    def _run_concurrent(self, plan, env):
+        steps = plan.steps
+        for level, frees in zip(plan.levels, plan.level_frees):
+            if len(level) == 1:
+                futures = None
+                self._guarded(steps[level[0]], env)
+            else:
+                futures = [self._pool.submit(self._guarded, steps[pos], env) for pos in level]
+                for f in futures:
+                    f.result()
+            for name in frees:
+                env.pop(name, None)
+
+    def _guarded(self, step, env):
+        try:
+            step.run_keep(env)
+        except Exception as e:
+            raise self._step_error(step, env, e) from e
+
+    def _run_checked(self, plan, env):
+        xp = self.xp
+        for step in plan.steps:
+            self._guarded_serial(step, env)
+            for name in step.writes:
+                value = env.get(name)
+                if value is not None and getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
+                    if not bool(xp.isfinite(value).all()):
+                        raise NonFiniteError(f"{step.op.type} (op {step.index}) produced a non-finite "
+                                             f"value in {name!r} (shape {list(value.shape)})"
+                                             + _where(step))
+
+    def _guarded_serial(self, step, env):
+        try:
+            step.run(env)
+        except Exception as e:
+            raise self._step_error(step, env, e) from e
+
+    @staticmethod
+    def _step_error(step, env, error) -> ExecutionError:
+        if isinstance(error, ExecutionError):
+            return error
+        shapes = ", ".join(f"{n}{list(env[n].shape) if hasattr(env.get(n), 'shape') else ''}"
+                           for n in step.reads)
+        return ExecutionError(f"{step.op.type} (op {step.index}) failed with inputs {shapes}: "
+                              f"{type(error).__name__}: {error}" + _where(step))
+
+    def _to_host(self, value):
+        if self.xp is np:
+            return np.asarray(value)
+        return self.xp.asnumpy(value)
+
+
+def _where(step) -> str:
+    site = step.op.callsite
+    return f"\n  op created at {site}" if site else ""

@@ -1,0 +1,218 @@
+"""Compiling (program, block, feed names, fetch names) into a Plan: a flat list of steps.
+
+Compilation does everything that does not depend on the fed values, once:
+- prune to the ops the fetch targets need, plus every op that writes a persistable
+  variable (parameter updates, running statistics);
+- resolve each op's kernel and bind its attributes;
+- find each variable's last use, so non-persistable intermediates are dropped right after
+  their last reader and peak memory tracks the live set;
+- group steps into dependency levels (read-after-write, write-after-read and
+  write-after-write on variable names) for the concurrent runner.
+At run time a step is one closure call (see `_make_step`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from executor.errors import ExecutionError
+from executor.kernel_call import MissingKernelError, bind
+from program.ops import registry as op_registry
+from proto import pb
+
+FEED_FETCH = ("feed", "fetch")
+
+
+@dataclass
+class Step:
+    index: int        # op index in the block (for error messages)
+    op: object        # program.Operator
+    run: object       # closure: run(env) executes the kernel and drops dead values
+    run_keep: object  # the same without dropping (the concurrent runner frees per level)
+    reads: tuple      # variable names read
+    writes: tuple     # variable names written
+    frees: tuple      # names dropped after this step
+
+
+@dataclass
+class Plan:
+    steps: list
+    feed_names: frozenset
+    fetch_names: tuple
+    scope_reads: tuple          # names read before any step writes them (scope or feed)
+    persistable_writes: tuple   # persistable names written (written back to the scope)
+    levels: list = field(default_factory=list)  # lists of step positions that may run together
+    level_frees: list = field(default_factory=list)  # names to drop after each level
+
+
+def _resolve(spec, env):
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        return env[spec]
+    return [env[n] for n in spec]
+
+
+def _make_step(fn, in_specs, out_specs, frees):
+    """A closure for one op. The common shapes (1-2 plain inputs, one output) get a
+    dedicated closure: this is the executor's hot path."""
+    simple_ins = all(isinstance(s, str) for s in in_specs)
+    single_out = len(out_specs) == 1 and isinstance(out_specs[0], str)
+    if simple_ins and single_out and len(in_specs) in (1, 2) and len(frees) <= 1:
+        out = out_specs[0]
+        if len(in_specs) == 1:
+            (a,) = in_specs
+            if not frees:
+                def step(env):
+                    env[out] = fn(env[a])
+            else:
+                (f,) = frees
+                def step(env):
+                    env[out] = fn(env[a])
+                    del env[f]
+        else:
+            a, b = in_specs
+            if not frees:
+                def step(env):
+                    env[out] = fn(env[a], env[b])
+            else:
+                (f,) = frees
+                def step(env):
+                    env[out] = fn(env[a], env[b])
+                    del env[f]
+        return step
+
+    def step(env):
+        result = fn(*[_resolve(s, env) for s in in_specs])
+        if len(out_specs) == 1:
+            result = (result,)
+        for spec, value in zip(out_specs, result):
+            if spec is None or value is None:
+                continue
+            if isinstance(spec, str):
+                env[spec] = value
+            else:
+                for name, v in zip(spec, value):
+                    env[name] = v
+        for name in frees:
+            env.pop(name, None)
+    return step
+
+
+def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_source) -> Plan:
+    block = program.block(block_idx)
+    fetch_set = set(fetch_names)
+    feed_set = set(feed_names)
+
+    def persistable(name):
+        v = block.find_var(name)
+        return v is not None and v.persistable
+
+    # 1. prune, walking backwards from the fetch targets and the persistable writes
+    needed = set(fetch_set)
+    kept = []
+    for i in range(len(block.ops) - 1, -1, -1):
+        op = block.ops[i]
+        if op.type in FEED_FETCH:
+            continue
+        outs = [n for n in op.output_arg_names]
+        if outs and all(n in feed_set and not persistable(n) for n in outs):
+            continue  # its results are fed
+        if any(n in needed for n in outs) or any(persistable(n) for n in outs):
+            kept.append(i)
+            needed.update(op.input_arg_names)
+    kept.reverse()
+
+    # 2. kernels
+    missing = sorted({block.ops[i].type for i in kept if _kernel_missing(block.ops[i].type)})
+    if missing:
+        raise ExecutionError(f"no kernel for op type(s) {', '.join(missing)}: this program cannot run yet")
+
+    # 3. last uses
+    last_use: dict[str, int] = {}
+    for pos, i in enumerate(kept):
+        op = block.ops[i]
+        for n in op.input_arg_names + op.output_arg_names:
+            last_use[n] = pos
+    frees_at: dict[int, list[str]] = {}
+    for name, pos in last_use.items():
+        if name not in fetch_set and not persistable(name):
+            frees_at.setdefault(pos, []).append(name)
+
+    # 4. steps, and what must come from the scope or the feed
+    steps, produced, scope_reads, p_writes = [], set(), [], []
+    for pos, i in enumerate(kept):
+        op = block.ops[i]
+        try:
+            fn, kdef = bind(op.type, op.attrs, xp, rng_source)
+        except (MissingKernelError, KeyError) as e:
+            raise ExecutionError(f"{op.type} (op {i}): {e}") from None
+        opdef = op_registry.lookup(op.type)
+        in_specs = [_slot_spec(op.input(s), opdef.input_slots.get(s) if opdef else None) for s in kdef.inputs]
+        out_specs = [_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None) for s in kdef.outputs]
+        reads = tuple(op.input_arg_names)
+        writes = tuple(n for s in kdef.outputs for n in op.output(s))
+        for n in reads:
+            if n not in produced and n not in scope_reads:
+                scope_reads.append(n)
+        produced.update(writes)
+        p_writes.extend(n for n in writes if persistable(n) and n not in p_writes)
+        frees = tuple(frees_at.get(pos, ()))
+        steps.append(Step(i, op, _make_step(fn, in_specs, out_specs, frees),
+                          _make_step(fn, in_specs, out_specs, ()), reads, writes, frees))
+
+    levels = _levels(steps)
+    level_of = {pos: lv for lv, members in enumerate(levels) for pos in members}
+    last_level: dict[str, int] = {}
+    for pos, step in enumerate(steps):
+        for n in step.reads + step.writes:
+            last_level[n] = max(last_level.get(n, -1), level_of[pos])
+    level_frees = [[] for _ in levels]
+    for name, lv in last_level.items():
+        if name not in fetch_set and not persistable(name):
+            level_frees[lv].append(name)
+    return Plan(steps, frozenset(feed_set), tuple(fetch_names), tuple(scope_reads), tuple(p_writes),
+                levels, level_frees)
+
+
+def _kernel_missing(op_type):
+    from kernels import registry as kernel_registry
+    return kernel_registry.get(op_type) is None
+
+
+def _slot_spec(names, slot):
+    """How a kernel receives a slot: a name, a list of names (duplicable), or None (empty)."""
+    if slot is not None and slot.duplicable:
+        return list(names)
+    return names[0] if names else None
+
+
+def _levels(steps) -> list[list[int]]:
+    """Group steps into waves that can run concurrently: a step waits for the last writer of
+    what it reads (RAW), the readers of what it overwrites (WAR) and the previous writer of
+    what it writes (WAW)."""
+    level_of: list[int] = []
+    last_write: dict[str, int] = {}
+    last_reads: dict[str, int] = {}
+    for pos, step in enumerate(steps):
+        level = 0
+        for n in step.reads:
+            if n in last_write:
+                level = max(level, level_of[last_write[n]] + 1)
+        for n in step.writes:
+            if n in last_write:
+                level = max(level, level_of[last_write[n]] + 1)
+            if n in last_reads:
+                level = max(level, last_reads[n] + 1)
+        level_of.append(level)
+        for n in step.reads:
+            last_reads[n] = max(last_reads.get(n, -1), level)
+        for n in step.writes:
+            last_write[n] = pos
+    levels: list[list[int]] = [[] for _ in range(max(level_of, default=-1) + 1)]
+    for pos, level in enumerate(level_of):
+        levels[level].append(pos)
+    return levels
+
+
+def is_feed_var(var) -> bool:
+    return var is not None and var.type == pb.VarType.DENSE_TENSOR and var.need_check_feed

@@ -1,0 +1,101 @@
+"""Scope: where the values of variables live between runs (parameters, optimizer state,
+running statistics, fetched results)."""
+from __future__ import annotations
+
+from typing import Iterator
+
+
+class VarHandle:
+    """What `Scope.find_var` returns, for PaddlePaddle habits:
+    `np.array(scope.find_var("fc_0.w_0").get_tensor())`."""
+
+    def __init__(self, scope: "Scope", name: str):
+        self._scope, self.name = scope, name
+
+    def get_tensor(self):
+        return self._scope.get(self.name)
+
+    def set(self, value, place=None):
+        self._scope.set(self.name, value)
+
+
+class Scope:
+    """name -> array, with optional parent scopes (lookups fall back to the parent)."""
+
+    def __init__(self, parent: "Scope | None" = None):
+        self.parent = parent
+        self._vars: dict = {}
+
+    def get(self, name: str):
+        scope = self
+        while scope is not None:
+            if name in scope._vars:
+                return scope._vars[name]
+            scope = scope.parent
+        raise KeyError(f"variable {name!r} is not in the scope (run the startup program first, "
+                       f"or feed/set it)")
+
+    def set(self, name: str, value) -> None:
+        self._vars[name] = value
+
+    def has(self, name: str) -> bool:
+        return self.find_scope(name) is not None
+
+    def find_scope(self, name: str) -> "Scope | None":
+        scope = self
+        while scope is not None:
+            if name in scope._vars:
+                return scope
+            scope = scope.parent
+        return None
+
+    def find_var(self, name: str) -> VarHandle | None:
+        return VarHandle(self, name) if self.has(name) else None
+
+    def var(self, name: str) -> VarHandle:
+        """A handle for `name`, creating the entry (as None) if needed."""
+        if not self.has(name):
+            self._vars[name] = None
+        return VarHandle(self, name)
+
+    def erase(self, names) -> None:
+        for name in names:
+            self._vars.pop(name, None)
+
+    def new_scope(self) -> "Scope":
+        return Scope(self)
+
+    def local_var_names(self) -> list[str]:
+        return list(self._vars)
+
+    def __contains__(self, name: str) -> bool:
+        return self.has(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._vars)
+
+    def __len__(self) -> int:
+        return len(self._vars)
+
+
+_global_scope = Scope()
+
+
+def global_scope() -> Scope:
+    return _global_scope
+
+
+class scope_guard:
+    """`with scope_guard(scope):` makes `scope` the default of Executor.run inside the block."""
+
+    def __init__(self, scope: Scope):
+        self.scope = scope
+
+    def __enter__(self):
+        global _global_scope
+        self._saved, _global_scope = _global_scope, self.scope
+        return self.scope
+
+    def __exit__(self, *exc):
+        global _global_scope
+        _global_scope = self._saved
