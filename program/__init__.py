@@ -17,3 +17,10 @@ from program.operator import Operator
 from program.program import Program
 from program.variable import Parameter, Variable
 from program import unique_name
+from program import initializer
+from program.param_attr import ParamAttr
+from program.layers.data import data
+from program.layers.math import *  # noqa: F401,F403  (add, matmul, mean, relu, ...: see __all__)
+from program.layers.tensor import *  # noqa: F401,F403  (reshape, concat, fill_constant, ...)
+from program import nn
+from program import io

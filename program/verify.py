@@ -36,6 +36,8 @@ def program_problems(program) -> list[str]:
                     problems.append(f"{where}: missing required input {slot.name!r}")
             for name in op.attrs:
                 spec = opdef.attr_spec(name)
+                if spec is None and name in registry.RUNTIME_EXTRA_ATTRS:
+                    continue
                 if spec is None:
                     problems.append(f"{where}: unsupported attribute {name!r}")
                 elif op.attr_type(name) != spec.type and not _compatible(spec.type, op.attr_type(name)):

@@ -49,5 +49,5 @@ def test_attrs_match_paddle(op_type):
             assert not spec.required and _same_default(spec.default, want["default"]), f"{name}: default"
         else:
             assert spec.required, f"{name}: Paddle has no default, so it is required"
-    accepted = set(ours.extra_attrs) | set(registry.COMMON_ATTRS)
+    accepted = set(ours.extra_attrs) | set(registry.COMMON_ATTRS) | registry.RUNTIME_EXTRA_ATTRS
     assert set(ref["extra_attrs"]) <= accepted, "runtime-extra attributes Paddle files may carry"

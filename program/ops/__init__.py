@@ -1,2 +1,4 @@
-"""Op definitions. Importing this package registers every op (one module per family)."""
+"""Op definitions. Importing this package registers every op, one module per family."""
 from program.ops import registry  # noqa: F401
+from program.ops import (activation, elementwise, loss, math, nn, optimizer,  # noqa: F401
+                         random, tensor)

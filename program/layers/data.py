@@ -1,0 +1,13 @@
+"""Declaring the inputs of a program."""
+from __future__ import annotations
+
+from program import default
+
+
+def data(name: str, shape, dtype="float32", lod_level: int = 0):
+    """Declare a variable the user feeds at run time. Use -1 (or None) for dims that vary
+    between runs, e.g. the batch: `x = data("x", [-1, 784])`."""
+    block = default.default_main_program().global_block()
+    shape = [-1 if d is None else int(d) for d in shape]
+    return block.create_var(name, shape, dtype, lod_level=lod_level, stop_gradient=True,
+                            need_check_feed=True)

@@ -1,0 +1,37 @@
+"""ParamAttr: how a layer should create one of its parameters."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class ParamAttr:
+    """`name`: fixed parameter name (two layers given the same name share the parameter).
+    `initializer`: an initializer from program.initializer. `learning_rate`: a multiplier
+    on the optimizer's rate. `regularizer`: a per-parameter regularizer (overrides the
+    optimizer's). `trainable=False` freezes the parameter. `need_clip=False` exempts it
+    from gradient clipping."""
+    name: str | None = None
+    initializer: Any = None
+    learning_rate: float = 1.0
+    regularizer: Any = None
+    trainable: bool = True
+    need_clip: bool = True
+
+    @staticmethod
+    def of(arg) -> "ParamAttr | None":
+        """Normalize a layer's `param_attr`/`bias_attr` argument: None -> defaults,
+        False -> no parameter at all, a string -> the name, an initializer -> that."""
+        if arg is False:
+            return None
+        if arg is None or arg is True:
+            return ParamAttr()
+        if isinstance(arg, ParamAttr):
+            return arg
+        if isinstance(arg, str):
+            return ParamAttr(name=arg)
+        from program.initializer import Initializer
+        if isinstance(arg, Initializer):
+            return ParamAttr(initializer=arg)
+        raise TypeError(f"expected a ParamAttr, a name, an initializer, None or False; got {arg!r}")
