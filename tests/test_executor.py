@@ -1,0 +1,196 @@
+"""The executor: plans, pruning, freeing intermediates, concurrency, feed checks, errors."""
+import numpy as np
+import pytest
+
+import program as pg
+from executor import ExecutionError, Executor, FeedError, NonFiniteError, Scope
+
+THIS_FILE = __file__
+
+
+def _chain_program():
+    """x -> a = x + x -> b = a * a -> c = b - x ; plus an unrelated d = x * x."""
+    p = pg.Program()
+    b = p.global_block()
+    x = b.create_var("x", [-1, 3], need_check_feed=True)
+    for name in "abcd":
+        b.create_var(name)
+    b.append_op("elementwise_add", {"X": "x", "Y": "x"}, {"Out": "a"})
+    b.append_op("elementwise_mul", {"X": "a", "Y": "a"}, {"Out": "b"})
+    b.append_op("elementwise_sub", {"X": "b", "Y": "x"}, {"Out": "c"})
+    b.append_op("elementwise_mul", {"X": "x", "Y": "x"}, {"Out": "d"})
+    return p, x
+
+
+def test_run_computes_and_frees_intermediates():
+    p, x = _chain_program()
+    scope = Scope()
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    c, = Executor().run(p, feed={"x": xv}, fetch_list=["c"], scope=scope)
+    np.testing.assert_allclose(c, (2 * xv) ** 2 - xv)
+    assert scope.has("c")  # fetched values are kept
+    for name in ("a", "b", "d", "x"):
+        assert not scope.has(name)  # intermediates and feeds are not
+
+
+def test_plan_prunes_unneeded_ops_and_is_cached_until_the_program_changes():
+    p, x = _chain_program()
+    exe = Executor()
+    exe.run(p, feed={"x": np.ones((1, 3), np.float32)}, fetch_list=["d"])
+    plan = exe._plan(p, 0, {"x": None}, ["d"])
+    assert [s.op.type for s in plan.steps] == ["elementwise_mul"]
+    assert exe._plan(p, 0, {"x": None}, ["d"]) is plan
+    p.global_block().ops[3].set_attr("axis", -1)
+    assert exe._plan(p, 0, {"x": None}, ["d"]) is not plan
+
+
+def test_ops_writing_persistable_vars_always_run():
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [3], need_check_feed=True)
+    b.create_var("counter", [3], persistable=True)
+    b.create_var("y")
+    b.append_op("elementwise_add", {"X": "counter", "Y": "x"}, {"Out": "counter"})
+    b.append_op("elementwise_mul", {"X": "x", "Y": "x"}, {"Out": "y"})
+    scope = Scope()
+    scope.set("counter", np.zeros(3, np.float32))
+    exe = Executor()
+    for _ in range(3):
+        y, = exe.run(p, feed={"x": np.ones(3, np.float32)}, fetch_list=["y"], scope=scope)
+    np.testing.assert_array_equal(scope.get("counter"), [3, 3, 3])
+
+
+def test_peak_live_set_is_bounded_by_freeing():
+    """A long chain keeps at most a couple of intermediates alive at any time."""
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("v0", [4], need_check_feed=True)
+    for i in range(50):
+        b.create_var(f"v{i + 1}")
+        b.append_op("elementwise_add", {"X": f"v{i}", "Y": f"v{i}"}, {"Out": f"v{i + 1}"})
+    exe = Executor()
+    plan = exe._plan(p, 0, {"v0": None}, ["v50"])
+    live, peak = {"v0"}, 1
+    for step in plan.steps:
+        live.update(step.writes)
+        peak = max(peak, len(live))
+        live.difference_update(step.frees)
+    assert peak <= 2
+    out, = exe.run(p, feed={"v0": np.ones(4, np.float32)}, fetch_list=["v50"])
+    np.testing.assert_array_equal(out, np.full(4, 2.0 ** 50, np.float32))
+
+
+def test_concurrent_and_serial_runs_agree():
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [-1, 64], need_check_feed=True)
+    names = []
+    for i in range(8):  # eight independent branches, then a reduction chain
+        b.create_var(f"h{i}")
+        b.append_op("elementwise_mul", {"X": "x", "Y": "x"}, {"Out": f"h{i}"})
+        b.create_var(f"g{i}")
+        b.append_op("elementwise_add", {"X": f"h{i}", "Y": "x"}, {"Out": f"g{i}"})
+        names.append(f"g{i}")
+    acc = names[0]
+    for i, n in enumerate(names[1:]):
+        b.create_var(f"s{i}")
+        b.append_op("elementwise_add", {"X": acc, "Y": n}, {"Out": f"s{i}"})
+        acc = f"s{i}"
+    xv = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)
+    serial, = Executor().run(p, feed={"x": xv}, fetch_list=[acc], scope=Scope())
+    par_exe = Executor(num_threads=4)
+    assert max(len(level) for level in par_exe._plan(p, 0, {"x": None}, [acc]).levels) >= 8
+    parallel, = par_exe.run(p, feed={"x": xv}, fetch_list=[acc], scope=Scope())
+    np.testing.assert_array_equal(serial, parallel)
+    par_exe.close()
+
+
+# -- feeds --------------------------------------------------------------------------------
+def test_unknown_feed_name():
+    p, x = _chain_program()
+    with pytest.raises(FeedError, match="'xx' is not a variable.*did you mean x"):
+        Executor().run(p, feed={"xx": np.ones((1, 3), np.float32)}, fetch_list=["c"])
+
+
+def test_missing_feed():
+    p, x = _chain_program()
+    with pytest.raises(FeedError, match="missing feed for 'x'"):
+        Executor().run(p, feed={}, fetch_list=["c"])
+
+
+def test_feed_with_unsafe_dtype():
+    p, x = _chain_program()
+    with pytest.raises(FeedError, match="'x'.*complex128.*float32"):
+        Executor().run(p, feed={"x": np.ones((1, 3), np.complex128)}, fetch_list=["c"])
+    # a safe cast (float64 -> float32) is accepted
+    Executor().run(p, feed={"x": np.ones((1, 3))}, fetch_list=["c"])
+
+
+def test_feed_with_wrong_shape():
+    p, x = _chain_program()
+    with pytest.raises(FeedError, match=r"'x': got shape \[2, 4\], declared \[-1, 3\]"):
+        Executor().run(p, feed={"x": np.ones((2, 4), np.float32)}, fetch_list=["c"])
+    with pytest.raises(FeedError, match=r"got shape \[3\], declared \[-1, 3\]"):
+        Executor().run(p, feed={"x": np.ones(3, np.float32)}, fetch_list=["c"])
+
+
+def test_fetching_an_unknown_variable():
+    p, x = _chain_program()
+    with pytest.raises(FeedError, match="cannot fetch 'nope'"):
+        Executor().run(p, feed={"x": np.ones((1, 3), np.float32)}, fetch_list=["nope"])
+
+
+# -- run-time errors ------------------------------------------------------------------------
+def test_kernel_failure_names_op_index_shapes_and_line():
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [-1, 3], need_check_feed=True)
+    b.create_var("y", [-1, 3], need_check_feed=True)
+    b.create_var("z")
+    b.append_op("elementwise_add", {"X": "x", "Y": "y"}, {"Out": "z"})  # MARK-runtime
+    line = next(i for i, s in enumerate(open(THIS_FILE), 1) if "MARK-runtime" in s and "next(" not in s)
+    with pytest.raises(ExecutionError) as e:
+        Executor().run(p, feed={"x": np.ones((2, 3), np.float32), "y": np.ones((3, 3), np.float32)},
+                       fetch_list=["z"])
+    text = str(e.value)
+    assert "elementwise_add (op 0)" in text and "x[2, 3]" in text and "y[3, 3]" in text
+    assert f"{THIS_FILE}:{line}" in text
+
+
+def test_nan_check_names_the_first_op(monkeypatch):
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [2], need_check_feed=True)
+    for n in ("q", "r"):
+        b.create_var(n)
+    b.append_op("elementwise_div", {"X": "x", "Y": "x"}, {"Out": "q"})
+    b.append_op("elementwise_add", {"X": "q", "Y": "q"}, {"Out": "r"})
+    feed = {"x": np.array([0.0, 1.0], np.float32)}
+    with np.errstate(all="ignore"):
+        r, = Executor().run(p, feed=feed, fetch_list=["r"])  # unchecked: NaN flows through
+        assert np.isnan(r[0])
+        with pytest.raises(NonFiniteError, match=r"elementwise_div \(op 0\).*'q'"):
+            Executor(check_nan_inf=True).run(p, feed=feed, fetch_list=["r"])
+        monkeypatch.setenv("KEEL_CHECK_NAN_INF", "1")
+        with pytest.raises(NonFiniteError):
+            Executor().run(p, feed=feed, fetch_list=["r"])
+
+
+def test_missing_persistable_value_says_run_startup():
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("w", [3], persistable=True)
+    b.create_var("y")
+    b.append_op("elementwise_add", {"X": "w", "Y": "w"}, {"Out": "y"})
+    with pytest.raises(ExecutionError, match="'w' has no value in the scope: run the startup program"):
+        Executor().run(p, fetch_list=["y"], scope=Scope())
+
+
+def test_scope_basics():
+    parent = Scope()
+    parent.set("a", np.ones(2))
+    child = parent.new_scope()
+    assert child.has("a") and child.find_var("a").get_tensor() is parent.get("a")
+    assert child.find_var("zz") is None
+    with pytest.raises(KeyError, match="run the startup program"):
+        child.get("zz")
