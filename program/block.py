@@ -2,7 +2,7 @@
 global block; control-flow ops own sub-blocks whose parent is the enclosing block."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from program import attrs as attr_codec
 from program import callsite, dtypes

@@ -123,6 +123,101 @@ class Variable:
     # Variables are compared by identity: `==` builds an `equal` op, as in PaddlePaddle.
     __hash__ = object.__hash__
 
+    # -- operators: each appends ops to the program's current block (see
+    # program/layers/math.py `binary_operator` for the rules on Python numbers) -------------
+    def _binary(self, other, op_type, reverse=False):
+        from program.layers.math import binary_operator
+        return binary_operator(self, other, op_type, reverse)
+
+    def __add__(self, other):
+        return self._binary(other, "elementwise_add")
+
+    def __radd__(self, other):
+        return self._binary(other, "elementwise_add", reverse=True)
+
+    def __sub__(self, other):
+        return self._binary(other, "elementwise_sub")
+
+    def __rsub__(self, other):
+        return self._binary(other, "elementwise_sub", reverse=True)
+
+    def __mul__(self, other):
+        return self._binary(other, "elementwise_mul")
+
+    def __rmul__(self, other):
+        return self._binary(other, "elementwise_mul", reverse=True)
+
+    def __truediv__(self, other):
+        return self._binary(other, "elementwise_div")
+
+    def __rtruediv__(self, other):
+        return self._binary(other, "elementwise_div", reverse=True)
+
+    def __floordiv__(self, other):
+        return self._binary(other, "elementwise_floordiv")
+
+    def __rfloordiv__(self, other):
+        return self._binary(other, "elementwise_floordiv", reverse=True)
+
+    def __mod__(self, other):
+        return self._binary(other, "elementwise_mod")
+
+    def __rmod__(self, other):
+        return self._binary(other, "elementwise_mod", reverse=True)
+
+    def __pow__(self, other):
+        return self._binary(other, "elementwise_pow")
+
+    def __rpow__(self, other):
+        return self._binary(other, "elementwise_pow", reverse=True)
+
+    def __matmul__(self, other):
+        return self._binary(other, "matmul_v2") if isinstance(other, Variable) else NotImplemented
+
+    def __rmatmul__(self, other):
+        return self._binary(other, "matmul_v2", reverse=True) if isinstance(other, Variable) else NotImplemented
+
+    def __neg__(self):
+        from program.layers.math import negative
+        return negative(self)
+
+    def __abs__(self):
+        from program.layers.math import abs as abs_
+        return abs_(self)
+
+    def __eq__(self, other):
+        return self._binary(other, "equal")
+
+    def __ne__(self, other):
+        return self._binary(other, "not_equal")
+
+    def __lt__(self, other):
+        return self._binary(other, "less_than")
+
+    def __le__(self, other):
+        return self._binary(other, "less_equal")
+
+    def __gt__(self, other):
+        return self._binary(other, "greater_than")
+
+    def __ge__(self, other):
+        return self._binary(other, "greater_equal")
+
+    def __getitem__(self, item):
+        """`x[1]`, `x[:, 1:3]`, `x[::2]`, `x[..., 0]`, `x[None]`: slice/strided_slice ops."""
+        from program.layers.tensor import getitem
+        return getitem(self, item)
+
+    def __iter__(self):
+        # Without this, Python would iterate through __getitem__ forever on a -1 dim.
+        raise TypeError(f"variable {self.name} is not iterable while building a program; "
+                        "use pg.unstack or pg.split")
+
+    def astype(self, dtype) -> "Variable":
+        """This variable converted to `dtype` (a `cast` op)."""
+        from program.layers.math import astype
+        return astype(self, dtype)
+
 
 class Parameter(Variable):
     """A trainable persistable variable, initialized by an op in the startup program.

@@ -57,6 +57,12 @@ class InferContext:
     def has_output(self, slot: str) -> bool:
         return bool(self._outputs.get(slot))
 
+    def output_names(self, slot: str) -> list[str]:
+        return list(self._outputs.get(slot) or [])
+
+    def input_names(self, slot: str) -> list[str]:
+        return list(self._inputs.get(slot) or [])
+
     def num_outputs(self, slot: str) -> int:
         return len(self._outputs.get(slot) or [])
 

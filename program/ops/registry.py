@@ -87,8 +87,9 @@ def many(name: str, optional: bool = False) -> Slot:
 
 
 def side(name: str, extra: bool = False) -> Slot:
-    """An intermediate output the gradient reads (XShape, Mask, SavedMean)."""
-    return Slot(name, intermediate=True, dispensable=extra, extra=extra)
+    """An intermediate output the gradient reads (XShape, Mask, SavedMean). `extra`: one
+    PaddlePaddle strips when saving for inference (dropout's Mask)."""
+    return Slot(name, intermediate=True, extra=extra)
 
 
 class _NotDifferentiable:

@@ -1,0 +1,692 @@
+"""Math layers: elementwise arithmetic, matrix products, reductions, comparisons and logic,
+activations, and the ops behind the Python operators on `Variable` (`a + b`, `a @ b`,
+`a < 2.0`, `-a`, ...).
+
+Each layer appends the op PaddlePaddle's static-graph API appends, with the same
+attributes, and names its outputs `<layer>_N.tmp_K` (`relu_0.tmp_0`). Operators name
+theirs `tmp_N`, as PaddlePaddle does.
+
+This module defines `sum`, `max`, `min`, `abs`, `round`, `pow`, `all` and `any` (PaddlePaddle's
+names), shadowing the builtins inside it."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from program import dtypes, unique_name
+from program.errors import AttrError, DTypeError
+from program.layers.helper import LayerHelper
+from program.layers.tensor import _fail, _is_scalar, fill_constant, full_like
+from program.variable import Variable
+from proto import pb
+
+_T = pb.VarType
+
+__all__ = [
+    # elementwise arithmetic
+    "add", "subtract", "multiply", "divide", "pow", "maximum", "minimum", "floor_divide",
+    "remainder", "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
+    # products
+    "matmul", "mm", "bmm",
+    # scale, clip, cast, sums and means
+    "scale", "clip", "cast", "sum", "add_n", "mean", "reduce_sum", "reduce_mean", "reduce_max",
+    "reduce_min", "reduce_prod", "max", "min", "prod", "all", "any",
+    # comparisons and logic
+    "equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
+    # activations
+    "relu", "relu6", "leaky_relu", "gelu", "tanh", "sigmoid", "hard_swish", "hard_sigmoid",
+    "swish", "silu", "mish", "elu", "selu", "celu", "softplus", "softsign", "log_sigmoid",
+    "tanh_shrink", "thresholded_relu", "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+    "rsqrt", "abs", "square", "reciprocal", "floor", "ceil", "round", "sign", "sin", "cos",
+    "erf", "softmax", "log_softmax",
+    # scans, search, selection, norms
+    "cumsum", "argmax", "argmin", "topk", "where", "norm",
+]
+
+
+def _scalar_var(value, like: Variable) -> Variable:
+    """A 0-d constant of `like`'s dtype for a Python number used as a layer operand."""
+    return fill_constant([], like.dtype, value)
+
+
+# -- elementwise arithmetic -------------------------------------------------------------------
+def _elementwise(op_type, x, y, axis=-1, name=None):
+    if _is_scalar(y):
+        y = _scalar_var(y, x)
+    elif _is_scalar(x):
+        x = _scalar_var(x, y)
+    helper = LayerHelper(op_type, name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op(op_type, {"X": x, "Y": y}, {"Out": out}, {"axis": int(axis)})
+    return out
+
+
+def add(x, y, axis=-1, name=None):
+    """x + y (op elementwise_add). With axis=-1 shapes broadcast as in numpy; otherwise y's
+    dims align with x's starting at dimension `axis`."""
+    return _elementwise("elementwise_add", x, y, axis, name)
+
+
+def subtract(x, y, axis=-1, name=None):
+    """x - y (op elementwise_sub)."""
+    return _elementwise("elementwise_sub", x, y, axis, name)
+
+
+def multiply(x, y, axis=-1, name=None):
+    """x * y (op elementwise_mul)."""
+    return _elementwise("elementwise_mul", x, y, axis, name)
+
+
+def divide(x, y, axis=-1, name=None):
+    """x / y (op elementwise_div)."""
+    return _elementwise("elementwise_div", x, y, axis, name)
+
+
+def floor_divide(x, y, axis=-1, name=None):
+    """floor(x / y) for integers (op elementwise_floordiv)."""
+    return _elementwise("elementwise_floordiv", x, y, axis, name)
+
+
+def remainder(x, y, axis=-1, name=None):
+    """x mod y with the sign of y (op elementwise_mod)."""
+    return _elementwise("elementwise_mod", x, y, axis, name)
+
+
+def maximum(x, y, axis=-1, name=None):
+    """max(x, y) elementwise (op elementwise_max)."""
+    return _elementwise("elementwise_max", x, y, axis, name)
+
+
+def minimum(x, y, axis=-1, name=None):
+    """min(x, y) elementwise (op elementwise_min)."""
+    return _elementwise("elementwise_min", x, y, axis, name)
+
+
+# fluid-era spellings
+elementwise_add, elementwise_sub, elementwise_mul, elementwise_div = add, subtract, multiply, divide
+
+
+def pow(x, y, name=None):
+    """x ** y: op `pow` (attr factor) for a number y, op elementwise_pow for a Variable y."""
+    if isinstance(y, Variable):
+        return _elementwise("elementwise_pow", x, y, -1, name)
+    helper = LayerHelper("pow", name)
+    return helper.unary("pow", x, {"factor": float(y)})
+
+
+# -- matrix products ---------------------------------------------------------------------------
+def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
+    """x @ y with numpy's matmul rules (op matmul_v2); transpose_x/transpose_y transpose the
+    last two dims of that operand first."""
+    helper = LayerHelper("matmul_v2", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("matmul_v2", {"X": x, "Y": y}, {"Out": out},
+                     {"trans_x": bool(transpose_x), "trans_y": bool(transpose_y)})
+    return out
+
+
+def mm(input, mat2, name=None):
+    """Matrix product input @ mat2 (op matmul_v2)."""
+    helper = LayerHelper("mm", name)
+    out = helper.create_tmp(input.dtype)
+    helper.append_op("matmul_v2", {"X": input, "Y": mat2}, {"Out": out},
+                     {"trans_x": False, "trans_y": False})
+    return out
+
+
+def bmm(x, y, name=None):
+    """Batched product of 3-D tensors [B, M, K] @ [B, K, N] (op bmm)."""
+    helper = LayerHelper("bmm", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("bmm", {"X": x, "Y": y}, {"Out": out})
+    return out
+
+
+# -- scale, clip, cast -------------------------------------------------------------------------------
+def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
+    """scale * x + bias (or scale * (x + bias) unless bias_after_scale); op scale. `scale`
+    may be a 1-element Variable."""
+    helper = LayerHelper("scale", name)
+    inputs = {"X": x}
+    attrs = {"bias": float(bias), "bias_after_scale": bool(bias_after_scale)}
+    if isinstance(scale, Variable):
+        inputs["ScaleTensor"] = scale
+    else:
+        attrs["scale"] = float(scale)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("scale", inputs, {"Out": out}, attrs)
+    return helper.append_activation(out, act)
+
+
+_FLOAT32_MIN, _FLOAT32_MAX = float(np.finfo(np.float32).min), float(np.finfo(np.float32).max)
+
+
+def clip(x, min=None, max=None, name=None):
+    """Clamp x to [min, max] (op clip); a missing bound is float32's extreme, and a bound may
+    be a 1-element Variable (inputs Min/Max)."""
+    helper = LayerHelper("clip", name)
+    inputs = {"X": x}
+    attrs = {"min": _FLOAT32_MIN, "max": _FLOAT32_MAX}
+    for key, value in (("min", min), ("max", max)):
+        if isinstance(value, Variable):
+            inputs[key.capitalize()] = value
+        elif value is not None:
+            attrs[key] = float(value)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("clip", inputs, {"Out": out}, attrs)
+    return out
+
+
+def cast(x, dtype, name=None):
+    """x converted to `dtype` (op cast)."""
+    helper = LayerHelper("cast", name)
+    code = dtypes.to_code(dtype)
+    out = helper.create_tmp(code)
+    helper.append_op("cast", {"X": x}, {"Out": out}, {"in_dtype": x.dtype, "out_dtype": code})
+    return out
+
+
+# -- sums, means and other reductions -----------------------------------------------------------
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of tensors of one shape (op sum)."""
+    helper = LayerHelper("add_n", name)
+    xs = [inputs] if isinstance(inputs, Variable) else list(inputs)
+    if not xs:
+        _fail("add_n", "needs at least one input")
+    out = helper.create_tmp(xs[0].dtype)
+    helper.append_op("sum", {"X": xs}, {"Out": out})
+    return out
+
+
+def _reduce(op_type, layer, x, axis, keepdim, name, dtype=None, out_dtype=None):
+    """PaddlePaddle 2.x reduction attributes: axis None (or all dims) reduces everything,
+    recorded as reduce_all=True (dim [] when axis is None)."""
+    helper = LayerHelper(layer, name)
+    dims = [] if axis is None else ([int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis])
+    attrs = {"dim": dims, "keep_dim": bool(keepdim),
+             "reduce_all": axis is None or not dims or len(dims) == x.ndim}
+    if dtype is not None:
+        attrs.update(in_dtype=x.dtype, out_dtype=dtypes.to_code(dtype))
+    out = helper.create_tmp(out_dtype if out_dtype is not None else
+                            (x.dtype if dtype is None else dtypes.to_code(dtype)))
+    helper.append_op(op_type, {"X": x}, {"Out": out}, attrs)
+    return out
+
+
+def sum(x, axis=None, dtype=None, keepdim=False, name=None):
+    """A list of tensors -> their elementwise sum (op sum, like add_n). A tensor -> its sum
+    over `axis` (all dims when None; op reduce_sum); `dtype` sets the result type (bool and
+    int32 sums are int64 unless given)."""
+    if isinstance(x, (list, tuple)):
+        return add_n(x, name)
+    return _reduce("reduce_sum", "sum", x, axis, keepdim, name, dtype)
+
+
+def mean(x, axis=None, keepdim=False, name=None):
+    """The mean of all elements as a 0-d tensor (op mean), or over `axis` (op reduce_mean)."""
+    if axis is None and not keepdim:
+        helper = LayerHelper("mean", name)
+        return helper.unary("mean", x)
+    return _reduce("reduce_mean", "mean", x, axis, keepdim, name)
+
+
+def max(x, axis=None, keepdim=False, name=None):
+    """The maximum over `axis` (all dims when None; op reduce_max)."""
+    return _reduce("reduce_max", "max", x, axis, keepdim, name)
+
+
+def min(x, axis=None, keepdim=False, name=None):
+    """The minimum over `axis` (all dims when None; op reduce_min)."""
+    return _reduce("reduce_min", "min", x, axis, keepdim, name)
+
+
+def prod(x, axis=None, keepdim=False, name=None):
+    """The product over `axis` (all dims when None; op reduce_prod)."""
+    return _reduce("reduce_prod", "reduce_prod", x, axis, keepdim, name)
+
+
+def all(x, axis=None, keepdim=False, name=None):
+    """Logical AND over `axis` (op reduce_all; bool result)."""
+    return _reduce("reduce_all", "all", x, axis, keepdim, name, out_dtype=_T.BOOL)
+
+
+def any(x, axis=None, keepdim=False, name=None):
+    """Logical OR over `axis` (op reduce_any; bool result)."""
+    return _reduce("reduce_any", "any", x, axis, keepdim, name, out_dtype=_T.BOOL)
+
+
+# fluid-era spellings: reduce_sum(input, dim=None, keep_dim=False)
+def reduce_sum(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_sum", "reduce_sum", input, dim, keep_dim, name)
+
+
+def reduce_mean(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_mean", "reduce_mean", input, dim, keep_dim, name)
+
+
+def reduce_max(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_max", "reduce_max", input, dim, keep_dim, name)
+
+
+def reduce_min(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_min", "reduce_min", input, dim, keep_dim, name)
+
+
+def reduce_prod(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_prod", "reduce_prod", input, dim, keep_dim, name)
+
+
+# -- comparisons and logic -----------------------------------------------------------------------------
+def _compare(op_type, x, y, name):
+    if _is_scalar(y):
+        y = _scalar_var(y, x)
+    helper = LayerHelper(op_type, name)
+    out = helper.create_tmp(_T.BOOL, stop_gradient=True)
+    helper.append_op(op_type, {"X": x, "Y": y}, {"Out": out}, {"axis": -1, "force_cpu": False})
+    return out
+
+
+def equal(x, y, name=None):
+    """x == y elementwise, as bool (op equal)."""
+    return _compare("equal", x, y, name)
+
+
+def not_equal(x, y, name=None):
+    return _compare("not_equal", x, y, name)
+
+
+def less_than(x, y, name=None):
+    return _compare("less_than", x, y, name)
+
+
+def less_equal(x, y, name=None):
+    return _compare("less_equal", x, y, name)
+
+
+def greater_than(x, y, name=None):
+    return _compare("greater_than", x, y, name)
+
+
+def greater_equal(x, y, name=None):
+    return _compare("greater_equal", x, y, name)
+
+
+def _logical(op_type, x, y=None, name=None):
+    helper = LayerHelper(op_type, name)
+    out = helper.create_tmp(_T.BOOL, stop_gradient=True)
+    inputs = {"X": x} if y is None else {"X": x, "Y": y}
+    helper.append_op(op_type, inputs, {"Out": out})
+    return out
+
+
+def logical_and(x, y, name=None):
+    return _logical("logical_and", x, y, name)
+
+
+def logical_or(x, y, name=None):
+    return _logical("logical_or", x, y, name)
+
+
+def logical_xor(x, y, name=None):
+    return _logical("logical_xor", x, y, name)
+
+
+def logical_not(x, name=None):
+    return _logical("logical_not", x, None, name)
+
+
+def isnan(x, name=None):
+    return _logical("isnan_v2", x, None, name)
+
+
+def isinf(x, name=None):
+    return _logical("isinf_v2", x, None, name)
+
+
+def isfinite(x, name=None):
+    return _logical("isfinite_v2", x, None, name)
+
+
+# -- activations ----------------------------------------------------------------------------------
+def _act(op_type, x, name=None, attrs=None, layer=None):
+    return LayerHelper(layer or op_type, name).unary(op_type, x, attrs)
+
+
+def relu(x, name=None):
+    """max(x, 0)."""
+    return _act("relu", x, name)
+
+
+def relu6(x, name=None):
+    """min(max(x, 0), 6)."""
+    return _act("relu6", x, name, {"threshold": 6.0})
+
+
+def leaky_relu(x, negative_slope=0.01, name=None):
+    """x if x >= 0 else negative_slope * x."""
+    return _act("leaky_relu", x, name, {"alpha": float(negative_slope)})
+
+
+def gelu(x, approximate=False, name=None):
+    """x * Phi(x); the tanh approximation with approximate=True."""
+    return _act("gelu", x, name, {"approximate": bool(approximate)})
+
+
+def tanh(x, name=None):
+    return _act("tanh", x, name)
+
+
+def sigmoid(x, name=None):
+    return _act("sigmoid", x, name)
+
+
+def hard_swish(x, name=None):
+    """x * relu6(x + 3) / 6."""
+    return _act("hard_swish", x, name, {"threshold": 6.0, "scale": 6.0, "offset": 3.0}, "hardswish")
+
+
+def hard_sigmoid(x, slope=0.1666667, offset=0.5, name=None):
+    """clip(slope * x + offset, 0, 1)."""
+    return _act("hard_sigmoid", x, name, {"slope": float(slope), "offset": float(offset)}, "hardsigmoid")
+
+
+def swish(x, name=None):
+    """x * sigmoid(x)."""
+    return _act("swish", x, name, {"beta": 1.0})
+
+
+def silu(x, name=None):
+    """x * sigmoid(x)."""
+    return _act("silu", x, name)
+
+
+def mish(x, name=None):
+    """x * tanh(softplus(x))."""
+    return _act("mish", x, name, {"threshold": 20.0})
+
+
+def elu(x, alpha=1.0, name=None):
+    return _act("elu", x, name, {"alpha": float(alpha)})
+
+
+def selu(x, scale=1.0507009873554804934193349852946, alpha=1.6732632423543772848170429916717,
+         name=None):
+    return _act("selu", x, name, {"scale": float(scale), "alpha": float(alpha)})
+
+
+def celu(x, alpha=1.0, name=None):
+    return _act("celu", x, name, {"alpha": float(alpha)})
+
+
+def softplus(x, beta=1.0, threshold=20.0, name=None):
+    """log(1 + exp(beta * x)) / beta (x where beta * x > threshold)."""
+    return _act("softplus", x, name, {"beta": float(beta), "threshold": float(threshold)})
+
+
+def softsign(x, name=None):
+    return _act("softsign", x, name)
+
+
+def log_sigmoid(x, name=None):
+    return _act("logsigmoid", x, name, layer="log_sigmoid")
+
+
+def tanh_shrink(x, name=None):
+    return _act("tanh_shrink", x, name)
+
+
+def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
+    return _act("thresholded_relu", x, name, {"threshold": float(threshold), "value": float(value)})
+
+
+def exp(x, name=None):
+    return _act("exp", x, name)
+
+
+def expm1(x, name=None):
+    return _act("expm1", x, name)
+
+
+def log(x, name=None):
+    return _act("log", x, name)
+
+
+def log2(x, name=None):
+    return _act("log2", x, name)
+
+
+def log10(x, name=None):
+    return _act("log10", x, name)
+
+
+def log1p(x, name=None):
+    return _act("log1p", x, name)
+
+
+def sqrt(x, name=None):
+    return _act("sqrt", x, name)
+
+
+def rsqrt(x, name=None):
+    return _act("rsqrt", x, name)
+
+
+def abs(x, name=None):
+    return _act("abs", x, name)
+
+
+def square(x, name=None):
+    return _act("square", x, name)
+
+
+def reciprocal(x, name=None):
+    return _act("reciprocal", x, name)
+
+
+def floor(x, name=None):
+    return _act("floor", x, name)
+
+
+def ceil(x, name=None):
+    return _act("ceil", x, name)
+
+
+def round(x, decimals=0, name=None):
+    """Round half away from zero to `decimals` decimals."""
+    return _act("round", x, name, {"decimals": int(decimals)})
+
+
+def sign(x, name=None):
+    return _act("sign", x, name)
+
+
+def sin(x, name=None):
+    return _act("sin", x, name)
+
+
+def cos(x, name=None):
+    return _act("cos", x, name)
+
+
+def erf(x, name=None):
+    return _act("erf", x, name)
+
+
+def softmax(x, axis=-1, dtype=None, name=None):
+    """exp(x) / sum(exp(x)) along `axis` (x cast to `dtype` first when given)."""
+    if dtype is not None:
+        x = cast(x, dtype)
+    return _act("softmax", x, name, {"axis": int(axis)})
+
+
+def log_softmax(x, axis=-1, dtype=None, name=None):
+    """x - log(sum(exp(x))) along `axis`."""
+    if dtype is not None:
+        x = cast(x, dtype)
+    return _act("log_softmax", x, name, {"axis": int(axis)})
+
+
+# -- scans, search, selection, norms -------------------------------------------------------------------
+def cumsum(x, axis=None, dtype=None, name=None):
+    """Cumulative sum along `axis` (of x flattened to 1-D when None; op cumsum)."""
+    if dtype is not None:
+        x = cast(x, dtype)
+    attrs = {"axis": -1, "flatten": True} if axis is None else {"axis": int(axis), "flatten": False}
+    return _act("cumsum", x, name, {**attrs, "exclusive": False, "reverse": False})
+
+
+def _arg(op_type, layer, x, axis, keepdim, dtype, name):
+    helper = LayerHelper(layer, name)
+    code = dtypes.to_code(dtype)
+    if code not in (_T.INT32, _T.INT64):
+        _fail(layer, f"dtype must be int32 or int64, got {dtype!r}", DTypeError)
+    attrs = {"axis": 0 if axis is None else int(axis), "keepdims": bool(keepdim),
+             "flatten": axis is None, "dtype": code}
+    out = helper.create_tmp(code, stop_gradient=True)
+    helper.append_op(op_type, {"X": x}, {"Out": out}, attrs)
+    return out
+
+
+def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
+    """Index of the largest element along `axis` (over all elements when None; op arg_max)."""
+    return _arg("arg_max", "arg_max", x, axis, keepdim, dtype, name)
+
+
+def argmin(x, axis=None, keepdim=False, dtype="int64", name=None):
+    """Index of the smallest element along `axis` (over all elements when None; op arg_min)."""
+    return _arg("arg_min", "arg_min", x, axis, keepdim, dtype, name)
+
+
+def topk(x, k, axis=None, largest=True, sorted=True, name=None):
+    """(values, int64 indices) of the k largest (smallest unless `largest`) elements along
+    `axis` (default the last; op top_k_v2). `k` may be a 1-element Variable."""
+    helper = LayerHelper("top_k_v2", name)
+    inputs = {"X": x}
+    attrs = {"axis": -1 if axis is None else int(axis), "largest": bool(largest), "sorted": bool(sorted)}
+    if isinstance(k, Variable):
+        inputs["K"] = k
+    else:
+        attrs["k"] = int(k)
+    values = helper.create_tmp(x.dtype)
+    indices = helper.create_tmp(_T.INT64, stop_gradient=True)
+    helper.append_op("top_k_v2", inputs, {"Out": values, "Indices": indices}, attrs)
+    return values, indices
+
+
+def where(condition, x=None, y=None, name=None):
+    """x where condition else y (op where). Operands of different shapes are broadcast
+    first (by adding zeros, as PaddlePaddle does); a number becomes a constant shaped like
+the other operand (op fill_any_like). With x and
+    y both None, the coordinates of the true elements (op where_index)."""
+    if x is None and y is None:
+        from program.layers.tensor import nonzero
+        return nonzero(condition, name)
+    if x is None or y is None:
+        _fail("where", "give both x and y, or neither", AttrError)
+    if _is_scalar(x) and _is_scalar(y):
+        _fail("where", "x and y cannot both be numbers", AttrError)
+    if _is_scalar(x):
+        x = full_like(y, x)
+    if _is_scalar(y):
+        y = full_like(x, y)
+    if not (tuple(condition.shape) == tuple(x.shape) == tuple(y.shape)):
+        zeros = add(add(full_like(x, 0.0), full_like(y, 0.0)), cast(full_like(condition, 0.0), x.dtype))
+        x, y = add(x, zeros), add(y, zeros)
+        condition = cast(add(cast(condition, x.dtype), zeros), "bool")
+    helper = LayerHelper("where", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("where", {"Condition": condition, "X": x, "Y": y}, {"Out": out})
+    return out
+
+
+def norm(x, p=2.0, axis=None, keepdim=False, name=None):
+    """The p-norm of x along `axis` (of all elements when None; op p_norm)."""
+    helper = LayerHelper("p_norm", name)
+    attrs = {"porder": float(p), "axis": -1 if axis is None else int(axis), "keepdim": bool(keepdim),
+             "asvector": axis is None, "epsilon": 1e-12}
+    return helper.unary("p_norm", x, attrs)
+
+
+# -- the Python operators on Variable ------------------------------------------------------------------
+# (scale, bias) of the single `scale` op PaddlePaddle uses for `x <op> number`.
+_SCALAR_AS_SCALE = {
+    "elementwise_add": lambda v: (1.0, v),
+    "elementwise_sub": lambda v: (1.0, -v),
+    "elementwise_mul": lambda v: (v, 0.0),
+    "elementwise_div": lambda v: (1.0 / v, 0.0),
+}
+_COMMUTATIVE = {"elementwise_add", "elementwise_mul"}
+_COMPARISONS = {"equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal"}
+
+
+def _tmp(block, dtype) -> Variable:
+    return block.create_var(unique_name.generate("tmp"), (), dtype)
+
+
+def _operator_scale(x, scale_, bias):
+    block = x.block.program.current_block()
+    out = _tmp(block, x.dtype)
+    block.append_op("scale", {"X": x}, {"Out": out}, {"scale": float(scale_), "bias": float(bias)})
+    return out
+
+
+def astype(x, dtype) -> Variable:
+    """x converted to `dtype` (op cast into a `tmp_N` var); x itself when already of it."""
+    code = dtypes.to_code(dtype)
+    if x.dtype == code:
+        return x
+    block = x.block.program.current_block()
+    out = _tmp(block, code)
+    block.append_op("cast", {"X": x}, {"Out": out}, {"in_dtype": x.dtype, "out_dtype": code})
+    return out
+
+
+def negative(x) -> Variable:
+    """-x, as one `scale` op (scale=-1)."""
+    return _operator_scale(x, -1.0, 0.0)
+
+
+def binary_operator(x, other, op_type, reverse=False):
+    """`x <op> other` (or `other <op> x` when reverse) with PaddlePaddle's static-graph
+    rules: a number with +, -, *, / is one `scale` op (number - x: scale -1, bias number);
+    other numbers become a 0-d fill_constant of x's dtype; a float number, or true
+    division, turns an integer x into float32 first. Returns NotImplemented for operands
+    that are neither Variables nor numbers."""
+    if _is_scalar(other):
+        value = other.item() if isinstance(other, np.generic) else other
+        if isinstance(value, float) and dtypes.is_integer(x.dtype):
+            x = astype(x, "float32")
+        elif isinstance(value, numbers.Integral):
+            if op_type == "elementwise_div" and dtypes.is_integer(x.dtype):
+                x = astype(x, "float32")
+            elif x.dtype == _T.BOOL and op_type not in _COMPARISONS:
+                x = astype(x, "int64")
+        value = float(value)
+        if op_type in _SCALAR_AS_SCALE and (not reverse or op_type in _COMMUTATIVE) \
+                and not (op_type == "elementwise_div" and value == 0.0):
+            return _operator_scale(x, *_SCALAR_AS_SCALE[op_type](value))
+        if reverse and op_type == "elementwise_sub":
+            return _operator_scale(x, -1.0, value)
+        block = x.block.program.current_block()
+        other = _tmp(block, x.dtype)
+        block.append_op("fill_constant", {}, {"Out": other},
+                        {"shape": [], "dtype": x.dtype, "value": value, "force_cpu": False})
+        other.stop_gradient = True
+    elif not isinstance(other, Variable):
+        return NotImplemented
+    a, b = (other, x) if reverse else (x, other)
+    if op_type == "elementwise_div" and dtypes.is_integer(a.dtype) and a.dtype == b.dtype:
+        a, b = astype(a, "float32"), astype(b, "float32")
+    block = x.block.program.current_block()
+    if op_type == "matmul_v2":
+        out = _tmp(block, a.dtype)
+        block.append_op(op_type, {"X": a, "Y": b}, {"Out": out}, {"trans_x": False, "trans_y": False})
+        return out
+    out = _tmp(block, _T.BOOL if op_type in _COMPARISONS else a.dtype)
+    if op_type in _COMPARISONS:
+        out.stop_gradient = True
+    block.append_op(op_type, {"X": a, "Y": b}, {"Out": out}, {"axis": -1})
+    return out
+

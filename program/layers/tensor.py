@@ -1,0 +1,555 @@
+"""Tensor layers: creating tensors from constants, reshaping and reordering, joining and
+splitting, slicing and indexing (also behind `Variable.__getitem__`), broadcasting.
+
+Each layer appends the op PaddlePaddle's static-graph API appends, with the same
+attributes, and names its outputs `<layer>_N.tmp_K`."""
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+import numpy as np
+
+from program import callsite, dtypes, unique_name
+from program.errors import AttrError, ShapeError
+from program.layers.helper import LayerHelper
+from program.ops.tensor import INT_MAX
+from program.variable import Variable
+from proto import pb
+
+_T = pb.VarType
+
+__all__ = [
+    "fill_constant", "full", "zeros", "ones", "full_like", "zeros_like", "ones_like", "assign",
+    "reshape", "transpose", "concat", "split", "slice", "strided_slice", "flatten", "squeeze",
+    "unsqueeze", "gather", "gather_nd", "scatter", "expand", "expand_as", "tile", "stack",
+    "unstack", "arange", "linspace", "shape", "one_hot", "pad", "nonzero",
+]
+
+# Integer dtypes whose fill value PaddlePaddle records exactly in str_value.
+_INT_DTYPES = frozenset({_T.INT8, _T.UINT8, _T.INT16, _T.INT32, _T.INT64})
+
+
+def _fail(layer: str, message: str, cls=ShapeError):
+    """A build-time error of a layer, raised before it appends anything."""
+    raise cls(message, op_type=layer, callsite=callsite.describe(callsite.user_frame_lines()))
+
+
+def _is_scalar(value) -> bool:
+    return isinstance(value, (numbers.Number, np.number, np.bool_)) and not isinstance(value, complex)
+
+
+def _ints(value) -> list[int]:
+    if isinstance(value, (list, tuple)):
+        return [int(v) for v in value]
+    return [int(value)]
+
+
+def _int_tensor_list(items, dtype="int32") -> list[Variable]:
+    """One 1-element int tensor per item (Variables as they are, ints via fill_constant), the
+    form of PaddlePaddle's `XxxTensorList` inputs."""
+    out = []
+    for item in items:
+        if isinstance(item, Variable):
+            out.append(item)
+        else:
+            out.append(fill_constant([1], dtype, int(item), force_cpu=True))
+    return out
+
+
+# -- constants ----------------------------------------------------------------------------------
+def fill_constant(shape, dtype, value, force_cpu=False, out=None, name=None):
+    """A tensor of `shape` filled with `value` (op fill_constant). `shape` may be a list
+    (items may be 1-element int Variables) or an int Variable; `value` may be a 1-element
+    Variable."""
+    helper = LayerHelper("fill_constant", name)
+    code = dtypes.to_code(dtype)
+    inputs, attrs = {}, {"force_cpu": bool(force_cpu), "dtype": code}
+    if isinstance(value, Variable):
+        inputs["ValueTensor"] = value
+    else:
+        if code in _INT_DTYPES:
+            attrs["str_value"], attrs["value"] = str(int(value)), float(int(value))
+        else:
+            attrs["str_value"], attrs["value"] = str(float(value)), float(value)
+    if isinstance(shape, Variable):
+        inputs["ShapeTensor"] = shape
+    else:
+        items = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+        if any(isinstance(d, Variable) for d in items):
+            inputs["ShapeTensorList"] = _int_tensor_list(items)
+            attrs["shape"] = [-1 if isinstance(d, Variable) else int(d) for d in items]
+        else:
+            attrs["shape"] = [int(d) for d in items]
+    if out is None:
+        out = helper.create_tmp(code, stop_gradient=True)
+    helper.append_op("fill_constant", inputs, {"Out": out}, attrs)
+    out.stop_gradient = True
+    return out
+
+
+def full(shape, fill_value, dtype=None, name=None):
+    """A tensor of `shape` filled with `fill_value` (float32 unless `dtype`)."""
+    return fill_constant(shape, "float32" if dtype is None else dtype, fill_value, name=name)
+
+
+def zeros(shape, dtype="float32", name=None):
+    return fill_constant(shape, dtype, 0.0, name=name)
+
+
+def ones(shape, dtype="float32", name=None):
+    return fill_constant(shape, dtype, 1.0, name=name)
+
+
+def full_like(x, fill_value, dtype=None, name=None):
+    """A tensor of x's shape filled with `fill_value` (op fill_any_like), of x's dtype
+    unless `dtype`."""
+    helper = LayerHelper("full_like", name)
+    code = x.dtype if dtype is None else dtypes.to_code(dtype)
+    out = helper.create_tmp(code, stop_gradient=True)
+    helper.append_op("fill_any_like", {"X": x}, {"Out": out},
+                     {"value": float(fill_value), "dtype": code})
+    return out
+
+
+def zeros_like(x, dtype=None, name=None):
+    return full_like(x, 0.0, dtype, name)
+
+
+def ones_like(x, dtype=None, name=None):
+    return full_like(x, 1.0, dtype, name)
+
+
+def assign(x, output=None, name=None):
+    """Copy a Variable (op assign) or make a constant tensor from a numpy array, a list or a
+    number (op assign_value; Python floats become float32)."""
+    helper = LayerHelper("assign", name)
+    if isinstance(x, Variable):
+        if output is None:
+            output = helper.create_tmp(x.dtype)
+        helper.append_op("assign", {"X": x}, {"Out": output})
+        return output
+    if isinstance(x, np.ndarray):
+        array = x
+    else:
+        array = np.asarray(x)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+    if array.dtype.kind not in "biuf":
+        _fail("assign", f"cannot make a constant from a {array.dtype} array", AttrError)
+    code = dtypes.to_code(array.dtype)
+    if output is None:
+        output = helper.create_tmp(code, stop_gradient=True)
+    helper.append_op("assign_value", {}, {"Out": output},
+                     {"shape": list(array.shape), "dtype": code, "values": array.ravel().tolist()})
+    return output
+
+
+# -- reshaping and reordering ------------------------------------------------------------------
+def reshape(x, shape, name=None):
+    """Out = x with a new shape (op reshape2, with its XShape output). In `shape`, 0 copies
+    x's dim and one -1 is inferred. `shape` may be an int Variable or a list holding
+    1-element int Variables."""
+    helper = LayerHelper("reshape2", name)
+    inputs, attrs = {"X": x}, {}
+    if isinstance(shape, Variable):
+        inputs["Shape"] = shape
+    else:
+        items = list(shape)
+        if any(isinstance(d, Variable) for d in items):
+            inputs["ShapeTensor"] = _int_tensor_list(items)
+        attrs["shape"] = [-1 if isinstance(d, Variable) else int(d) for d in items]
+    out = helper.create_tmp(x.dtype)
+    xshape = helper.create_tmp(x.dtype)
+    helper.append_op("reshape2", inputs, {"Out": out, "XShape": xshape}, attrs)
+    return out
+
+
+def transpose(x, perm, name=None):
+    """Out.shape[i] = x.shape[perm[i]] (op transpose2)."""
+    helper = LayerHelper("transpose", name)
+    out = helper.create_tmp(x.dtype)
+    xshape = helper.create_tmp(x.dtype)
+    helper.append_op("transpose2", {"X": x}, {"Out": out, "XShape": xshape}, {"axis": _ints(perm)})
+    return out
+
+
+def flatten(x, start_axis=1, stop_axis=-1, name=None):
+    """Merge dims start_axis..stop_axis into one (op flatten_contiguous_range)."""
+    helper = LayerHelper("flatten", name)
+    nd = x.ndim
+    if nd > 0:
+        if -nd <= start_axis < 0:
+            start_axis += nd
+        if -nd <= stop_axis < 0:
+            stop_axis += nd
+    out = helper.create_tmp(x.dtype)
+    xshape = helper.create_tmp(x.dtype)
+    helper.append_op("flatten_contiguous_range", {"X": x}, {"Out": out, "XShape": xshape},
+                     {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
+    return out
+
+
+def squeeze(x, axis=None, name=None):
+    """Remove size-1 dims: those in `axis`, or all of them (op squeeze2)."""
+    helper = LayerHelper("squeeze", name)
+    out = helper.create_tmp(x.dtype)
+    xshape = helper.create_tmp(x.dtype)
+    helper.append_op("squeeze2", {"X": x}, {"Out": out, "XShape": xshape},
+                     {"axes": [] if axis is None else _ints(axis)})
+    return out
+
+
+def unsqueeze(x, axis, name=None):
+    """Insert size-1 dims at `axis` (an int or a list, applied in order; op unsqueeze2)."""
+    helper = LayerHelper("unsqueeze2", name)
+    out = helper.create_tmp(x.dtype)
+    xshape = helper.create_tmp(x.dtype)
+    helper.append_op("unsqueeze2", {"X": x}, {"Out": out, "XShape": xshape}, {"axes": _ints(axis)})
+    return out
+
+
+# -- joining and splitting -----------------------------------------------------------------------
+def concat(x, axis=0, name=None):
+    """Join a list of tensors along `axis` (an int or a 1-element int Variable; op concat)."""
+    helper = LayerHelper("concat", name)
+    xs = list(x)
+    if not xs:
+        _fail("concat", "needs at least one input")
+    inputs, attrs = {"X": xs}, {}
+    if isinstance(axis, Variable):
+        inputs["AxisTensor"] = axis
+    else:
+        attrs["axis"] = int(axis)
+    out = helper.create_tmp(xs[0].dtype)
+    helper.append_op("concat", inputs, {"Out": out}, attrs)
+    return out
+
+
+def split(x, num_or_sections, axis=0, name=None):
+    """Split x along `axis` into `num_or_sections` equal pieces (an int) or pieces of the
+    given sizes (a list; one -1 takes the rest). Returns the list of pieces (op split)."""
+    helper = LayerHelper("split", name)
+    inputs = {"X": x}
+    if isinstance(axis, Variable):
+        inputs["AxisTensor"] = axis
+        attrs = {"axis": 0}
+    else:
+        axis = int(axis)
+        attrs = {"axis": axis + x.ndim if axis < 0 and x.ndim else axis}
+    if isinstance(num_or_sections, (list, tuple)):
+        sections = _ints(num_or_sections)
+        attrs.update(num=0, sections=sections)
+        n = len(sections)
+    else:
+        n = int(num_or_sections)
+        if n <= 0:
+            _fail("split", f"num_or_sections must be positive, got {num_or_sections}", AttrError)
+        attrs.update(num=n, sections=[])
+    outs = [helper.create_tmp(x.dtype) for _ in range(n)]
+    helper.append_op("split", inputs, {"Out": outs}, attrs)
+    return outs
+
+
+def stack(x, axis=0, name=None):
+    """Stack tensors of one shape along a new dim at `axis` (op stack)."""
+    helper = LayerHelper("stack", name)
+    xs = list(x)
+    if not xs:
+        _fail("stack", "needs at least one input")
+    out = helper.create_tmp(xs[0].dtype)
+    helper.append_op("stack", {"X": xs}, {"Y": out}, {"axis": int(axis)})
+    return out
+
+
+def unstack(x, axis=0, num=None, name=None):
+    """Split x along `axis` into x.shape[axis] tensors without that dim (op unstack)."""
+    helper = LayerHelper("unstack", name)
+    if num is None:
+        if not -x.ndim <= axis < x.ndim or x.shape[axis] < 0:
+            _fail("unstack", f"give `num`: dim {axis} of {x.name} {x.type_string()} is not known")
+        num = x.shape[axis]
+    outs = [helper.create_tmp(x.dtype) for _ in range(num)]
+    helper.append_op("unstack", {"X": x}, {"Y": outs}, {"axis": int(axis), "num": int(num)})
+    return outs
+
+
+# -- slicing and indexing ------------------------------------------------------------------------
+def _slice_bounds(helper_attrs, inputs, starts, ends, flags):
+    """Constant bounds go in the attributes; Variable bounds in Starts/EndsTensor(List)."""
+    for key, values in (("Starts", starts), ("Ends", ends)):
+        if isinstance(values, Variable):
+            inputs[f"{key}Tensor"] = values
+            helper_attrs[key.lower()] = [-1] * len(flags)
+            flags[:] = [-1] * len(flags)
+            continue
+        values = list(values)
+        if any(isinstance(v, Variable) for v in values):
+            inputs[f"{key}TensorList"] = _int_tensor_list(values)
+            for i, v in enumerate(values):
+                if isinstance(v, Variable):
+                    flags[i] = -1
+        helper_attrs[key.lower()] = [-1 if isinstance(v, Variable) else int(v) for v in values]
+
+
+def slice(x, axes, starts, ends, name=None):
+    """x[starts[i]:ends[i]] along each of `axes` (op slice). Indices count from the end when
+    negative and clamp like Python's; starts/ends may hold 1-element int Variables."""
+    helper = LayerHelper("slice", name)
+    axes = _ints(axes)
+    inputs, attrs, flags = {"Input": x}, {"axes": axes}, [1] * len(axes)
+    _slice_bounds(attrs, inputs, starts, ends, flags)
+    attrs.update(infer_flags=flags, decrease_axis=[])
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("slice", inputs, {"Out": out}, attrs)
+    return out
+
+
+def strided_slice(x, axes, starts, ends, strides, name=None):
+    """x[starts[i]:ends[i]:strides[i]] along each of `axes` (op strided_slice)."""
+    helper = LayerHelper("strided_slice", name)
+    axes = _ints(axes)
+    inputs, attrs, flags = {"Input": x}, {"axes": axes}, [1] * len(axes)
+    _slice_bounds(attrs, inputs, starts, ends, flags)
+    attrs.update(strides=_ints(strides), infer_flags=flags, decrease_axis=[])
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("strided_slice", inputs, {"Out": out}, attrs)
+    return out
+
+
+def gather(x, index, axis=None, name=None):
+    """Rows of x at the 1-D int `index` along `axis` (default 0; may be a Variable; op gather)."""
+    helper = LayerHelper("gather", name)
+    inputs, attrs = {"X": x, "Index": index}, {}
+    if isinstance(axis, Variable):
+        inputs["Axis"] = axis
+    else:
+        attrs["axis"] = 0 if axis is None else int(axis)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("gather", inputs, {"Out": out}, attrs)
+    return out
+
+
+def gather_nd(x, index, name=None):
+    """out[i...] = x[index[i..., :]] (op gather_nd)."""
+    helper = LayerHelper("gather_nd", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("gather_nd", {"X": x, "Index": index}, {"Out": out})
+    return out
+
+
+def scatter(x, index, updates, overwrite=True, name=None):
+    """x with rows `index` replaced by (or, unless overwrite, summed with) `updates` (op scatter)."""
+    helper = LayerHelper("scatter", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("scatter", {"X": x, "Ids": index, "Updates": updates}, {"Out": out},
+                     {"overwrite": bool(overwrite)})
+    return out
+
+
+def nonzero(x, name=None):
+    """The coordinates [N, rank] (int64) of the nonzero elements of x (op where_index)."""
+    helper = LayerHelper("where_index", name)
+    out = helper.create_tmp(_T.INT64, stop_gradient=True)
+    helper.append_op("where_index", {"Condition": x}, {"Out": out})
+    return out
+
+
+# -- broadcasting ---------------------------------------------------------------------------------
+def expand(x, shape, name=None):
+    """Broadcast x to `shape` (-1 keeps x's dim; op expand_v2). `shape` may be an int
+    Variable or hold 1-element int Variables."""
+    helper = LayerHelper("expand", name)
+    inputs, attrs = {"X": x}, {}
+    if isinstance(shape, Variable):
+        inputs["Shape"] = shape
+    else:
+        items = list(shape)
+        if any(isinstance(d, Variable) for d in items):
+            inputs["expand_shapes_tensor"] = _int_tensor_list(items)
+        attrs["shape"] = [-2 if isinstance(d, Variable) else int(d) for d in items]
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("expand_v2", inputs, {"Out": out}, attrs)
+    return out
+
+
+def expand_as(x, y, name=None):
+    """Broadcast x to y's shape (op expand_as_v2)."""
+    helper = LayerHelper("expand_as", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("expand_as_v2", {"X": x, "Y": y}, {"Out": out},
+                     {"target_shape": list(y.shape)})
+    return out
+
+
+def tile(x, repeat_times, name=None):
+    """Repeat x repeat_times[i] times along each dim (op tile)."""
+    helper = LayerHelper("tile", name)
+    inputs, attrs = {"X": x}, {}
+    if isinstance(repeat_times, Variable):
+        inputs["RepeatTimes"] = repeat_times
+    else:
+        items = list(repeat_times)
+        if any(isinstance(r, Variable) for r in items):
+            inputs["repeat_times_tensor"] = _int_tensor_list(items)
+        attrs["repeat_times"] = [-1 if isinstance(r, Variable) else int(r) for r in items]
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("tile", inputs, {"Out": out}, attrs)
+    return out
+
+
+# -- sequences, shape, one_hot, pad ---------------------------------------------------------------
+def _bound(value, code):
+    if isinstance(value, Variable):
+        if value.dtype != code:
+            from program.layers.math import cast
+            value = cast(value, code)
+        return value
+    return fill_constant([1], code, value, force_cpu=True)
+
+
+def arange(start=0, end=None, step=1, dtype=None, name=None):
+    """[start, start + step, ...) up to `end` (op range; constant bounds become fill_constant
+    ops). With one argument it is the end. The dtype defaults to int64 for int bounds,
+    float32 otherwise. The length is known when no bound is a Variable."""
+    if end is None:
+        start, end = 0, start
+    bounds = (start, end, step)
+    if dtype is None:
+        is_int = all(isinstance(b, (int, np.integer)) or (isinstance(b, Variable) and dtypes.is_integer(b.dtype))
+                     for b in bounds)
+        dtype = "int64" if is_int else "float32"
+    code = dtypes.to_code(dtype)
+    if not isinstance(step, Variable) and step == 0:
+        _fail("arange", "step must not be 0", AttrError)
+    helper = LayerHelper("range", name)
+    ins = {k: _bound(v, code) for k, v in zip(("Start", "End", "Step"), bounds)}
+    out = helper.create_tmp(code, stop_gradient=True)
+    helper.append_op("range", ins, {"Out": out})
+    if not any(isinstance(b, Variable) for b in bounds):
+        out.shape = [_range_length(start, end, step, code)]
+    return out
+
+
+def _range_length(start, end, step, code) -> int:
+    """The length of range(start, end, step) as the kernel computes it, in the output dtype
+    (a float32 range can differ by one from the same range in Python floats)."""
+    if dtypes.is_integer(code):
+        start, end, step = int(start), int(end), int(step)
+        n = (builtins.abs(end - start) + builtins.abs(step) - 1) // builtins.abs(step)
+    else:
+        t = dtypes.to_numpy(code).type
+        n = math.ceil(builtins.abs(float((t(end) - t(start)) / t(step))))
+    return n if (end - start) * step > 0 else 0
+
+
+def linspace(start, stop, num, dtype="float32", name=None):
+    """`num` evenly spaced values from start to stop inclusive (op linspace)."""
+    code = dtypes.to_code(dtype)
+    helper = LayerHelper("linspace", name)
+    ins = {"Start": _bound(start, code), "Stop": _bound(stop, code), "Num": _bound(num, _T.INT32)}
+    out = helper.create_tmp(code, stop_gradient=True)
+    helper.append_op("linspace", ins, {"Out": out}, {"dtype": code})
+    if not isinstance(num, Variable):
+        out.shape = [int(num)]
+    return out
+
+
+def shape(x, name=None):
+    """The run-time shape of x as an int32 tensor [rank] (op shape)."""
+    helper = LayerHelper("shape", name)
+    out = helper.create_tmp(_T.INT32, stop_gradient=True)
+    helper.append_op("shape", {"Input": x}, {"Out": out})
+    return out
+
+
+def one_hot(x, num_classes, name=None):
+    """float32 x.shape + [num_classes]: 1 at each class id of int x (op one_hot_v2)."""
+    helper = LayerHelper("one_hot_v2", name)
+    inputs, attrs = {"X": x}, {"allow_out_of_range": False}
+    if isinstance(num_classes, Variable):
+        inputs["depth_tensor"] = num_classes
+    else:
+        attrs["depth"] = int(num_classes)
+    out = helper.create_tmp(_T.FP32, stop_gradient=True)
+    helper.append_op("one_hot_v2", inputs, {"Out": out}, attrs)
+    return out
+
+
+def pad(x, paddings, pad_value=0.0, name=None):
+    """Pad x with pad_value: paddings[2i] before and paddings[2i+1] after dim i (op pad)."""
+    helper = LayerHelper("pad", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("pad", {"X": x}, {"Out": out},
+                     {"paddings": _ints(paddings), "pad_value": float(pad_value)})
+    return out
+
+
+# -- Variable.__getitem__ ------------------------------------------------------------------------
+def getitem(x, item):
+    """x[item] for ints, slices (steps too), None and Ellipsis, as PaddlePaddle's static
+    graph does it: one `slice` op (a `strided_slice` when a step is not 1), ints dropping
+    their dim through decrease_axis, then `unsqueeze2` for the None entries. A 1-D int
+    Variable index gathers along dim 0."""
+    if isinstance(item, Variable):
+        return gather(x, item)
+    items = list(item) if isinstance(item, tuple) else [item]
+    n_ellipsis = builtins.sum(1 for it in items if it is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = builtins.sum(1 for it in items if it is not None and it is not Ellipsis)
+    if used > x.ndim:
+        raise IndexError(f"too many indices for {x.name} {x.type_string()}: {used} given")
+    if n_ellipsis:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [builtins.slice(None)] * (x.ndim - used)
+    axes, starts, ends, steps, decrease, new_dims = [], [], [], [], [], []
+    dim = out_dim = 0
+    for it in items:
+        if it is None:
+            new_dims.append(out_dim)
+            out_dim += 1
+            continue
+        if isinstance(it, (bool, np.bool_)) or not (isinstance(it, (int, np.integer, builtins.slice))):
+            raise TypeError(f"unsupported index {it!r} for {x.name}: use ints, slices, None, "
+                            "... or a 1-D int Variable")
+        size = x.shape[dim]
+        if isinstance(it, builtins.slice):
+            step = 1 if it.step is None else int(it.step)
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            if it.start is None and it.stop is None and step == 1:
+                dim += 1
+                out_dim += 1
+                continue
+            if step > 0:
+                start = 0 if it.start is None else int(it.start)
+                stop = INT_MAX if it.stop is None else int(it.stop)
+            else:
+                start = INT_MAX if it.start is None else int(it.start)
+                stop = -INT_MAX if it.stop is None else int(it.stop)
+            axes.append(dim), starts.append(start), ends.append(stop), steps.append(step)
+            out_dim += 1
+        else:
+            i = int(it)
+            if size >= 0 and not -size <= i < size:
+                raise IndexError(f"index {i} is out of range for dim {dim} of {x.name} "
+                                 f"{x.type_string()}")
+            axes.append(dim), starts.append(i), ends.append(i + 1 if i != -1 else INT_MAX)
+            steps.append(1), decrease.append(dim)
+        dim += 1
+    out = x
+    if axes:
+        strided = any(s != 1 for s in steps)
+        op_type = "strided_slice" if strided else "slice"
+        block = x.block.program.current_block()
+        out = block.create_var(unique_name.generate(f"{x.name}_{op_type}"), (), x.dtype)
+        attrs = {"axes": axes, "starts": starts, "ends": ends, "infer_flags": [1] * len(axes),
+                 "decrease_axis": decrease}
+        if strided:
+            attrs["strides"] = steps
+        block.append_op(op_type, {"Input": x}, {"Out": out}, attrs)
+    if new_dims:
+        out = unsqueeze(out, new_dims)
+    return out
