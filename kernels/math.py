@@ -1,1 +1,494 @@
-"""(being written)"""
+"""Math kernels: scale/clip/cast/pow, sums and reductions, matrix products, comparisons and
+logic, cumsum, arg_max/top_k, norms. Semantics follow PaddlePaddle's legacy ops (phi kernels
+and infer-meta rules of PaddlePaddle 3.x), including their output shapes (0-d results
+where Paddle gives 0-d, [1] where it gives [1]).
+"""
+from __future__ import annotations
+
+import math
+
+from kernels.elementwise import align
+from kernels.registry import kernel
+
+# VarType numbers (framework.proto) -> dtype names. Kept here: kernels never import `program`.
+_VARTYPE_DTYPES = {
+    0: "bool", 1: "int16", 2: "int32", 3: "int64", 4: "float16", 5: "float32", 6: "float64",
+    20: "uint8", 21: "int8", 23: "complex64", 24: "complex128",
+    36: "uint16", 37: "uint32", 38: "uint64",
+}
+
+
+def vartype_dtype(code: int) -> str:
+    try:
+        return _VARTYPE_DTYPES[int(code)]
+    except KeyError:
+        raise NotImplementedError(f"dtype with VarType number {code} is not supported") from None
+
+
+def _acc_dtype(xp, x):
+    """Dtype to accumulate in: float16 sums in float32 (Paddle's MPType)."""
+    return xp.float32 if x.dtype == xp.float16 else x.dtype
+
+
+def _scalar_of(t):
+    """The Python value of a 1-element tensor (ScaleTensor, Min, K, ...)."""
+    return t.reshape(-1)[0].item()
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= axis < n:
+        raise ValueError(f"axis {axis} is out of range for a {ndim}-d input")
+    return axis % n
+
+
+# -- scale / clip / cast / pow / increment ---------------------------------------------------
+
+
+@kernel("scale", inputs=["X", "ScaleTensor", "BiasTensor"], outputs=["Out"],
+        attrs=["scale", "bias", "bias_after_scale"])
+def scale(xp, x, scale_tensor, bias_tensor, *, scale=1.0, bias=0.0, bias_after_scale=True):
+    # Paddle casts scale and bias to x's dtype first (static_cast<T>: 2.5 -> 2 for ints).
+    if scale_tensor is not None:
+        scale = _scalar_of(scale_tensor)
+    if bias_tensor is not None:
+        bias = _scalar_of(bias_tensor)
+    s = xp.asarray(scale).astype(x.dtype)
+    b = xp.asarray(bias).astype(x.dtype)
+    if bias_after_scale:
+        out = xp.asarray(x * s)
+        out += b
+    else:
+        out = xp.asarray(x + b)
+        out *= s
+    return out
+
+
+def _bound(xp, tensor, value, dtype):
+    """A clip bound: the Min/Max tensor when given, else the attribute; cast to x's dtype."""
+    return (tensor.reshape(()) if tensor is not None else xp.asarray(value)).astype(dtype)
+
+
+@kernel("clip", inputs=["X", "Min", "Max"], outputs=["Out"], attrs=["min", "max"])
+def clip(xp, x, min_tensor, max_tensor, *, min, max):
+    lo, hi = _bound(xp, min_tensor, min, x.dtype), _bound(xp, max_tensor, max, x.dtype)
+    # Paddle: x < min ? min : (x > max ? max : x)  (NaN passes through)
+    return xp.where(x < lo, lo, xp.where(x > hi, hi, x))
+
+
+@kernel("cast", inputs=["X"], outputs=["Out"], attrs=["out_dtype"])
+def cast(xp, x, *, out_dtype):
+    return x.astype(vartype_dtype(out_dtype))
+
+
+@kernel("pow", inputs=["X", "FactorTensor"], outputs=["Out"], attrs=["factor"])
+def pow_(xp, x, factor_tensor, *, factor=1.0):
+    if factor_tensor is not None:
+        factor = _scalar_of(factor_tensor)
+    if x.dtype == xp.float16:
+        y = xp.power(x.astype(xp.float32), xp.asarray(factor, dtype=xp.float32))
+        return xp.asarray(y).astype(x.dtype)
+    return xp.asarray(xp.power(x, xp.asarray(factor).astype(x.dtype)))
+
+
+@kernel("increment", inputs=["X"], outputs=["Out"], attrs=["step"])
+def increment(xp, x, *, step=1.0):
+    return xp.asarray(x + xp.asarray(step).astype(x.dtype))
+
+
+# -- sum / mean ---------------------------------------------------------------------------------
+
+
+@kernel("sum", inputs=["X"], outputs=["Out"])
+def sum_(xp, xs):
+    xs = [x for x in xs if x is not None]
+    acc = _acc_dtype(xp, xs[0])
+    out = xs[0].astype(acc)  # always a fresh array
+    for x in xs[1:]:
+        out += x
+    return out if out.dtype == xs[0].dtype else out.astype(xs[0].dtype)
+
+
+@kernel("mean", inputs=["X"], outputs=["Out"])
+def mean(xp, x):
+    """Mean of all elements, as a 0-d array."""
+    if x.dtype.kind == "f":
+        return xp.asarray(xp.mean(x, dtype=_acc_dtype(xp, x))).astype(x.dtype)
+    return _int_mean(xp, x, None, False)
+
+
+# -- reductions ---------------------------------------------------------------------------------
+
+
+def _reduce_axes(x, dim, reduce_all):
+    """Paddle's axis rule: reduce_all, an empty `dim`, or a `dim` naming every axis -> all
+    axes (None); negative dims count from the end; a 0-d input reduces to itself."""
+    if x.ndim == 0:
+        return None
+    dims = [int(d) for d in dim]
+    axes = tuple(sorted({_normalize_axis(d, x.ndim) for d in dims}))
+    if reduce_all or not dims or len(axes) == x.ndim:
+        return None
+    return axes
+
+
+def _axes_from_tensors(dim, axis_tensor, axis_tensor_list):
+    """reduce_all/reduce_any may take their axes from tensors (AxisTensor, AxisTensorList)."""
+    if axis_tensor is not None:
+        return [int(v) for v in axis_tensor.reshape(-1).tolist()]
+    if axis_tensor_list:
+        return [int(_scalar_of(t)) for t in axis_tensor_list]
+    return dim
+
+
+def _int_mean(xp, x, axes, keep_dim):
+    """Mean of integers as Paddle's Eigen reducer computes it: sum, then C++ division."""
+    total = xp.sum(x, axis=axes, keepdims=keep_dim, dtype=xp.int64)
+    count = x.size if axes is None else math.prod(x.shape[i] for i in axes)
+    q = xp.abs(total) // max(count, 1)
+    return xp.asarray(xp.where(total < 0, -q, q)).astype(x.dtype)
+
+
+def _reducer(op_type, compute):
+    @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=["dim", "keep_dim", "reduce_all", "out_dtype"])
+    def run(xp, x, *, dim=(0,), keep_dim=False, reduce_all=False, out_dtype=-1):
+        axes = _reduce_axes(x, dim, reduce_all)
+        if x.ndim == 0:
+            out = x.copy()
+        else:
+            out = xp.asarray(compute(xp, x, axes, keep_dim))
+        if out_dtype is not None and out_dtype != -1:
+            out = out.astype(vartype_dtype(out_dtype))
+        return out
+    run.__name__ = op_type
+    return run
+
+
+@kernel("reduce_sum", inputs=["X"], outputs=["Out"], attrs=["dim", "keep_dim", "reduce_all", "out_dtype"])
+def reduce_sum(xp, x, *, dim=(0,), keep_dim=False, reduce_all=False, out_dtype=-1):
+    # Paddle: with out_dtype set, x is summed in that dtype; otherwise bool and int32 sum
+    # to int64 (SumRawInferMeta) and every other dtype keeps its own.
+    if out_dtype is not None and out_dtype != -1:
+        dtype = xp.dtype(vartype_dtype(out_dtype))
+    elif x.dtype == xp.bool_ or x.dtype == xp.int32:
+        dtype = xp.dtype(xp.int64)
+    else:
+        dtype = x.dtype
+    axes = _reduce_axes(x, dim, reduce_all)
+    if x.ndim == 0:
+        return x.astype(dtype)
+    acc = xp.float32 if dtype == xp.float16 else dtype
+    out = xp.asarray(xp.sum(x, axis=axes, keepdims=keep_dim, dtype=acc))
+    return out if out.dtype == dtype else out.astype(dtype)
+
+
+def _mean_compute(xp, x, axes, keep_dim):
+    if x.dtype.kind != "f":
+        return _int_mean(xp, x, axes, keep_dim)
+    return xp.mean(x, axis=axes, keepdims=keep_dim, dtype=_acc_dtype(xp, x)).astype(x.dtype)
+
+
+_reducer("reduce_mean", _mean_compute)
+_reducer("reduce_max", lambda xp, x, axes, keep: xp.max(x, axis=axes, keepdims=keep))
+_reducer("reduce_min", lambda xp, x, axes, keep: xp.min(x, axis=axes, keepdims=keep))
+_reducer("reduce_prod", lambda xp, x, axes, keep: xp.prod(x, axis=axes, keepdims=keep,
+                                                           dtype=_acc_dtype(xp, x)).astype(x.dtype))
+
+
+def _bool_reducer(op_type, compute):
+    @kernel(op_type, inputs=["X", "AxisTensor", "AxisTensorList"], outputs=["Out"],
+            attrs=["dim", "keep_dim", "reduce_all"])
+    def run(xp, x, axis_tensor, axis_tensor_list, *, dim=(0,), keep_dim=False, reduce_all=False):
+        dim = _axes_from_tensors(dim, axis_tensor, axis_tensor_list)
+        axes = _reduce_axes(x, dim, reduce_all)
+        if x.ndim == 0:
+            return x.astype(xp.bool_)
+        return xp.asarray(compute(x, axis=axes, keepdims=keep_dim))
+    run.__name__ = op_type
+    return run
+
+
+_bool_reducer("reduce_all", lambda x, axis, keepdims: x.all(axis=axis, keepdims=keepdims))
+_bool_reducer("reduce_any", lambda x, axis, keepdims: x.any(axis=axis, keepdims=keepdims))
+
+
+@kernel("squared_l2_norm", inputs=["X"], outputs=["Out"])
+def squared_l2_norm(xp, x):
+    """sum(x^2), shape [1] (not 0-d: SquaredL2NormInferMeta)."""
+    xc = x.astype(_acc_dtype(xp, x))
+    return xp.sum(xc * xc).reshape(1).astype(x.dtype)
+
+
+@kernel("l1_norm", inputs=["X"], outputs=["Out"])
+def l1_norm(xp, x):
+    """sum(|x|), 0-d."""
+    return xp.asarray(xp.sum(xp.abs(x), dtype=_acc_dtype(xp, x))).astype(x.dtype)
+
+
+@kernel("p_norm", inputs=["X"], outputs=["Out"], attrs=["porder", "axis", "epsilon", "keepdim", "asvector"])
+def p_norm(xp, x, *, porder=2.0, axis=-1, epsilon=1e-12, keepdim=False, asvector=False):
+    # Paddle's forward ignores epsilon: porder 0 counts nonzeros, +-inf is max/min |x|,
+    # otherwise (sum |x|^p)^(1/p). An empty input gives zeros.
+    xc = x.astype(_acc_dtype(xp, x))
+    if asvector or xc.ndim == 0:
+        axes = None
+        shape = (1,) * x.ndim if keepdim else ()
+    else:
+        a = _normalize_axis(axis, x.ndim)
+        axes = (a,)
+        shape = x.shape[:a] + ((1,) if keepdim else ()) + x.shape[a + 1:]
+    if x.size == 0:
+        return xp.zeros(shape, dtype=x.dtype)
+    ax = xp.abs(xc)
+    if porder == 0:
+        out = xp.sum(ax != 0, axis=axes).astype(xc.dtype)
+    elif porder == float("inf"):
+        out = xp.max(ax, axis=axes)
+    elif porder == float("-inf"):
+        out = xp.min(ax, axis=axes)
+    else:
+        p = xp.asarray(porder).astype(xc.dtype)
+        out = xp.power(xp.sum(xp.power(ax, p), axis=axes), 1 / p)
+    return xp.asarray(out).reshape(shape).astype(x.dtype)
+
+
+# -- matrix products ----------------------------------------------------------------------------
+
+
+def _swap_last(a):
+    return a.swapaxes(-1, -2)
+
+
+def _matmul(xp, a, b):
+    """a @ b; float16 is multiplied in float32 (as cuBLAS accumulates) and rounded back."""
+    if a.dtype == xp.float16 and b.dtype == xp.float16:
+        return xp.asarray(xp.matmul(a.astype(xp.float32), b.astype(xp.float32))).astype(xp.float16)
+    return xp.asarray(xp.matmul(a, b))
+
+
+@kernel("matmul_v2", inputs=["X", "Y"], outputs=["Out"], attrs=["trans_x", "trans_y"])
+def matmul_v2(xp, x, y, *, trans_x=False, trans_y=False):
+    # numpy semantics (batch dims broadcast); a transpose flag on a 1-D operand is ignored.
+    if trans_x and x.ndim >= 2:
+        x = _swap_last(x)
+    if trans_y and y.ndim >= 2:
+        y = _swap_last(y)
+    return _matmul(xp, x, y)
+
+
+@kernel("matmul", inputs=["X", "Y"], outputs=["Out"], attrs=["transpose_X", "transpose_Y", "alpha", "head_number"])
+def matmul(xp, x, y, *, transpose_X=False, transpose_Y=False, alpha=1.0, head_number=1):
+    """PaddlePaddle's legacy matmul. A 1-D X is the row [1, K] (so [K, 1] when transposed),
+    a 1-D Y the column [K, 1] ([1, K] when transposed). Operands of rank > 2 are stacks of
+    matrices over all leading dims (only their product must agree); a 2-D operand is used
+    for every matrix of the stack. Out takes the leading dims of X (else Y), then vector
+    dims that came out as 1 are dropped, and an all-dropped result is [1]."""
+    if head_number != 1:
+        raise NotImplementedError("matmul with head_number > 1 (multi-head MKL path) is not supported")
+    xm = x.reshape(1, -1) if x.ndim == 1 else x
+    ym = y.reshape(-1, 1) if y.ndim == 1 else y
+    if xm.ndim > 2:
+        xm = xm.reshape((-1,) + xm.shape[-2:])
+    if ym.ndim > 2:
+        ym = ym.reshape((-1,) + ym.shape[-2:])
+    if transpose_X:
+        xm = _swap_last(xm)
+    if transpose_Y:
+        ym = _swap_last(ym)
+    if xm.ndim == 3 and ym.ndim == 3 and xm.shape[0] != ym.shape[0]:
+        raise ValueError(f"matmul: batch sizes differ: {x.shape} and {y.shape}")
+    out = _matmul(xp, xm, ym)
+    if alpha != 1:
+        out *= xp.asarray(alpha).astype(out.dtype)
+    m, n = out.shape[-2:]
+    if x.ndim > 2:
+        dims = list(x.shape[:-2]) + [m, n]
+    elif y.ndim > 2:
+        dims = list(y.shape[:-2]) + [m, n]
+    else:
+        dims = [m, n]
+    if x.ndim == 1 and dims[-2] == 1:
+        dims[-2], dims[-1] = dims[-1], dims[-2]
+        dims.pop()
+    if y.ndim == 1 and dims[-1] == 1:
+        dims.pop()
+    return out.reshape(dims or [1])
+
+
+@kernel("bmm", inputs=["X", "Y"], outputs=["Out"])
+def bmm(xp, x, y):
+    return _matmul(xp, x, y)
+
+
+def _flatten_2d(a, num_col_dims):
+    return a.reshape(math.prod(a.shape[:num_col_dims]), math.prod(a.shape[num_col_dims:]))
+
+
+@kernel("mul", inputs=["X", "Y"], outputs=["Out"], attrs=["x_num_col_dims", "y_num_col_dims"])
+def mul(xp, x, y, *, x_num_col_dims=1, y_num_col_dims=1):
+    """X flattened to 2-D at x_num_col_dims times Y flattened at y_num_col_dims; the result
+    has shape X.shape[:x_num_col_dims] + Y.shape[y_num_col_dims:]."""
+    out = _matmul(xp, _flatten_2d(x, x_num_col_dims), _flatten_2d(y, y_num_col_dims))
+    return out.reshape(x.shape[:x_num_col_dims] + y.shape[y_num_col_dims:])
+
+
+@kernel("fc", inputs=["Input", "W", "Bias"], outputs=["Out"],
+        attrs=["in_num_col_dims", "activation_type", "padding_weights"])
+def fc(xp, inp, w, bias, *, in_num_col_dims=1, activation_type="", padding_weights=False):
+    """PaddlePaddle's fused fully-connected op: flatten(Input) @ W + Bias, then ReLU when
+    activation_type is "relu" (any other value is ignored, as in Paddle's FCFunctor). With
+    padding_weights W carries 4 extra rows and columns that are not used."""
+    if padding_weights:
+        w = w[:-4, :-4]
+    out = _matmul(xp, _flatten_2d(inp, in_num_col_dims), w)
+    if bias is not None:
+        out += bias.reshape(-1)
+    if activation_type == "relu":
+        out = xp.where(out > 0, out, xp.zeros((), dtype=out.dtype))
+    return out.reshape(inp.shape[:in_num_col_dims] + (w.shape[1],))
+
+
+# -- comparisons and logic ------------------------------------------------------------------------
+
+
+def _equal(xp, x, y):
+    """Paddle's EqualFunctor: float32/float64 compare with an absolute tolerance,
+    |x - y| < 1e-8 (the difference taken in the input dtype, compared in double);
+    infinities compare exactly, NaN is never equal. Other dtypes compare exactly."""
+    if x.dtype != y.dtype or x.dtype.kind != "f" or x.dtype.itemsize < 4:
+        return x == y
+    thr = xp.asarray(1e-8, dtype=x.dtype)
+    zero = xp.zeros((), dtype=x.dtype)
+    # Infinities only compare exactly (x == y below); zeroing them avoids inf - inf.
+    diff = xp.abs(xp.where(xp.isinf(x), zero, x) - xp.where(xp.isinf(y), zero, y))
+    # float32(1e-8) lies just below 1e-8, so "double(diff) < 1e-8" is "diff <= thr" there.
+    close = diff <= thr if x.dtype.itemsize == 4 else diff < thr
+    return (x == y) | (close & ~(xp.isinf(x) | xp.isinf(y)))
+
+
+def _comparison(op_type, compute):
+    @kernel(op_type, inputs=["X", "Y"], outputs=["Out"], attrs=["axis"])
+    def run(xp, x, y, *, axis=-1):
+        x, y = align(x, y, axis)
+        return xp.asarray(compute(xp, x, y))
+    run.__name__ = op_type
+    return run
+
+
+_comparison("equal", _equal)
+_comparison("not_equal", lambda xp, x, y: ~_equal(xp, x, y))
+_comparison("less_than", lambda xp, x, y: x < y)
+_comparison("less_equal", lambda xp, x, y: x <= y)
+_comparison("greater_than", lambda xp, x, y: x > y)
+_comparison("greater_equal", lambda xp, x, y: x >= y)
+
+
+def _logical(op_type, compute):
+    @kernel(op_type, inputs=["X", "Y"], outputs=["Out"])
+    def run(xp, x, y):
+        return xp.asarray(compute(xp, x, y))
+    run.__name__ = op_type
+    return run
+
+
+_logical("logical_and", lambda xp, x, y: xp.logical_and(x, y))
+_logical("logical_or", lambda xp, x, y: xp.logical_or(x, y))
+_logical("logical_xor", lambda xp, x, y: xp.logical_xor(x, y))
+
+
+@kernel("logical_not", inputs=["X"], outputs=["Out"])
+def logical_not(xp, x):
+    return xp.asarray(xp.logical_not(x))
+
+
+@kernel("isfinite_v2", inputs=["X"], outputs=["Out"])
+def isfinite_v2(xp, x):
+    return xp.asarray(xp.isfinite(x))
+
+
+@kernel("isinf_v2", inputs=["X"], outputs=["Out"])
+def isinf_v2(xp, x):
+    return xp.asarray(xp.isinf(x))
+
+
+@kernel("isnan_v2", inputs=["X"], outputs=["Out"])
+def isnan_v2(xp, x):
+    return xp.asarray(xp.isnan(x))
+
+
+@kernel("where", inputs=["Condition", "X", "Y"], outputs=["Out"])
+def where(xp, cond, x, y):
+    return xp.asarray(xp.where(cond.astype(xp.bool_, copy=False), x, y))
+
+
+# -- scans and selection -------------------------------------------------------------------------
+
+
+@kernel("cumsum", inputs=["X"], outputs=["Out"], attrs=["axis", "flatten", "exclusive", "reverse"])
+def cumsum(xp, x, *, axis=-1, flatten=False, exclusive=False, reverse=False):
+    """Running sum along `axis` (of the flattened x with flatten=True). exclusive: element i
+    holds the sum of the elements before it (0 first); reverse: sums run from the end."""
+    shape = (x.size,) if flatten else x.shape
+    if flatten or x.ndim == 0:
+        xv, a = x.reshape(-1), 0
+    else:
+        xv, a = x, _normalize_axis(axis, x.ndim)
+    acc = _acc_dtype(xp, x)
+    if reverse:
+        xv = xp.flip(xv, axis=a)
+    out = xp.cumsum(xv, axis=a, dtype=acc)
+    if exclusive and out.shape[a] > 0:
+        head = [slice(None)] * out.ndim
+        head[a] = slice(0, 1)
+        body = [slice(None)] * out.ndim
+        body[a] = slice(0, -1)
+        out = xp.concatenate([xp.zeros_like(out[tuple(head)]), out[tuple(body)]], axis=a)
+    if reverse:
+        out = xp.flip(out, axis=a)
+    out = out.reshape(shape)
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
+
+
+def _arg_reduce(op_type, compute):
+    @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=["axis", "keepdims", "flatten", "dtype"])
+    def run(xp, x, *, axis, keepdims=False, flatten=False, dtype=3):
+        out_dtype = xp.int32 if dtype == 2 else xp.int64
+        if flatten or x.ndim == 0:
+            idx = xp.asarray(compute(x.reshape(-1), axis=0))
+            return idx.reshape((1,) * x.ndim if keepdims else ()).astype(out_dtype)
+        a = _normalize_axis(int(axis), x.ndim)
+        idx = compute(x, axis=a)
+        if keepdims:
+            idx = xp.expand_dims(idx, a)
+        return xp.asarray(idx).astype(out_dtype)
+    run.__name__ = op_type
+    return run
+
+
+_arg_reduce("arg_max", lambda x, axis: x.argmax(axis=axis))
+_arg_reduce("arg_min", lambda x, axis: x.argmin(axis=axis))
+
+
+@kernel("top_k_v2", inputs=["X", "K"], outputs=["Out", "Indices"], attrs=["k", "axis", "largest", "sorted"])
+def top_k_v2(xp, x, k_tensor, *, k=1, axis=-1, largest=True, sorted=True):
+    """The k largest (smallest) entries along `axis`, sorted, with int64 indices. Equal values
+    keep index order (lower index first); NaN counts as the largest value."""
+    if k_tensor is not None:
+        k = int(_scalar_of(k_tensor))
+    if x.ndim == 0:
+        return x.copy(), xp.zeros((), dtype=xp.int64)
+    a = _normalize_axis(axis, x.ndim)
+    n = x.shape[a]
+    if not 0 <= k <= n:
+        raise ValueError(f"top_k_v2: k={k} is out of range for axis {a} of size {n}")
+    if largest:
+        # A stable ascending sort of the reversed axis, read backwards: descending values,
+        # and among equal values the lower original index first.
+        order = xp.flip(xp.argsort(xp.flip(x, axis=a), axis=a, kind="stable"), axis=a)
+        order = (n - 1) - order
+    else:
+        order = xp.argsort(x, axis=a, kind="stable")
+    index = [slice(None)] * x.ndim
+    index[a] = slice(0, k)
+    indices = order[tuple(index)].astype(xp.int64)
+    return xp.take_along_axis(x, indices, axis=a), indices

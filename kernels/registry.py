@@ -25,6 +25,7 @@ and at run time the per-op cost is one Python call.
 """
 from __future__ import annotations
 
+import inspect
 import keyword
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,6 +40,11 @@ class KernelDef:
     attrs: tuple[str, ...] = ()
     rng: bool = False
     inplace: dict = field(default_factory=dict)
+
+    def input_params(self) -> list[str]:
+        """The kernel function's parameter names for its inputs, in slot order."""
+        params = list(inspect.signature(self.fn).parameters)[1:]  # skip xp
+        return params[:len(self.inputs)]
 
     def kwarg(self, attr: str) -> str:
         """The keyword under which attribute `attr` is passed."""
