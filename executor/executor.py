@@ -11,7 +11,6 @@ from executor.place import CPUPlace
 from executor.plan import compile_plan
 from executor.random_state import RandomState
 from executor.scope import global_scope
-from program import dtypes
 from program.default import default_main_program
 from program.program import Program
 from program.variable import Variable
@@ -24,10 +23,12 @@ class Executor:
     until the program changes. `num_threads` > 1 runs independent ops concurrently (numpy
     releases the GIL in heavy kernels); the default, serial, is faster for small ops.
     `check_nan_inf=True` (or KEEL_CHECK_NAN_INF=1) stops at the first op that produces a
-    NaN or Inf and names it."""
+    NaN or Inf and names it. `keep_intermediates=True` turns off freeing and leaves every
+    computed value in the scope after `run` (for debugging; costs memory)."""
 
     def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
-                 seed: int | None = None):
+                 seed: int | None = None, keep_intermediates: bool = False):
+        self.keep_intermediates = keep_intermediates
         self.place = place or CPUPlace()
         self.xp = self.place.xp
         self.num_threads = int(num_threads)
@@ -42,26 +43,29 @@ class Executor:
     # -- public API ---------------------------------------------------------------------
     def run(self, program: Program | None = None, feed: dict | None = None, fetch_list=None,
             scope=None, return_numpy: bool = True, block_idx: int = 0):
+        """Run block `block_idx` of `program`; return the values of `fetch_list` (Variables or
+        names; None fetches the targets of an inference program's fetch ops)."""
         program = program if program is not None else default_main_program()
         scope = scope if scope is not None else global_scope()
-        feed = dict(feed or {})
+        feed = feed or {}
         block = program.block(block_idx)
+        if any(isinstance(k, int) for k in feed):  # inference programs: feed by column
+            targets = self._feed_targets(block)
+            feed = {targets.get(k, k) if isinstance(k, int) else k: v for k, v in feed.items()}
         fetch_names = self._fetch_names(block, fetch_list)
-        feed_targets = self._feed_targets(block)
-        feed = {feed_targets.get(k, k) if isinstance(k, int) else k: v for k, v in feed.items()}
 
         plan = self._plan(program, block_idx, feed, fetch_names)
-        env = self._prepare_env(block, plan, feed, scope)
+        env = self._prepare_env(plan, feed, scope)
         self._execute(plan, env)
 
-        for name in plan.persistable_writes:
+        for name in (env if self.keep_intermediates else plan.persistable_writes):
             scope.set(name, env[name])
         results = []
-        for name in fetch_names:
+        for name, copy in zip(fetch_names, plan.fetch_copies):
             value = env[name]
             scope.set(name, value)
-            if block.find_var(name) is not None and block.find_var(name).persistable:
-                value = value.copy()  # the scope's array may be updated in place by later runs
+            if copy:
+                value = value.copy()  # a persistable: later runs may update the scope's array in place
             results.append(self._to_host(value) if return_numpy else value)
         return results
 
@@ -81,7 +85,8 @@ class Executor:
             if self.rng is None:
                 seed = self._seed if self._seed is not None else (program.random_seed or None)
                 self.rng = RandomState(self.xp, seed)
-            plan = compile_plan(program, block_idx, feed.keys(), fetch_names, self.xp, self.rng)
+            plan = compile_plan(program, block_idx, feed.keys(), fetch_names, self.xp, self.rng,
+                                free_intermediates=not self.keep_intermediates)
             entry[2][key] = plan
         return plan
 
@@ -105,48 +110,42 @@ class Executor:
         return {op.attr("col"): op.output("Out")[0] for op in block.ops if op.type == "feed"}
 
     # -- feeding ----------------------------------------------------------------------------
-    def _prepare_env(self, block, plan, feed, scope) -> dict:
+    def _prepare_env(self, plan, feed, scope) -> dict:
         env = {}
         for name, value in feed.items():
-            var = block.find_var(name)
-            if var is None:
-                raise FeedError(f"feed {name!r} is not a variable of the program"
-                                f"{block._suggest_var(name)}")
-            env[name] = self._check_feed(var, value)
+            env[name] = self._check_feed(name, plan.feed_specs[name], value)
         for name in plan.scope_reads:
             if name in env:
                 continue
-            var = block.find_var(name)
             holder = scope.find_scope(name)
             if holder is not None and holder._vars[name] is not None:
                 env[name] = holder._vars[name]
-            elif var is not None and var.need_check_feed:
+                continue
+            var = plan.block.find_var(name)
+            if var is not None and var.need_check_feed:
                 raise FeedError(f"missing feed for {name!r} ({var.type_string()}), which the fetched "
                                 f"results need; feed it: exe.run(..., feed={{{name!r}: array}})")
-            elif var is not None and var.persistable:
+            if var is not None and var.persistable:
                 raise ExecutionError(f"persistable variable {name!r} has no value in the scope: run "
                                      f"the startup program first (or load a checkpoint)")
-            else:
-                raise ExecutionError(f"variable {name!r} is read but never computed, fed or set")
+            raise ExecutionError(f"variable {name!r} is read but never computed, fed or set")
         return env
 
-    def _check_feed(self, var, value):
-        xp = self.xp
+    def _check_feed(self, name, spec, value):
+        want, declared, type_string = spec
         if not hasattr(value, "dtype"):
             value = np.asarray(value)
-        want = dtypes.to_numpy(var.dtype)
         if value.dtype != want:
             if not np.can_cast(value.dtype, want, casting="same_kind"):
-                raise FeedError(f"feed {var.name!r}: got dtype {value.dtype}, declared {dtypes.name(var.dtype)} "
+                raise FeedError(f"feed {name!r}: got dtype {value.dtype}, declared {type_string} "
                                 f"(cannot be cast safely; convert it first)")
             value = value.astype(want)
-        declared = var.shape or ()
-        shape = tuple(value.shape)
+        shape = value.shape
         if len(shape) != len(declared) or any(d >= 0 and d != s for d, s in zip(declared, shape)):
-            raise FeedError(f"feed {var.name!r}: got shape {list(shape)}, declared {list(declared)} "
+            raise FeedError(f"feed {name!r}: got shape {list(shape)}, declared {list(declared)} "
                             f"(-1 matches any size)")
-        if xp is not np:
-            value = xp.asarray(value)
+        if self.xp is not np:
+            value = self.xp.asarray(value)
         return value
 
     # -- running ----------------------------------------------------------------------------

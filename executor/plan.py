@@ -12,10 +12,12 @@ At run time a step is one closure call (see `_make_step`).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
-from executor.errors import ExecutionError
+from executor.errors import ExecutionError, FeedError
 from executor.kernel_call import MissingKernelError, bind
+from program import dtypes
 from program.ops import registry as op_registry
 from proto import pb
 
@@ -40,6 +42,9 @@ class Plan:
     fetch_names: tuple
     scope_reads: tuple          # names read before any step writes them (scope or feed)
     persistable_writes: tuple   # persistable names written (written back to the scope)
+    block: object = None
+    feed_specs: dict = field(default_factory=dict)  # name -> (numpy dtype, declared shape, "float32[-1, 3]")
+    fetch_copies: tuple = ()    # per fetch: copy it out (a persistable the scope may update in place)
     levels: list = field(default_factory=list)  # lists of step positions that may run together
     level_frees: list = field(default_factory=list)  # names to drop after each level
 
@@ -57,28 +62,38 @@ def _make_step(fn, in_specs, out_specs, frees):
     dedicated closure: this is the executor's hot path."""
     simple_ins = all(isinstance(s, str) for s in in_specs)
     single_out = len(out_specs) == 1 and isinstance(out_specs[0], str)
-    if simple_ins and single_out and len(in_specs) in (1, 2) and len(frees) <= 1:
+    if simple_ins and single_out and len(in_specs) in (1, 2):
         out = out_specs[0]
         if len(in_specs) == 1:
             (a,) = in_specs
             if not frees:
                 def step(env):
                     env[out] = fn(env[a])
-            else:
+            elif len(frees) == 1:
                 (f,) = frees
                 def step(env):
                     env[out] = fn(env[a])
                     del env[f]
+            else:
+                def step(env):
+                    env[out] = fn(env[a])
+                    for f in frees:
+                        del env[f]
         else:
             a, b = in_specs
             if not frees:
                 def step(env):
                     env[out] = fn(env[a], env[b])
-            else:
+            elif len(frees) == 1:
                 (f,) = frees
                 def step(env):
                     env[out] = fn(env[a], env[b])
                     del env[f]
+            else:
+                def step(env):
+                    env[out] = fn(env[a], env[b])
+                    for f in frees:
+                        del env[f]
         return step
 
     def step(env):
@@ -98,7 +113,18 @@ def _make_step(fn, in_specs, out_specs, frees):
     return step
 
 
-def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_source) -> Plan:
+def _bind_empty_inputs(fn, kdef, in_specs):
+    """Bind empty optional inputs (None) by keyword when they all come after the given
+    ones, so `scale(X)` is called as fn(x) and takes the fast path."""
+    first_empty = next((i for i, s in enumerate(in_specs) if s is None), len(in_specs))
+    if first_empty == len(in_specs) or any(s is not None for s in in_specs[first_empty:]):
+        return fn, in_specs
+    names = kdef.input_params()[first_empty:]
+    return functools.partial(fn, **{n: None for n in names}), in_specs[:first_empty]
+
+
+def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_source,
+                 free_intermediates: bool = True) -> Plan:
     block = program.block(block_idx)
     fetch_set = set(fetch_names)
     feed_set = set(feed_names)
@@ -135,7 +161,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             last_use[n] = pos
     frees_at: dict[int, list[str]] = {}
     for name, pos in last_use.items():
-        if name not in fetch_set and not persistable(name):
+        if free_intermediates and name not in fetch_set and not persistable(name):
             frees_at.setdefault(pos, []).append(name)
 
     # 4. steps, and what must come from the scope or the feed
@@ -149,6 +175,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         opdef = op_registry.lookup(op.type)
         in_specs = [_slot_spec(op.input(s), opdef.input_slots.get(s) if opdef else None) for s in kdef.inputs]
         out_specs = [_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None) for s in kdef.outputs]
+        fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
         reads = tuple(op.input_arg_names)
         writes = tuple(n for s in kdef.outputs for n in op.output(s))
         for n in reads:
@@ -168,10 +195,23 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             last_level[n] = max(last_level.get(n, -1), level_of[pos])
     level_frees = [[] for _ in levels]
     for name, lv in last_level.items():
-        if name not in fetch_set and not persistable(name):
+        if free_intermediates and name not in fetch_set and not persistable(name):
             level_frees[lv].append(name)
     return Plan(steps, frozenset(feed_set), tuple(fetch_names), tuple(scope_reads), tuple(p_writes),
+                block, _feed_specs(block, feed_set), tuple(persistable(n) for n in fetch_names),
                 levels, level_frees)
+
+
+def _feed_specs(block, feed_names) -> dict:
+    specs = {}
+    for name in feed_names:
+        var = block.find_var(name)
+        if var is None:
+            raise FeedError(f"feed {name!r} is not a variable of the program{block._suggest_var(name)}")
+        if var.dtype is None:
+            raise FeedError(f"feed {name!r} is a {var.type_string()} variable, not a tensor")
+        specs[name] = (dtypes.to_numpy(var.dtype), tuple(var.shape), var.type_string())
+    return specs
 
 
 def _kernel_missing(op_type):

@@ -194,3 +194,12 @@ def test_scope_basics():
     assert child.find_var("zz") is None
     with pytest.raises(KeyError, match="run the startup program"):
         child.get("zz")
+
+
+def test_keep_intermediates_leaves_every_value_in_the_scope():
+    p, x = _chain_program()
+    scope = Scope()
+    Executor(keep_intermediates=True).run(p, feed={"x": np.ones((1, 3), np.float32)}, fetch_list=["c"],
+                                          scope=scope)
+    for name in ("a", "b", "c"):
+        assert scope.has(name)

@@ -1,0 +1,29 @@
+"""Shared helpers for the benchmarks: interleaved timing (machines here are noisy, so
+contenders alternate within one process) and a small table printer."""
+from __future__ import annotations
+
+import time
+from statistics import median
+
+
+def measure(contenders: dict, repeat: int = 30, warmup: int = 3) -> dict[str, float]:
+    """Median seconds per call of each zero-argument callable, interleaving them so that
+    machine noise hits all alike."""
+    for fn in contenders.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: median(ts) for name, ts in times.items()}
+
+
+def table(title: str, rows: list[tuple], headers: tuple) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    out = [f"\n{title}", line(headers), line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
