@@ -22,6 +22,7 @@ from program.ops import registry as op_registry
 from proto import pb
 
 FEED_FETCH = ("feed", "fetch")
+EMPTY = "@EMPTY@"  # PaddlePaddle's placeholder for "no variable" in a duplicable slot
 
 
 @dataclass
@@ -107,7 +108,8 @@ def _make_step(fn, in_specs, out_specs, frees):
                 env[spec] = value
             else:
                 for name, v in zip(spec, value):
-                    env[name] = v
+                    if name is not None:
+                        env[name] = v
         for name in frees:
             env.pop(name, None)
     return step
@@ -158,7 +160,8 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
     for pos, i in enumerate(kept):
         op = block.ops[i]
         for n in op.input_arg_names + op.output_arg_names:
-            last_use[n] = pos
+            if n != EMPTY:
+                last_use[n] = pos
     frees_at: dict[int, list[str]] = {}
     for name, pos in last_use.items():
         if free_intermediates and name not in fetch_set and not persistable(name):
@@ -169,7 +172,8 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
     for pos, i in enumerate(kept):
         op = block.ops[i]
         try:
-            fn, kdef = bind(op.type, op.attrs, xp, rng_source)
+            fn, kdef = bind(op.type, op.attrs, xp, rng_source,
+                            need={s for s, names in op.outputs.items() if any(n != EMPTY for n in names)})
         except (MissingKernelError, KeyError) as e:
             raise ExecutionError(f"{op.type} (op {i}): {e}") from None
         opdef = op_registry.lookup(op.type)
@@ -177,7 +181,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         out_specs = [_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None) for s in kdef.outputs]
         fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
         reads = tuple(op.input_arg_names)
-        writes = tuple(n for s in kdef.outputs for n in op.output(s))
+        writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY)
         for n in reads:
             if n not in produced and n not in scope_reads:
                 scope_reads.append(n)
@@ -220,9 +224,10 @@ def _kernel_missing(op_type):
 
 
 def _slot_spec(names, slot):
-    """How a kernel receives a slot: a name, a list of names (duplicable), or None (empty)."""
+    """How a kernel receives a slot: a name, a list of names (duplicable; None for an
+    @EMPTY@ placeholder), or None (empty)."""
     if slot is not None and slot.duplicable:
-        return list(names)
+        return [None if n == EMPTY else n for n in names]
     return names[0] if names else None
 
 

@@ -51,3 +51,48 @@ _binary("elementwise_max", lambda xp, x, y: xp.maximum(x, y))
 _binary("elementwise_min", lambda xp, x, y: xp.minimum(x, y))
 _binary("elementwise_floordiv", lambda xp, x, y: xp.floor_divide(x, y))
 _binary("elementwise_mod", lambda xp, x, y: xp.remainder(x, y))
+
+
+# -- gradients ---------------------------------------------------------------------------
+def sum_to(xp, g, shape):
+    """Sum gradient `g` down to `shape` (undoing numpy broadcasting): leading dims and dims
+    where `shape` has 1 are summed away."""
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
+    g = g.sum(axis=axes, keepdims=True) if axes else g
+    return g.reshape(shape)
+
+
+def _binary_grad(op_type, dx_fn, dy_fn, reads_out=False):
+    """Register `<op>_grad`: dx_fn/dy_fn(xp, x, y, out, dout) give the broadcast-shaped
+    gradients, which are then summed back to X's and Y's shapes."""
+    inputs = ["X", "Y", "Out", "Out@GRAD"] if reads_out else ["X", "Y", "Out@GRAD"]
+
+    @kernel(op_type + "_grad", inputs=inputs, outputs=["X@GRAD", "Y@GRAD"], attrs=["axis"])
+    def run(xp, x, y, *rest, axis=-1, need=frozenset({"X@GRAD", "Y@GRAD"})):
+        out, dout = rest if reads_out else (None, rest[0])
+        xa, ya = align(x, y, axis)
+        dx = sum_to(xp, dx_fn(xp, xa, ya, out, dout), xa.shape).reshape(x.shape) if "X@GRAD" in need else None
+        dy = sum_to(xp, dy_fn(xp, xa, ya, out, dout), ya.shape).reshape(y.shape) if "Y@GRAD" in need else None
+        return dx, dy
+    run.__name__ = op_type + "_grad"
+    return run
+
+
+def _pow_dy(xp, x, y, out, dout):
+    # d(x**y)/dy = x**y * ln(x); PaddlePaddle gives 0 where x <= 0 (ln undefined).
+    safe = xp.where(x > 0, x, 1)
+    return dout * xp.power(safe, y) * xp.log(safe)
+
+
+_binary_grad("elementwise_add", lambda xp, x, y, o, d: d, lambda xp, x, y, o, d: d)
+_binary_grad("elementwise_sub", lambda xp, x, y, o, d: d, lambda xp, x, y, o, d: -d)
+_binary_grad("elementwise_mul", lambda xp, x, y, o, d: d * y, lambda xp, x, y, o, d: d * x)
+_binary_grad("elementwise_div", lambda xp, x, y, o, d: d / y, lambda xp, x, y, o, d: -d * o / y,
+             reads_out=True)
+_binary_grad("elementwise_pow", lambda xp, x, y, o, d: d * y * xp.power(x, y - 1), _pow_dy)
+# max/min: the gradient goes to the operand that won; PaddlePaddle gives ties to Y.
+_binary_grad("elementwise_max", lambda xp, x, y, o, d: d * (x > y), lambda xp, x, y, o, d: d * (x <= y))
+_binary_grad("elementwise_min", lambda xp, x, y, o, d: d * (x < y), lambda xp, x, y, o, d: d * (x >= y))

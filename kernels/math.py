@@ -492,3 +492,78 @@ def top_k_v2(xp, x, k_tensor, *, k=1, axis=-1, largest=True, sorted=True):
     index[a] = slice(0, k)
     indices = order[tuple(index)].astype(xp.int64)
     return xp.take_along_axis(x, indices, axis=a), indices
+
+
+# -- gradients of the reductions ------------------------------------------------------------
+def _expand_reduced(xp, g, x, dim, keep_dim, reduce_all):
+    """Reshape the reduced gradient `g` so it broadcasts against `x` (the reduced axes
+    put back as size-1 dims)."""
+    axes = _reduce_axes(x, dim, reduce_all)
+    if axes is None:
+        return g.reshape((1,) * x.ndim)
+    if keep_dim:
+        return g
+    shape = list(x.shape)
+    for a in axes:
+        shape[a] = 1
+    return g.reshape(shape)
+
+
+def _reduced_count(x, dim, reduce_all):
+    axes = _reduce_axes(x, dim, reduce_all)
+    return x.size if axes is None else math.prod(x.shape[a] for a in axes)
+
+
+_REDUCE_ATTRS = ["dim", "keep_dim", "reduce_all"]
+
+
+@kernel("reduce_sum_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=_REDUCE_ATTRS)
+def reduce_sum_grad(xp, x, dout, *, dim=(0,), keep_dim=False, reduce_all=False):
+    g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
+    return xp.broadcast_to(g, x.shape).astype(x.dtype)
+
+
+@kernel("reduce_mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=_REDUCE_ATTRS)
+def reduce_mean_grad(xp, x, dout, *, dim=(0,), keep_dim=False, reduce_all=False):
+    g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
+    out = xp.empty(x.shape, dtype=x.dtype)
+    xp.divide(g, max(_reduced_count(x, dim, reduce_all), 1), out=out, casting="unsafe")
+    return out
+
+
+@kernel("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+def mean_grad(xp, x, dout):
+    return xp.full(x.shape, dout.reshape(()) / max(x.size, 1), dtype=x.dtype)
+
+
+def _extreme_grad(op_type):
+    # PaddlePaddle routes the gradient to every element equal to the extreme (ties share it in
+    # full, not split), and so do we.
+    @kernel(op_type, inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_REDUCE_ATTRS)
+    def run(xp, x, out, dout, *, dim=(0,), keep_dim=False, reduce_all=False):
+        o = _expand_reduced(xp, out, x, dim, keep_dim, reduce_all)
+        g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
+        return (g * (x == o)).astype(x.dtype)
+    run.__name__ = op_type
+    return run
+
+
+_extreme_grad("reduce_max_grad")
+_extreme_grad("reduce_min_grad")
+
+
+@kernel("reduce_prod_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_REDUCE_ATTRS)
+def reduce_prod_grad(xp, x, out, dout, *, dim=(0,), keep_dim=False, reduce_all=False):
+    # d prod / d x_i = prod / x_i, computed without dividing (zeros in x are fine): the
+    # product of everything before i times everything after i along the reduced axes.
+    axes = _reduce_axes(x, dim, reduce_all)
+    axes = tuple(range(x.ndim)) if axes is None else axes
+    g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
+    moved = xp.moveaxis(x, axes, tuple(range(len(axes))))
+    flat = moved.reshape((-1,) + moved.shape[len(axes):])
+    ones = xp.ones((1,) + flat.shape[1:], dtype=x.dtype)
+    before = xp.concatenate([ones, xp.cumprod(flat, axis=0)[:-1]], axis=0)
+    after = xp.flip(xp.concatenate([ones, xp.cumprod(xp.flip(flat, 0), axis=0)[:-1]], axis=0), 0)
+    others = (before * after).reshape(moved.shape)
+    others = xp.moveaxis(others, tuple(range(len(axes))), axes)
+    return (g * others).astype(x.dtype)

@@ -16,6 +16,9 @@ and never imports `program` or `executor`. Its signature names what it consumes:
   for an output the op does not produce);
 - `rng=True` kernels also get `rng=`, a numpy/cupy Generator owned by the executor, for
   random ops and dropout;
+- a kernel with a keyword parameter `need` gets the set of output slots the op really
+  binds, so a gradient kernel can skip work nobody reads (conv2d_grad's Input@GRAD for
+  the first layer);
 - `inplace` maps an output slot to the input slot whose buffer the kernel may reuse
   (optimizer ParamOut/Param, batch_norm MeanOut/Mean): the executor hands over the
   array and the kernel may write into it.
@@ -45,6 +48,10 @@ class KernelDef:
         """The kernel function's parameter names for its inputs, in slot order."""
         params = list(inspect.signature(self.fn).parameters)[1:]  # skip xp
         return params[:len(self.inputs)]
+
+    @property
+    def takes_need(self) -> bool:
+        return "need" in inspect.signature(self.fn).parameters
 
     def kwarg(self, attr: str) -> str:
         """The keyword under which attribute `attr` is passed."""

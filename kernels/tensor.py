@@ -516,6 +516,11 @@ def fill_any_like(xp, x, *, value=0.0, dtype=-1):
     return full(xp, x.shape, value, dtype)
 
 
+@kernel("fill_zeros_like", inputs=["X"], outputs=["Out"])
+def fill_zeros_like(xp, x):
+    return xp.zeros_like(x)
+
+
 @kernel("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"],
         attrs=["shape", "input_dim_idx", "output_dim_idx", "dtype", "value", "str_value"])
 def fill_constant_batch_size_like(xp, x, *, shape, input_dim_idx=0, output_dim_idx=0, dtype=5,

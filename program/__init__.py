@@ -24,3 +24,4 @@ from program.layers.math import *  # noqa: F401,F403  (add, matmul, mean, relu, 
 from program.layers.tensor import *  # noqa: F401,F403  (reshape, concat, fill_constant, ...)
 from program import nn
 from program import io
+from program.backward import append_backward, gradients

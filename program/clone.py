@@ -1,10 +1,11 @@
 """Program.clone: deep copies, and the evaluation program of `clone(for_test=True)`."""
 from __future__ import annotations
 
+from program import op_role
 from program.variable import Parameter
 
-# op_role bits (PaddlePaddle's OpRole): ops with these bits are not part of evaluation.
-ROLE_FORWARD, ROLE_BACKWARD, ROLE_OPTIMIZE, ROLE_LRSCHED, ROLE_LOSS = 0, 1, 2, 16, 256
+# Ops with these op_role bits are not part of evaluation.
+_TRAINING_ONLY = op_role.BACKWARD | op_role.OPTIMIZE | op_role.LRSCHED
 
 
 def clone_program(program, for_test: bool):
@@ -24,7 +25,7 @@ def clone_program(program, for_test: bool):
         for block in copy.blocks:
             for op in list(block.ops):
                 role = op.attr("op_role", 0) or 0
-                if role & (ROLE_BACKWARD | ROLE_OPTIMIZE | ROLE_LRSCHED):
+                if role & _TRAINING_ONLY:
                     block.remove_op(op)
                 elif op.has_attr("is_test") or (op.opdef and "is_test" in op.opdef.attrs):
                     op.set_attr("is_test", True)

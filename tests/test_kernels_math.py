@@ -23,7 +23,8 @@ from program.ops import registry as op_registry
 
 SNAPSHOT = json.loads((Path(__file__).parent / "fixtures" / "paddle_op_signatures.json").read_text())
 OWN_MODULES = ("kernels.activation", "kernels.math")
-OWN_KERNELS = {t: k for t, k in kernel_registry.all_kernels().items() if k.fn.__module__ in OWN_MODULES}
+OWN_KERNELS = {t: k for t, k in kernel_registry.all_kernels().items()
+               if k.fn.__module__ in OWN_MODULES and not t.endswith("_grad")}
 
 # PaddlePaddle's defaults for the runtime-extra attributes some kernels still honour.
 EXTRA_DEFAULTS = {("relu6", "threshold"): 6.0, ("swish", "beta"): 1.0}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from program.ops.infer import broadcast_shapes
-from program.ops.registry import INT, NOT_DIFFERENTIABLE, define
+from program.ops.registry import INT, NOT_DIFFERENTIABLE, define, grad_op
 
 
 def _infer_elementwise(ctx):
@@ -11,14 +11,17 @@ def _infer_elementwise(ctx):
     ctx.set_output("Out", broadcast_shapes(ctx, x, y, ctx.attr("axis")), dtype)
 
 
+# PaddlePaddle's gradient ops read X, Y and Out@GRAD (div also reads Out).
+_GRAD = grad_op(["X", "Y", "Out@GRAD"], ["X@GRAD", "Y@GRAD"])
+
 for _type, _doc, _grad in [
-    ("elementwise_add", "Out = X + Y", None),
-    ("elementwise_sub", "Out = X - Y", None),
-    ("elementwise_mul", "Out = X * Y", None),
-    ("elementwise_div", "Out = X / Y", None),
-    ("elementwise_pow", "Out = X ** Y", None),
-    ("elementwise_max", "Out = max(X, Y)", None),
-    ("elementwise_min", "Out = min(X, Y)", None),
+    ("elementwise_add", "Out = X + Y", _GRAD),
+    ("elementwise_sub", "Out = X - Y", _GRAD),
+    ("elementwise_mul", "Out = X * Y", _GRAD),
+    ("elementwise_div", "Out = X / Y", grad_op(["X", "Y", "Out", "Out@GRAD"], ["X@GRAD", "Y@GRAD"])),
+    ("elementwise_pow", "Out = X ** Y", _GRAD),
+    ("elementwise_max", "Out = max(X, Y)", _GRAD),
+    ("elementwise_min", "Out = min(X, Y)", _GRAD),
     ("elementwise_floordiv", "Out = floor(X / Y) (integers)", NOT_DIFFERENTIABLE),
     ("elementwise_mod", "Out = X mod Y, with the sign of Y (Python semantics)", NOT_DIFFERENTIABLE),
 ]:

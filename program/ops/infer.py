@@ -73,6 +73,10 @@ class InferContext:
         if index < len(names):
             self._set_var(names[index], [int(d) for d in shape], dtype)
 
+    def set_var(self, name: str, shape: Sequence[int], dtype: int) -> None:
+        """Set the shape/dtype of output variable `name` (rules that walk a duplicable slot)."""
+        self._set_var(name, [int(d) for d in shape], dtype)
+
     # -- errors -------------------------------------------------------------------
     def fail(self, message: str) -> NoReturn:
         raise ShapeError(message, op_type=self.op_type, callsite=self.callsite)

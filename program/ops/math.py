@@ -5,7 +5,7 @@ from __future__ import annotations
 from program import dtypes
 from program.ops.infer import broadcast_shapes, dims_match, merge_dim, normalize_axis, numel
 from program.ops.registry import (BOOL, FLOAT, INT, LONG, LONGS, INTS, NOT_DIFFERENTIABLE, STRING,
-                                  define, many, opt)
+                                  define, grad_op, many, opt)
 from proto import pb
 
 _T = pb.VarType
@@ -74,7 +74,8 @@ def _infer_mean(ctx):
     ctx.set_output("Out", [], x.dtype)
 
 
-define("mean", inputs=["X"], outputs=["Out"], infer=_infer_mean, grad=None,
+define("mean", inputs=["X"], outputs=["Out"], infer=_infer_mean,
+       grad=grad_op(["X", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = the mean of all elements of X, a 0-d tensor")
 
 
@@ -123,12 +124,14 @@ def _reduce_attrs(dim_type):
             "in_dtype": INT(-1), "out_dtype": INT(-1)}
 
 
+_REDUCE_GRAD = grad_op(["X", "Out@GRAD"], ["X@GRAD"])
+_REDUCE_GRAD_WITH_OUT = grad_op(["X", "Out", "Out@GRAD"], ["X@GRAD"])
 for _type, _kind, _what, _grad in [
-    ("reduce_sum", "sum", "sum", None),
-    ("reduce_mean", "other", "mean", None),
-    ("reduce_max", "other", "maximum", None),
-    ("reduce_min", "other", "minimum", None),
-    ("reduce_prod", "other", "product", None),
+    ("reduce_sum", "sum", "sum", _REDUCE_GRAD),
+    ("reduce_mean", "other", "mean", _REDUCE_GRAD),
+    ("reduce_max", "other", "maximum", _REDUCE_GRAD_WITH_OUT),
+    ("reduce_min", "other", "minimum", _REDUCE_GRAD_WITH_OUT),
+    ("reduce_prod", "other", "product", _REDUCE_GRAD_WITH_OUT),
 ]:
     define(_type, inputs=["X"], outputs=["Out"], attrs=_reduce_attrs(INTS),
            infer=_make_reduce_infer(_kind), grad=_grad,

@@ -100,6 +100,63 @@ class _NotDifferentiable:
 NOT_DIFFERENTIABLE = _NotDifferentiable()
 """`grad=NOT_DIFFERENTIABLE`: the op has no gradient (comparisons, random ops, integer ops)."""
 
+GRAD_SUFFIX = "@GRAD"
+
+
+def grad_name(name: str) -> str:
+    """The gradient of variable or slot `name`: `x` -> `x@GRAD`, `Out` -> `Out@GRAD`."""
+    return name + GRAD_SUFFIX
+
+
+@dataclass(frozen=True)
+class GradRule:
+    """How an op is differentiated: the gradient op it emits, in PaddlePaddle's terms.
+
+    `inputs` names what the gradient op reads: forward slots ("X", "Out", "XShape") and
+    gradients of forward outputs ("Out@GRAD"). `outputs` names the gradients it writes
+    ("X@GRAD"); a forward input without one here gets no gradient (labels, indices).
+    Registering the forward op also registers the gradient op `<type>_grad` (or `type`),
+    with these slots, the forward op's attributes plus `attrs`, and `infer` (default: each
+    "S@GRAD" gets the shape and dtype of forward slot S, or of `like[S@GRAD]`).
+
+    `maker`, for the few ops whose gradient is other forward ops (scale's is a scale):
+    `maker(op, g)` returns a list of `GradOp`s, where `g.out("Out")` / `g.inp("X")` give
+    the gradient variable names (see program/backward.py)."""
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    type: str | None = None
+    attrs: dict | None = None
+    infer: Callable | None = None
+    like: dict | None = None
+    maker: Callable | None = None
+
+    def differentiable_inputs(self) -> tuple[str, ...]:
+        return tuple(s[:-len(GRAD_SUFFIX)] for s in self.outputs)
+
+    def output_grads_read(self) -> tuple[str, ...]:
+        return tuple(s[:-len(GRAD_SUFFIX)] for s in self.inputs if s.endswith(GRAD_SUFFIX))
+
+
+@dataclass
+class GradOp:
+    """One op a gradient maker emits (program/backward.py appends it as a backward op)."""
+    type: str
+    inputs: dict[str, list[str]]
+    outputs: dict[str, list[str]]
+    attrs: dict = field(default_factory=dict)
+    forward: Any = None  # the forward Operator it differentiates (for its source line)
+
+
+def grad_op(inputs, outputs, *, type=None, attrs=None, infer=None, like=None) -> GradRule:
+    """A gradient rule that emits one `<op>_grad` op (see GradRule)."""
+    return GradRule(tuple(inputs), tuple(outputs), type, attrs, infer, like)
+
+
+def grad_maker(fn: Callable, *, inputs=(), outputs=()) -> GradRule:
+    """A gradient rule written as a function emitting ops (see GradRule.maker). `inputs`
+    lists the output gradients it reads, `outputs` the input gradients it writes."""
+    return GradRule(tuple(inputs), tuple(outputs), maker=fn)
+
 # Attributes every op may carry (PaddlePaddle adds them to every op; our builder emits them).
 COMMON_ATTRS: dict[str, AttrSpec] = {
     "op_role": INT(0),
@@ -138,6 +195,7 @@ class OpDef:
     infer: Callable | None
     grad: Any = None  # gradient rule; None: not written yet; NOT_DIFFERENTIABLE: none exists
     doc: str = ""
+    grad_of: str = ""  # for a gradient op: the forward op type it differentiates
     input_slots: dict[str, Slot] = field(init=False, repr=False)
     output_slots: dict[str, Slot] = field(init=False, repr=False)
 
@@ -161,7 +219,7 @@ def _slot(s) -> Slot:
 
 
 def define(type: str, *, inputs=(), outputs=(), attrs=None, extra_attrs=None,
-           infer: Callable | None = None, grad=None, doc: str = "") -> OpDef:
+           infer: Callable | None = None, grad=None, doc: str = "", grad_of: str = "") -> OpDef:
     """Register the definition of op `type`. Each type is defined exactly once."""
     if type in _REGISTRY:
         raise ValueError(f"op {type!r} is defined twice")
@@ -174,9 +232,54 @@ def define(type: str, *, inputs=(), outputs=(), attrs=None, extra_attrs=None,
         infer=infer,
         grad=grad,
         doc=doc,
+        grad_of=grad_of,
     )
     _REGISTRY[type] = opdef
+    if isinstance(grad, GradRule) and grad.maker is None:
+        _define_grad_op(opdef, grad)
     return opdef
+
+
+def _define_grad_op(fwd: OpDef, rule: GradRule) -> None:
+    """Register the `<type>_grad` op a GradRule emits: slots derived from the forward op's,
+    the forward attributes, and a shape rule giving each input gradient its variable's
+    shape."""
+    fwd_slots = {**fwd.output_slots, **fwd.input_slots}
+
+    def in_slot(name):
+        base = name[:-len(GRAD_SUFFIX)] if name.endswith(GRAD_SUFFIX) else name
+        src = fwd_slots.get(base)
+        if src is None:
+            raise ValueError(f"{fwd.type}: gradient input {name!r} names no slot of the op")
+        return Slot(name, duplicable=src.duplicable, dispensable=src.dispensable)
+
+    def out_slot(name):
+        src = fwd.input_slots.get(name[:-len(GRAD_SUFFIX)])
+        if src is None or not name.endswith(GRAD_SUFFIX):
+            raise ValueError(f"{fwd.type}: gradient output {name!r} is not the gradient of an input")
+        return Slot(name, duplicable=src.duplicable, dispensable=True)
+
+    like = {o: o[:-len(GRAD_SUFFIX)] for o in rule.outputs}
+    like.update(rule.like or {})
+    missing = [o for o, src in like.items() if src not in rule.inputs]
+    if rule.infer is None and missing:
+        raise ValueError(f"{fwd.type}: gradient op cannot infer {missing}: give `like` or `infer`")
+    define(rule.type or fwd.type + "_grad",
+           inputs=[in_slot(n) for n in rule.inputs], outputs=[out_slot(n) for n in rule.outputs],
+           attrs={**fwd.attrs, **(rule.attrs or {})}, extra_attrs=fwd.extra_attrs,
+           infer=rule.infer or _like_infer(like), grad=NOT_DIFFERENTIABLE,
+           doc=f"The gradient of {fwd.type}.", grad_of=fwd.type)
+
+
+def _like_infer(like: dict):
+    def infer(ctx):
+        for out, src in like.items():
+            names = ctx.output_names(out)
+            sources = ctx.inputs(src)
+            for name, var in zip(names, sources):
+                if name and name != "@EMPTY@":
+                    ctx.set_var(name, var.shape, var.dtype)
+    return infer
 
 
 def get(type: str) -> OpDef:

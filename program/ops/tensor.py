@@ -624,6 +624,11 @@ define("fill_constant",
            "empty, holds the exact value; the Value/Shape tensors, when given, replace them)")
 
 
+def _infer_fill_any_like_x(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", x.shape, x.dtype)
+
+
 def _infer_fill_any_like(ctx):
     x = ctx.input("X")
     dtype = x.dtype if ctx.attr("dtype") == -1 else _dtype_attr(ctx)
@@ -633,6 +638,11 @@ def _infer_fill_any_like(ctx):
 define("fill_any_like", inputs=["X"], outputs=["Out"], attrs={"value": FLOAT(0.0), "dtype": INT(-1)},
        infer=_infer_fill_any_like, grad=NOT_DIFFERENTIABLE,
        doc="Out = a tensor of X's shape filled with `value`, of type `dtype` (-1: X's)")
+
+
+define("fill_zeros_like", inputs=["X"], outputs=["Out"], infer=_infer_fill_any_like_x,
+       grad=NOT_DIFFERENTIABLE,
+       doc="Out = zeros of X's shape and dtype (the gradient of an output nothing depends on)")
 
 
 def _infer_fill_batch_like(ctx):

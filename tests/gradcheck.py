@@ -1,0 +1,135 @@
+"""Gradient checking: analytic gradients from appended backward ops vs central finite
+differences, in float64, through the real builder, backward pass and executor.
+
+A test module `tests/test_grad_<family>.py` lists its cases as `CASES = [Case(...)]` and
+runs them with `run_case`; tests/test_grad_coverage.py fails when a differentiable op
+has no case anywhere.
+
+    Case("elementwise_add", {"X": rand(2, 3, 4), "Y": rand(3)}, {"axis": 1})
+
+For each case a one-op program is built from the inputs (float arrays become variables
+we differentiate with respect to; int arrays are plain inputs), the op's float outputs
+are reduced to a scalar `loss = sum_k sum(out_k * w_k)` with fixed random weights `w_k`
+(so every output element gets a different upstream gradient), `gradients(loss, inputs)`
+appends the backward ops, and each input's analytic gradient is compared with
+(loss(x + h) - loss(x - h)) / 2h on up to `max_elems` of its elements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import program as pg
+from executor import CPUPlace, Executor, Scope
+from program.ops import registry
+
+
+@dataclass
+class Case:
+    op_type: str
+    inputs: dict                 # slot -> array, or list of arrays for a duplicable slot
+    attrs: dict = field(default_factory=dict)
+    wrt: tuple | None = None     # input slots to check (default: every float input the rule differentiates)
+    outputs: dict = field(default_factory=dict)  # duplicable output slot -> number of outputs
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    delta: float = 1e-6
+    max_elems: int = 48
+    id: str = ""
+
+    def __str__(self):
+        return self.id or f"{self.op_type}{self.attrs or ''}"
+
+
+def rand(*shape, low=-1.0, high=1.0, seed=None):
+    """A float64 array of uniform values (a fixed stream per shape unless `seed`)."""
+    rng = np.random.default_rng(seed if seed is not None else hash(shape) % 2**32)
+    return rng.uniform(low, high, shape)
+
+
+def away_from(values, points, margin=0.05, seed=0):
+    """Nudge `values` so none lies within `margin` of a kink (`points`), where finite
+    differences straddle a discontinuity of the derivative (relu at 0, clip bounds)."""
+    values = np.array(values, dtype=np.float64)
+    for p in np.atleast_1d(points):
+        close = np.abs(values - p) < margin
+        values[close] = p + np.where(values[close] >= p, margin, -margin) * 2
+    return values
+
+
+def _listed(value):
+    return value if isinstance(value, list) else [value]
+
+
+def run_case(case: Case) -> None:
+    opdef = registry.get(case.op_type)
+    rule = opdef.grad
+    assert isinstance(rule, registry.GradRule), f"{case.op_type} has no gradient rule"
+    main, startup = pg.Program(), pg.Program()
+    feed, wrt_vars = {}, []
+    wanted = set(case.wrt if case.wrt is not None else rule.differentiable_inputs())
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        block = main.global_block()
+        ins = {}
+        for slot, value in case.inputs.items():
+            names = []
+            for i, arr in enumerate(_listed(value)):
+                arr = np.asarray(arr)
+                name = f"{slot.lower()}{i}"
+                var = block.create_var(name, arr.shape, str(arr.dtype), need_check_feed=True,
+                                       stop_gradient=True)
+                feed[name] = arr
+                names.append(name)
+                if slot in wanted and arr.dtype.kind == "f":
+                    var.stop_gradient = False
+                    wrt_vars.append(var)
+            ins[slot] = names
+        outs = {}
+        for slot in opdef.outputs:
+            n = case.outputs.get(slot.name, 1)
+            outs[slot.name] = [block.create_var(f"{slot.name.lower()}_out{i}", dtype="float64").name
+                               for i in range(n)]
+        block.append_op(case.op_type, ins, outs, case.attrs)
+        rng = np.random.default_rng(1234)
+        terms = []
+        for slot in rule.output_grads_read():
+            for name in outs[slot]:
+                var = block.var(name)
+                if not pg.dtypes.is_floating(var.dtype):
+                    continue
+                w = block.create_var(f"w_{name}", var.shape, var.dtype_name, need_check_feed=True,
+                                     stop_gradient=True)
+                feed[w.name] = rng.uniform(0.5, 1.5, var.shape).astype(var.dtype_name)
+                terms.append(pg.reduce_sum(var * w))
+        assert terms, f"{case.op_type}: no float output to differentiate"
+        loss = terms[0]
+        for t in terms[1:]:
+            loss = loss + t
+        assert wrt_vars, f"{case}: no float input to check"
+        grads = pg.gradients([loss], wrt_vars)
+
+    exe = Executor(CPUPlace())
+    scope = Scope()
+    fetched = exe.run(main, feed=feed, fetch_list=[loss] + [g for g in grads if g is not None], scope=scope)
+    analytic = dict(zip([v.name for v, g in zip(wrt_vars, grads) if g is not None], fetched[1:]))
+
+    def loss_at(name, flat_index, offset):
+        f = dict(feed)
+        arr = feed[name].copy()
+        arr.flat[flat_index] += offset
+        f[name] = arr
+        return float(exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0])
+
+    pick = np.random.default_rng(0)
+    for var, g in zip(wrt_vars, grads):
+        assert g is not None, f"{case}: no gradient for input {var.name}"
+        got = analytic[var.name]
+        assert got.shape == feed[var.name].shape, \
+            f"{case}: gradient of {var.name} has shape {got.shape}, input {feed[var.name].shape}"
+        size = got.size
+        idx = np.arange(size) if size <= case.max_elems else pick.choice(size, case.max_elems, replace=False)
+        numeric = np.array([(loss_at(var.name, i, case.delta) - loss_at(var.name, i, -case.delta))
+                            / (2 * case.delta) for i in idx])
+        np.testing.assert_allclose(got.reshape(-1)[idx], numeric, rtol=case.rtol, atol=case.atol,
+                                   err_msg=f"{case}: d loss / d {var.name}")
