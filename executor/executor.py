@@ -55,6 +55,8 @@ class Executor:
         fetch_names = self._fetch_names(block, fetch_list)
 
         plan = self._plan(program, block_idx, feed, fetch_names)
+        if program.lr_schedules:
+            self._write_learning_rates(program, scope)
         env = self._prepare_env(plan, feed, scope)
         self._execute(plan, env)
 
@@ -68,6 +70,24 @@ class Executor:
                 value = value.copy()  # a persistable: later runs may update the scope's array in place
             results.append(self._to_host(value) if return_numpy else value)
         return results
+
+    @staticmethod
+    def global_scope():
+        """The scope `run` uses when given none (loaders take it from here)."""
+        return global_scope()
+
+    def random_state(self, program=None) -> RandomState:
+        """The executor's random stream (dropout masks, random init ops), made on first use:
+        seeded by the executor's `seed`, else `program.random_seed` (0: fresh entropy)."""
+        if self.rng is None:
+            seed = self._seed if self._seed is not None else (getattr(program, "random_seed", 0) or None)
+            self.rng = RandomState(self.xp, seed)
+        return self.rng
+
+    def _write_learning_rates(self, program, scope):
+        """A scheduled learning rate is a persistable variable: write its current value."""
+        for name, current in program.lr_schedules.items():
+            scope.set(name, self.xp.asarray(current(), dtype=self.xp.float32))
 
     def close(self):
         if self._pool is not None:
@@ -83,8 +103,7 @@ class Executor:
         plan = entry[2].get(key)
         if plan is None:
             if self.rng is None:
-                seed = self._seed if self._seed is not None else (program.random_seed or None)
-                self.rng = RandomState(self.xp, seed)
+                self.random_state(program)
             plan = compile_plan(program, block_idx, feed.keys(), fetch_names, self.xp, self.rng,
                                 free_intermediates=not self.keep_intermediates)
             entry[2][key] = plan

@@ -271,3 +271,12 @@ def adagrad(xp, param, grad, moment, learning_rate, master_param, *, epsilon=1e-
     p -= _scalar(learning_rate, dt) * g / (xp.sqrt(moment) + dt.type(epsilon))
     _store(param, p)
     return param, moment, master_param
+
+
+@kernel("clip_by_norm", inputs=["X"], outputs=["Out"], attrs=["max_norm"])
+def clip_by_norm(xp, x, *, max_norm):
+    acc = xp.float32 if x.dtype == xp.float16 else x.dtype
+    norm = float(xp.sqrt(xp.sum(xp.square(x, dtype=acc))))
+    if norm > max_norm:
+        return (x * (max_norm / norm)).astype(x.dtype)
+    return x.copy()

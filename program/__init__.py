@@ -25,3 +25,4 @@ from program.layers.tensor import *  # noqa: F401,F403  (reshape, concat, fill_c
 from program import nn
 from program import io
 from program.backward import append_backward, gradients
+from program import lr, optimizer, regularizer

@@ -100,7 +100,8 @@ def _differentiate(block, targets, seeds, wanted, no_grad_set) -> dict[str, str]
             for n in op.output(slot):
                 g = grad_name(n)
                 if g not in produced:  # an output no target depends on: its gradient is zero
-                    specs.append(GradOp("fill_zeros_like", {"X": [n]}, {"Out": [g]}, forward=op))
+                    specs.append(GradOp("fill_any_like", {"X": [n]}, {"Out": [g]},
+                                        {"value": 0.0, "dtype": -1}, forward=op))
                     produced.add(g)
                 names.append(g)
             out_grads[slot] = names
@@ -211,23 +212,23 @@ def _make_default(op, rule: GradRule, g: GradNames) -> GradOp:
 def _accumulate(specs: list[GradOp], block_idx: int) -> list[GradOp]:
     """A gradient written by several ops: each writes a renamed partial gradient, and a
     `sum` op after the last of them adds them up under the real name."""
-    writers: dict[str, list[int]] = defaultdict(list)
+    writers: dict[str, list[tuple[int, str, int]]] = defaultdict(list)  # (spec, slot, position)
     for i, spec in enumerate(specs):
-        for names in spec.outputs.values():
-            for n in names:
+        for slot, names in spec.outputs.items():
+            for j, n in enumerate(names):
                 if n and n != EMPTY:
-                    writers[n].append(i)
+                    writers[n].append((i, slot, j))
     sums_after: dict[int, list[GradOp]] = defaultdict(list)
-    for g, idxs in writers.items():
-        if len(idxs) < 2:
+    for g, places in writers.items():
+        if len(places) < 2:
             continue
         parts = []
-        for k, i in enumerate(idxs):
+        for k, (i, slot, j) in enumerate(places):
             part = f"{g}@RENAME@block{block_idx}@{k}"
-            for slot, names in specs[i].outputs.items():
-                specs[i].outputs[slot] = [part if n == g else n for n in names]
+            specs[i].outputs[slot][j] = part
             parts.append(part)
-        sums_after[idxs[-1]].append(GradOp("sum", {"X": parts}, {"Out": [g]}, forward=specs[idxs[-1]].forward))
+        last = places[-1][0]
+        sums_after[last].append(GradOp("sum", {"X": parts}, {"Out": [g]}, forward=specs[last].forward))
     result = []
     for i, spec in enumerate(specs):
         result.append(spec)

@@ -37,6 +37,9 @@ class Program:
         self._current_block_idx = 0
         self._op_role = 0  # OpRole of ops appended now: 0 forward, 1 backward, 2 optimize, ...
         self._namescopes: list[str] = []
+        # LR variable name -> a callable giving its current value (an LRScheduler, or an
+        # optimizer's get_lr after set_lr): the executor writes it before each run.
+        self.lr_schedules: dict = {}
 
     # -- structure ----------------------------------------------------------------------
     @property
@@ -102,6 +105,7 @@ class Program:
         prog._current_block_idx = 0
         prog._op_role = 0
         prog._namescopes = []
+        prog.lr_schedules = {}
         for i, bdesc in enumerate(desc.blocks):
             header = pb.BlockDesc()
             header.CopyFrom(bdesc)

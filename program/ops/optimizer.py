@@ -114,3 +114,14 @@ define("adagrad", inputs=["Param", "Grad", "Moment", "LearningRate", opt("Master
                          ("LearningRate",)),
        grad=NOT_DIFFERENTIABLE,
        doc="Adagrad: MomentOut = Moment + Grad^2; ParamOut = Param - lr * Grad / (sqrt(MomentOut) + eps).")
+
+
+def _infer_clip_by_norm(ctx):
+    x = ctx.input("X")
+    ctx.require_float(x)
+    ctx.set_output("Out", x.shape, x.dtype)
+
+
+define("clip_by_norm", inputs=["X"], outputs=["Out"], attrs={"max_norm": FLOAT()},
+       infer=_infer_clip_by_norm, grad=NOT_DIFFERENTIABLE,
+       doc="Out = X * max_norm / ||X||_2 when ||X||_2 > max_norm, else X (gradient clipping).")

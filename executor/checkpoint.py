@@ -1,0 +1,142 @@
+"""Training checkpoints: every persistable variable of a program, plus the executor's
+random stream and the LR schedules' positions, in one file written atomically.
+
+    save_checkpoint("ckpt/last.keel", main, exe, extra={"epoch": 3})
+    ...
+    extra = load_checkpoint("ckpt/last.keel", main, exe)   # the same trajectory continues
+
+The file is a zip archive holding `manifest.json` (names, dtypes, shapes, the random
+state, schedules, `extra`) and `tensors.bin` (one tensor record per variable, in
+PaddlePaddle's parameter-file record format). It is written to a temporary file and
+renamed over the old one, so a crash mid-save leaves the previous checkpoint intact.
+Loading reads only data: no pickle, no code runs.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from executor.scope import global_scope
+from program import dtypes
+from program.errors import KeelError
+from program.io.atomic import atomic_open
+from program.io.tensor_file import TensorFileError, read_tensor, write_tensor
+
+FORMAT = "keel-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(KeelError):
+    """A checkpoint file that is missing, damaged or does not fit the program."""
+
+
+def _persistables(program) -> list:
+    names = {}
+    for block in program.blocks:
+        for var in block.vars.values():
+            if var.persistable and var.dtype is not None and var.name not in ("feed", "fetch"):
+                names.setdefault(var.name, var)
+    return [names[n] for n in sorted(names)]
+
+
+def save_checkpoint(path, program, executor=None, scope=None, extra: dict | None = None) -> None:
+    """Write every persistable variable of `program` held in `scope` (default: the global
+    scope), the random state of `executor` and the program's LR schedules to `path`.
+    `extra` (JSON-serializable: epoch, step, ...) comes back from load_checkpoint."""
+    scope = scope if scope is not None else global_scope()
+    variables = [v for v in _persistables(program) if scope.find_var(v.name) is not None]
+    tensors = io.BytesIO()
+    entries = []
+    for var in variables:
+        value = scope.get(var.name)
+        array = value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) else np.asarray(value)
+        write_tensor(tensors, array, name=var.name)
+        entries.append({"name": var.name, "dtype": str(array.dtype), "shape": list(array.shape)})
+    rng = getattr(executor, "rng", None)
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "variables": entries,
+        "random_state": rng.get_state() if rng is not None else None,
+        "lr_schedules": {name: s.state_dict() for name, s in program.lr_schedules.items()
+                         if hasattr(s, "state_dict")},
+        "extra": extra or {},
+    }
+    try:
+        manifest_bytes = json.dumps(manifest, indent=1).encode()
+    except TypeError as e:
+        raise CheckpointError(f"save_checkpoint({os.fspath(path)!r}): `extra` must be JSON data: {e}") from None
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with atomic_open(path) as f:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
+            zf.writestr("manifest.json", manifest_bytes)
+            zf.writestr("tensors.bin", tensors.getvalue())
+
+
+def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = True) -> dict:
+    """Restore what save_checkpoint wrote into `scope` (default: the global scope), the
+    executor's random state and the program's LR schedules; return `extra`. With
+    `strict`, every persistable of the program must be in the file with its dtype and
+    shape, and the file must hold nothing the program lacks: all mismatches are listed."""
+    source = os.fspath(path)
+    scope = scope if scope is not None else global_scope()
+    manifest, tensors = _read_archive(source)
+    wanted = {v.name: v for v in _persistables(program)}
+    problems = []
+    values = {}
+    stream = io.BytesIO(tensors)
+    for i, entry in enumerate(manifest["variables"]):
+        try:
+            array, _ = read_tensor(stream, source=source, name=entry["name"], index=i)
+        except TensorFileError as e:
+            raise CheckpointError(f"{source}: damaged tensor data: {e}") from None
+        var = wanted.get(entry["name"])
+        if var is None:
+            problems.append(f"{entry['name']}: in the checkpoint but not a persistable variable of the program")
+            continue
+        declared = tuple(var.shape or ())
+        if dtypes.to_numpy(var.dtype) != array.dtype:
+            problems.append(f"{var.name}: checkpoint has {array.dtype}, program declares {var.dtype_name}")
+        elif len(declared) != array.ndim or any(d >= 0 and d != s for d, s in zip(declared, array.shape)):
+            problems.append(f"{var.name}: checkpoint has shape {list(array.shape)}, program declares {list(declared)}")
+        values[entry["name"]] = array
+    for name in wanted:
+        if name not in values and not any(p.startswith(name + ":") for p in problems):
+            problems.append(f"{name}: persistable variable of the program missing from the checkpoint")
+    if strict and problems:
+        raise CheckpointError(f"{source} does not fit the program ({len(problems)} problem(s)):\n  - "
+                              + "\n  - ".join(problems))
+    place = getattr(executor, "xp", np)
+    for name, array in values.items():
+        if name in wanted:
+            scope.set(name, place.asarray(array))
+    if executor is not None and manifest.get("random_state") is not None:
+        executor.random_state().set_state(manifest["random_state"])
+    for name, state in manifest.get("lr_schedules", {}).items():
+        schedule = program.lr_schedules.get(name)
+        if schedule is not None and hasattr(schedule, "set_state_dict"):
+            schedule.set_state_dict(state)
+    return manifest.get("extra", {})
+
+
+def _read_archive(source: str) -> tuple[dict, bytes]:
+    try:
+        with zipfile.ZipFile(source) as zf:
+            manifest = json.loads(zf.read("manifest.json"))
+            tensors = zf.read("tensors.bin")
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint {source!r} does not exist") from None
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
+        raise CheckpointError(f"{source} is not a Keel checkpoint: {e}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CheckpointError(f"{source} is not a Keel checkpoint (no '{FORMAT}' manifest)")
+    if manifest.get("version", 0) > VERSION:
+        raise CheckpointError(f"{source} was written by a newer Keel (checkpoint version "
+                              f"{manifest['version']}, this one reads up to {VERSION})")
+    return manifest, tensors

@@ -1,0 +1,99 @@
+"""Gradient clipping (PaddlePaddle's ClipGradByValue / ClipGradByNorm /
+ClipGradByGlobalNorm), appended as ops before the optimizer update. Parameters created
+with `need_clip=False` (ParamAttr) are left alone."""
+from __future__ import annotations
+
+from program import unique_name
+
+__all__ = ["ClipGradBase", "ClipGradByValue", "ClipGradByNorm", "ClipGradByGlobalNorm"]
+
+
+class ClipGradBase:
+    def __call__(self, params_grads, block):
+        """Append the clipping ops; return params_grads with the clipped gradients."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _clipped_var(block, grad, what):
+        return block.create_var(unique_name.generate(f"{grad.name}_{what}"), grad.shape, grad.dtype)
+
+
+def _clips(param, grad) -> bool:
+    return grad is not None and getattr(param, "need_clip", True)
+
+
+class ClipGradByValue(ClipGradBase):
+    """Clamp every gradient element to [min, max] (min defaults to -max)."""
+
+    def __init__(self, max: float, min: float | None = None):
+        self.max = float(max)
+        self.min = -self.max if min is None else float(min)
+        if self.min > self.max:
+            raise ValueError(f"ClipGradByValue: min {self.min} > max {self.max}")
+
+    def __call__(self, params_grads, block):
+        result = []
+        for param, grad in params_grads:
+            if _clips(param, grad):
+                out = self._clipped_var(block, grad, "clip")
+                block.append_op("clip", {"X": [grad]}, {"Out": [out]}, {"min": self.min, "max": self.max})
+                grad = out
+            result.append((param, grad))
+        return result
+
+
+class ClipGradByNorm(ClipGradBase):
+    """Rescale each gradient whose L2 norm exceeds clip_norm to norm clip_norm."""
+
+    def __init__(self, clip_norm: float):
+        self.clip_norm = float(clip_norm)
+
+    def __call__(self, params_grads, block):
+        result = []
+        for param, grad in params_grads:
+            if _clips(param, grad):
+                out = self._clipped_var(block, grad, "clip")
+                block.append_op("clip_by_norm", {"X": [grad]}, {"Out": [out]}, {"max_norm": self.clip_norm})
+                grad = out
+            result.append((param, grad))
+        return result
+
+
+class ClipGradByGlobalNorm(ClipGradBase):
+    """Rescale all gradients together by clip_norm / max(global_norm, clip_norm), where
+    global_norm = sqrt(sum of every gradient's squared L2 norm)."""
+
+    def __init__(self, clip_norm: float):
+        self.clip_norm = float(clip_norm)
+
+    def __call__(self, params_grads, block):
+        clipped = [(p, g) for p, g in params_grads if _clips(p, g)]
+        if not clipped:
+            return list(params_grads)
+        dtype = clipped[0][1].dtype
+
+        def tmp(key, shape=(1,)):
+            return block.create_var(unique_name.generate(key), list(shape), dtype)
+
+        squares = []
+        for _, grad in clipped:
+            sq = tmp(f"{grad.name}_sq_norm")
+            block.append_op("squared_l2_norm", {"X": [grad]}, {"Out": [sq]})
+            squares.append(sq)
+        total = tmp("global_norm_sq")
+        block.append_op("sum", {"X": squares}, {"Out": [total]})
+        norm = tmp("global_norm")
+        block.append_op("sqrt", {"X": [total]}, {"Out": [norm]})
+        limit = tmp("clip_norm")
+        block.append_op("fill_constant", {}, {"Out": [limit]},
+                        {"shape": [1], "dtype": dtype, "value": self.clip_norm})
+        denom = tmp("global_norm_max")
+        block.append_op("elementwise_max", {"X": [norm], "Y": [limit]}, {"Out": [denom]})
+        factor = tmp("clip_factor")
+        block.append_op("elementwise_div", {"X": [limit], "Y": [denom]}, {"Out": [factor]})
+        scaled = {}
+        for param, grad in clipped:
+            out = self._clipped_var(block, grad, "clip")
+            block.append_op("elementwise_mul", {"X": [grad], "Y": [factor]}, {"Out": [out]})
+            scaled[param.name] = out
+        return [(p, scaled.get(p.name, g)) for p, g in params_grads]

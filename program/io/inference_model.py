@@ -1,0 +1,199 @@
+"""Inference models: `<prefix>.pdmodel` + `<prefix>.pdiparams`, as PaddlePaddle writes them.
+
+    pg.io.save_inference_model("out/digits", [image], [probs], exe, program=main)
+    program, feed_names, fetch_targets = pg.io.load_inference_model("out/digits", exe)
+
+Saving takes the evaluation form of the program (`clone(for_test=True)`: no backward or
+optimizer ops, `is_test` on), keeps only the ops the fetch targets need from the feeds,
+and lays the file out the way PaddlePaddle's saved inference programs are
+(../shared/reference/PADDLE_FORMAT_FACTS.md): `feed` ops first (prepended one by one, so
+the highest `col` comes first), `fetch` ops last, variables sorted by name followed by
+the `feed`/`fetch` lists, slots and attributes sorted, runtime-only attributes and the
+outputs PaddlePaddle strips (dropout's Mask, XShape of transpose2/squeeze2/...) removed,
+and the parameters the pruned program reads in one combined file in byte-wise name
+order, none at all when it reads none. Both files are written atomically.
+
+The executor and scope are taken by duck typing (`scope.get/set`), so this module does
+not depend on the executor package.
+"""
+from __future__ import annotations
+
+import os
+
+from program import attrs as attr_codec
+from program.errors import ProgramError
+from program.io.program_file import load_params, load_program, persistable_specs, save_params
+from program.io.atomic import atomic_write
+from program.ops import registry
+from program.program import Program
+from program.variable import Variable
+from proto import pb
+
+FEED, FETCH = "feed", "fetch"
+_KEPT_COMMON = {"op_role": 0, "op_role_var": [], "op_device": "", "op_namescope": "/"}
+
+
+def _names(items, what) -> list[str]:
+    names = []
+    for item in items if isinstance(items, (list, tuple)) else [items]:
+        name = item.name if isinstance(item, Variable) else item
+        if not isinstance(name, str):
+            raise TypeError(f"save_inference_model: {what} must be Variables or names, got {item!r}")
+        names.append(name)
+    return names
+
+
+def inference_program(program: Program, feed_names, fetch_names) -> Program:
+    """The pruned, feed/fetch-wrapped inference form of `program` (see the module doc)."""
+    test = program.clone(for_test=True)
+    block = test.global_block()
+    for name in list(feed_names) + list(fetch_names):
+        if block.find_var(name) is None:
+            raise ProgramError(f"save_inference_model: {name!r} is not a variable of the program"
+                               f"{block._suggest_var(name)}")
+    # prune: walk back from the fetch targets, stopping at the feeds
+    needed, kept, feeds = set(fetch_names), [], set(feed_names)
+    for op in reversed(block.ops):
+        if op.type in (FEED, FETCH):
+            continue
+        outs = op.output_arg_names
+        if any(n in needed and n not in feeds for n in outs):
+            kept.append(op)
+            needed.update(op.input_arg_names)
+    kept.reverse()
+    unfed = sorted(n for n in needed - feeds - {n for op in kept for n in op.output_arg_names}
+                   if not block.var(n).persistable)
+    if unfed:
+        raise ProgramError(f"save_inference_model: the fetch targets need {unfed}, which are neither "
+                           f"fed ({list(feed_names)}) nor computed from the feeds")
+
+    out = pb.BlockDesc(idx=0, parent_idx=-1)
+    used = set(feed_names) | set(fetch_names)
+    for op in kept:
+        used.update(n for n in op.input_arg_names + op.output_arg_names)
+        out.ops.append(_inference_op(op))
+    for name in sorted(used):
+        out.vars.append(_inference_var(block.var(name), name in feeds))
+    out.vars.append(pb.VarDesc(name=FEED, type=pb.VarType(type=pb.VarType.FEED_MINIBATCH), persistable=True))
+    out.vars.append(pb.VarDesc(name=FETCH, type=pb.VarType(type=pb.VarType.FETCH_LIST), persistable=True))
+    for col, name in enumerate(feed_names):
+        out.ops.insert(0, _io_op(FEED, {"X": [FEED]}, {"Out": [name]}, col))
+    for col, name in enumerate(fetch_names):
+        out.ops.append(_io_op(FETCH, {"X": [name]}, {"Out": [FETCH]}, col))
+    desc = pb.ProgramDesc()
+    desc.CopyFrom(test.header)
+    desc.blocks.append(out)
+    return Program.from_desc(desc, source="inference program")
+
+
+def _inference_var(var, is_feed: bool) -> pb.VarDesc:
+    desc = pb.VarDesc()
+    desc.CopyFrom(var.desc)
+    desc.ClearField("is_parameter")
+    desc.ClearField("stop_gradient")
+    desc.need_check_feed = is_feed
+    if not is_feed:
+        desc.ClearField("need_check_feed")
+    return desc
+
+
+def _inference_op(op) -> pb.OpDesc:
+    """The op with sorted slots and attributes, no runtime-only attributes or stripped
+    outputs, and the role attributes of an inference program."""
+    opdef = op.opdef
+    desc = pb.OpDesc(type=op.type)
+    for slot in sorted(op.inputs):
+        desc.inputs.add(parameter=slot, arguments=op.input(slot))
+    for slot in sorted(op.outputs):
+        spec = opdef.output_slots.get(slot) if opdef else None
+        if spec is not None and spec.extra:
+            continue
+        desc.outputs.add(parameter=slot, arguments=op.output(slot))
+    values = dict(op.attrs)
+    values.update(_KEPT_COMMON)
+    for name in ("op_callstack", "with_quant_attr"):
+        values.pop(name, None)
+    for name in sorted(values):
+        spec = opdef.attr_spec(name) if opdef else None
+        if spec is None or name in opdef.extra_attrs:
+            continue  # runtime-only (use_mkldnn, ...)
+        attr_codec.encode(desc.attrs.add(), name, op.attr_type(name) or spec.type, values[name])
+    return desc
+
+
+def _io_op(type, inputs, outputs, col) -> pb.OpDesc:
+    desc = pb.OpDesc(type=type)
+    for slots, given in ((desc.inputs, inputs), (desc.outputs, outputs)):
+        for slot, names in given.items():
+            slots.add(parameter=slot, arguments=names)
+    attr_codec.encode(desc.attrs.add(), "col", pb.AttrType.INT, col)
+    for name, value in sorted({**_KEPT_COMMON, "with_quant_attr": False}.items()):
+        spec = registry.COMMON_ATTRS[name]
+        attr_codec.encode(desc.attrs.add(), name, spec.type, value)
+    return desc
+
+
+def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, program: Program | None = None,
+                         scope=None) -> Program:
+    """Write `<path_prefix>.pdmodel` and (when the model has parameters)
+    `<path_prefix>.pdiparams`. `scope` (default: the executor's global scope) holds the
+    parameter values. Returns the inference program that was written."""
+    if program is None:
+        from program.default import default_main_program
+        program = default_main_program()
+    feed_names, fetch_names = _names(feed_vars, "feed_vars"), _names(fetch_vars, "fetch_vars")
+    infer = inference_program(program, feed_names, fetch_names)
+    scope = _scope(scope, executor)
+    prefix = os.fspath(path_prefix)
+    directory = os.path.dirname(prefix)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    params = [name for name, _, _ in persistable_specs(infer)]
+    missing = [n for n in params if scope.find_var(n) is None]
+    if missing:
+        raise ProgramError(f"save_inference_model: no value in the scope for parameter(s) {missing}; "
+                           "run the startup program (or load a checkpoint) first")
+    if params:
+        values = {n: _host(scope.get(n)) for n in params}
+        save_params(infer, values, prefix + ".pdiparams")
+    elif os.path.exists(prefix + ".pdiparams"):
+        os.unlink(prefix + ".pdiparams")  # a parameter-free model has no params file (as in Paddle)
+    atomic_write(prefix + ".pdmodel", infer.serialize_to_string())
+    return infer
+
+
+def load_inference_model(path_prefix, executor=None, *, scope=None, model_filename=None,
+                         params_filename=None):
+    """Read an inference model (ours or PaddlePaddle's) and put its parameters in `scope`
+    (default: the executor's global scope). Returns (program, feed_names, fetch_targets),
+    feeds and fetches in `col` order."""
+    prefix = os.fspath(path_prefix)
+    model_file = model_filename or prefix + ".pdmodel"
+    params_file = params_filename or prefix + ".pdiparams"
+    program = load_program(model_file)
+    specs = persistable_specs(program)
+    if specs:
+        if not os.path.exists(params_file):
+            raise ProgramError(f"{model_file} has {len(specs)} parameter(s) but {params_file} does not exist")
+        values = load_params(program, params_file)
+        scope = _scope(scope, executor)
+        xp = getattr(executor, "xp", None)
+        for name, value in values.items():
+            scope.set(name, xp.asarray(value) if xp is not None else value)
+    block = program.global_block()
+    feeds = sorted((op for op in block.ops if op.type == FEED), key=lambda op: op.attr("col"))
+    fetches = sorted((op for op in block.ops if op.type == FETCH), key=lambda op: op.attr("col"))
+    return (program, [op.output("Out")[0] for op in feeds],
+            [block.var(op.input("X")[0]) for op in fetches])
+
+
+def _scope(scope, executor):
+    if scope is not None:
+        return scope
+    if executor is None or not hasattr(executor, "global_scope"):
+        raise TypeError("pass scope=..., or an Executor whose global scope holds the parameters")
+    return executor.global_scope()
+
+
+def _host(value):
+    return value.get() if hasattr(value, "get") and not hasattr(value, "__array_interface__") else value

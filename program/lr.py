@@ -1,0 +1,222 @@
+"""Learning-rate schedules (PaddlePaddle's `paddle.optimizer.lr`).
+
+The learning rate of an optimizer is a persistable variable of the program, so a schedule
+changes it between steps without rebuilding anything: the executor writes the
+scheduler's current value into that variable before every run of the program, and the
+user advances the schedule with `scheduler.step()` (per step or per epoch, as they like).
+
+    sched = pg.lr.CosineDecay(1e-3, T_max=1000)
+    pg.optimizer.Adam(learning_rate=sched).minimize(loss)
+    for step in ...:
+        exe.run(main, feed=..., fetch_list=[loss])
+        sched.step()
+
+`state_dict()` / `set_state_dict()` hold plain numbers, saved with checkpoints.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+
+__all__ = ["LRScheduler", "StepDecay", "MultiStepDecay", "ExponentialDecay", "NaturalExpDecay",
+           "InverseTimeDecay", "CosineAnnealingDecay", "CosineDecay", "LinearWarmup", "PiecewiseDecay",
+           "PolynomialDecay", "LambdaDecay", "NoamDecay"]
+
+
+class LRScheduler:
+    """Base class: `get_lr()` computes the rate for `last_epoch`; `step()` advances it."""
+
+    def __init__(self, learning_rate: float = 0.1, last_epoch: int = -1, verbose: bool = False):
+        self.base_lr = float(learning_rate)
+        self.last_lr = self.base_lr
+        self.last_epoch = last_epoch
+        self.verbose = verbose
+        self.step()
+
+    def __call__(self) -> float:
+        return self.last_lr
+
+    def step(self, epoch: int | None = None) -> None:
+        self.last_epoch = self.last_epoch + 1 if epoch is None else int(epoch)
+        self.last_lr = float(self.get_lr())
+        if self.verbose:
+            print(f"Epoch {self.last_epoch}: {type(self).__name__} set learning rate to {self.last_lr}.")
+
+    def get_lr(self) -> float:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        return {"last_epoch": self.last_epoch, "last_lr": self.last_lr}
+
+    def set_state_dict(self, state: dict) -> None:
+        self.last_epoch = int(state["last_epoch"])
+        self.last_lr = float(state["last_lr"])
+
+    def __repr__(self):
+        return f"{type(self).__name__}(last_epoch={self.last_epoch}, lr={self.last_lr})"
+
+
+class StepDecay(LRScheduler):
+    """lr = learning_rate * gamma ** (epoch // step_size)."""
+
+    def __init__(self, learning_rate, step_size, gamma=0.1, last_epoch=-1, verbose=False):
+        if int(step_size) <= 0:
+            raise ValueError(f"StepDecay: step_size must be positive, got {step_size}")
+        self.step_size, self.gamma = int(step_size), float(gamma)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        return self.base_lr * self.gamma ** (self.last_epoch // self.step_size)
+
+
+class MultiStepDecay(LRScheduler):
+    """lr = learning_rate * gamma ** (number of milestones <= epoch)."""
+
+    def __init__(self, learning_rate, milestones, gamma=0.1, last_epoch=-1, verbose=False):
+        if list(milestones) != sorted(milestones):
+            raise ValueError(f"MultiStepDecay: milestones must increase, got {list(milestones)}")
+        self.milestones, self.gamma = list(milestones), float(gamma)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        return self.base_lr * self.gamma ** bisect.bisect_right(self.milestones, self.last_epoch)
+
+
+class ExponentialDecay(LRScheduler):
+    """lr = learning_rate * gamma ** epoch."""
+
+    def __init__(self, learning_rate, gamma, last_epoch=-1, verbose=False):
+        self.gamma = float(gamma)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        return self.base_lr * self.gamma ** self.last_epoch
+
+
+class NaturalExpDecay(LRScheduler):
+    """lr = learning_rate * exp(-gamma * epoch)."""
+
+    def __init__(self, learning_rate, gamma, last_epoch=-1, verbose=False):
+        self.gamma = float(gamma)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        return self.base_lr * math.exp(-self.gamma * self.last_epoch)
+
+
+class InverseTimeDecay(LRScheduler):
+    """lr = learning_rate / (1 + gamma * epoch)."""
+
+    def __init__(self, learning_rate, gamma, last_epoch=-1, verbose=False):
+        self.gamma = float(gamma)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        return self.base_lr / (1 + self.gamma * self.last_epoch)
+
+
+class CosineAnnealingDecay(LRScheduler):
+    """lr = eta_min + (learning_rate - eta_min) * (1 + cos(pi * epoch / T_max)) / 2."""
+
+    def __init__(self, learning_rate, T_max, eta_min=0.0, last_epoch=-1, verbose=False):
+        if int(T_max) <= 0:
+            raise ValueError(f"CosineAnnealingDecay: T_max must be positive, got {T_max}")
+        self.T_max, self.eta_min = int(T_max), float(eta_min)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        return self.eta_min + (self.base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+
+
+CosineDecay = CosineAnnealingDecay
+
+
+class PolynomialDecay(LRScheduler):
+    """lr = (learning_rate - end_lr) * (1 - epoch / decay_steps) ** power + end_lr; with
+    `cycle`, decay_steps grows to the next multiple past the epoch."""
+
+    def __init__(self, learning_rate, decay_steps, end_lr=0.0001, power=1.0, cycle=False,
+                 last_epoch=-1, verbose=False):
+        if int(decay_steps) <= 0:
+            raise ValueError(f"PolynomialDecay: decay_steps must be positive, got {decay_steps}")
+        self.decay_steps, self.end_lr = int(decay_steps), float(end_lr)
+        self.power, self.cycle = float(power), bool(cycle)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        epoch, steps = self.last_epoch, self.decay_steps
+        if self.cycle:
+            steps = steps * max(1, math.ceil(epoch / steps))
+        else:
+            epoch = min(epoch, steps)
+        return (self.base_lr - self.end_lr) * (1 - epoch / steps) ** self.power + self.end_lr
+
+
+class PiecewiseDecay(LRScheduler):
+    """lr = values[i] for the first boundary i that the epoch has not reached."""
+
+    def __init__(self, boundaries, values, last_epoch=-1, verbose=False):
+        if len(values) != len(boundaries) + 1:
+            raise ValueError(f"PiecewiseDecay: needs len(boundaries) + 1 values, got {len(boundaries)} "
+                             f"boundaries and {len(values)} values")
+        self.boundaries, self.values = list(boundaries), [float(v) for v in values]
+        super().__init__(self.values[0], last_epoch, verbose)
+
+    def get_lr(self):
+        return self.values[bisect.bisect_right(self.boundaries, self.last_epoch)]
+
+
+class LambdaDecay(LRScheduler):
+    """lr = learning_rate * lr_lambda(epoch)."""
+
+    def __init__(self, learning_rate, lr_lambda, last_epoch=-1, verbose=False):
+        if not callable(lr_lambda):
+            raise TypeError("LambdaDecay: lr_lambda must be callable")
+        self.lr_lambda = lr_lambda
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        return self.base_lr * self.lr_lambda(self.last_epoch)
+
+
+class NoamDecay(LRScheduler):
+    """lr = learning_rate * d_model ** -0.5 * min(epoch ** -0.5, epoch * warmup_steps ** -1.5)."""
+
+    def __init__(self, d_model, warmup_steps, learning_rate=1.0, last_epoch=-1, verbose=False):
+        self.d_model, self.warmup_steps = float(d_model), float(warmup_steps)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        epoch = max(self.last_epoch, 1)
+        return self.base_lr * self.d_model ** -0.5 * min(epoch ** -0.5, epoch * self.warmup_steps ** -1.5)
+
+
+class LinearWarmup(LRScheduler):
+    """Ramp linearly from start_lr to end_lr over `warmup_steps`, then follow
+    `learning_rate` (a number, or another scheduler that starts counting then)."""
+
+    def __init__(self, learning_rate, warmup_steps, start_lr, end_lr, last_epoch=-1, verbose=False):
+        if int(warmup_steps) <= 0:
+            raise ValueError(f"LinearWarmup: warmup_steps must be positive, got {warmup_steps}")
+        self.after = learning_rate if isinstance(learning_rate, LRScheduler) else None
+        self.warmup_steps, self.start_lr, self.end_lr = int(warmup_steps), float(start_lr), float(end_lr)
+        super().__init__(learning_rate.base_lr if self.after else learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        if self.last_epoch < self.warmup_steps:
+            return self.start_lr + (self.end_lr - self.start_lr) * self.last_epoch / self.warmup_steps
+        if self.after is not None:
+            self.after.step(self.last_epoch - self.warmup_steps)
+            return self.after()
+        return self.base_lr
+
+    def state_dict(self):
+        state = super().state_dict()
+        if self.after is not None:
+            state["after"] = self.after.state_dict()
+        return state
+
+    def set_state_dict(self, state):
+        super().set_state_dict(state)
+        if self.after is not None and "after" in state:
+            self.after.set_state_dict(state["after"])
