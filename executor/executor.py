@@ -52,7 +52,10 @@ class Executor:
         if any(isinstance(k, int) for k in feed):  # inference programs: feed by column
             targets = self._feed_targets(block)
             feed = {targets.get(k, k) if isinstance(k, int) else k: v for k, v in feed.items()}
-        fetch_names = self._fetch_names(block, fetch_list)
+        if fetch_list is None:  # an inference program: its fetch ops say what to return
+            fetch_names = self._fetch_targets(block)
+        else:
+            fetch_names = tuple(item.name if isinstance(item, Variable) else item for item in fetch_list)
 
         plan = self._plan(program, block_idx, feed, fetch_names)
         if program.lr_schedules:
@@ -100,8 +103,13 @@ class Executor:
         if entry is None or entry[0] is not program or entry[1] != program.revision:
             entry = (program, program.revision, {})
             self._plans[id(program)] = entry
-        plan = entry[2].get(key)
+        try:
+            plan = entry[2].get(key)
+        except TypeError:  # an unhashable fetch_list item: say which
+            self._check_fetch_names(program.block(block_idx), fetch_names)
+            raise
         if plan is None:
+            self._check_fetch_names(program.block(block_idx), fetch_names)
             if self.rng is None:
                 self.random_state(program)
             plan = compile_plan(program, block_idx, feed.keys(), fetch_names, self.xp, self.rng,
@@ -110,19 +118,18 @@ class Executor:
         return plan
 
     @staticmethod
-    def _fetch_names(block, fetch_list) -> list[str]:
-        if fetch_list is None:  # an inference program: its fetch ops say what to return
-            fetch_ops = sorted((op for op in block.ops if op.type == "fetch"), key=lambda op: op.attr("col"))
-            return [op.input("X")[0] for op in fetch_ops]
-        names = []
-        for item in fetch_list:
-            name = item.name if isinstance(item, Variable) else item
+    def _fetch_targets(block) -> tuple[str, ...]:
+        fetch_ops = sorted((op for op in block.ops if op.type == "fetch"), key=lambda op: op.attr("col"))
+        return tuple(op.input("X")[0] for op in fetch_ops)
+
+    @staticmethod
+    def _check_fetch_names(block, fetch_names) -> None:
+        for name in fetch_names:
             if not isinstance(name, str):
-                raise TypeError(f"fetch_list items must be Variables or names, got {item!r}")
+                raise TypeError(f"fetch_list items must be Variables or names, got {name!r}")
             if block.find_var(name) is None:
-                raise FeedError(f"cannot fetch {name!r}: the program has no such variable")
-            names.append(name)
-        return names
+                raise FeedError(f"cannot fetch {name!r}: the program has no such variable"
+                                f"{block._suggest_var(name)}")
 
     @staticmethod
     def _feed_targets(block) -> dict[int, str]:
@@ -171,7 +178,7 @@ class Executor:
     def _execute(self, plan, env):
         if self.check_nan_inf:
             return self._run_checked(plan, env)
-        if self._pool is not None and any(len(level) > 1 for level in plan.levels):
+        if self._pool is not None and plan.has_parallel_levels:
             return self._run_concurrent(plan, env)
         steps = plan.steps
         i = 0

@@ -49,6 +49,10 @@ class Plan:
     levels: list = field(default_factory=list)  # lists of step positions that may run together
     level_frees: list = field(default_factory=list)  # names to drop after each level
 
+    @property
+    def has_parallel_levels(self) -> bool:
+        return any(len(level) > 1 for level in self.levels)
+
 
 def _resolve(spec, env):
     if spec is None:

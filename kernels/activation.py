@@ -323,3 +323,305 @@ def _log_softmax(xp, x, *, axis):
 
 _float_unary("softmax", _softmax, ["axis"])
 _float_unary("log_softmax", _log_softmax, ["axis"])
+
+
+# == gradients =====================================================================================
+# PaddlePaddle's gradient functors (paddle/phi/kernels/funcs/activation_functor.h), reading
+# what its gradient ops read: X, Out or both, and Out@GRAD. Each returns X@GRAD in the
+# forward dtype; float16 is computed in float32 as above. Where a gradient has a kink the
+# side Paddle picks is kept (relu_grad: Out > 0; leaky_relu_grad: X >= 0 gives 1; relu6 and
+# hard_sigmoid pass the gradient only strictly inside their linear range). Checked against
+# PaddlePaddle 3.3.1's kernels at the kinks.
+
+
+def _grad_kernel(op_type, reads, compute, attrs=()):
+    """Register `<op>_grad` reading `reads` ("X" or "Out") and Out@GRAD: `compute(xp, a,
+    dout, **attrs)` on float arrays, the result returned in a's dtype."""
+    @kernel(op_type + "_grad", inputs=[reads, "Out@GRAD"], outputs=["X@GRAD"], attrs=list(attrs))
+    def run(xp, a, dout, **kw):
+        return _finish(xp, compute(xp, _float_in(xp, a), dout, **kw), a.dtype)
+    run.__name__ = op_type + "_grad"
+    return run
+
+
+# -- relu family ---------------------------------------------------------------------------------
+
+
+@kernel("relu_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"])
+def relu_grad(xp, out, dout):
+    # Paddle: dout * (out > 0). multiply keeps dout's dtype (a NaN dout stays NaN).
+    return xp.multiply(dout, out > 0)
+
+
+@kernel("relu6_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=["threshold"])
+def relu6_grad(xp, out, dout, *, threshold=6.0):
+    # Paddle: dout * ((out > 0) & (out < threshold))
+    mask = out > 0
+    mask &= out < _const(xp, threshold, out)
+    return xp.multiply(dout, mask)
+
+
+def _leaky_relu_grad(xp, x, dout, *, alpha):
+    # Paddle: dout * (x >= 0 ? 1 : alpha)
+    return xp.where(x >= 0, dout, dout * alpha)
+
+
+def _thresholded_relu_grad(xp, x, dout, *, threshold):
+    return xp.multiply(dout, x > threshold)
+
+
+_grad_kernel("leaky_relu", "X", _leaky_relu_grad, ["alpha"])
+_grad_kernel("thresholded_relu", "X", _thresholded_relu_grad, ["threshold"])
+
+# -- gelu / sigmoid family -------------------------------------------------------------------------
+
+_SQRT_HALF = math.sqrt(0.5)
+_GELU_PDF = 1 / math.sqrt(2 * math.pi)   # the normal pdf at 0
+_GELU_K = math.sqrt(2 / math.pi)          # tanh approximation: tanh(K * (x + 0.044715 x^3))
+_GELU_K3 = _GELU_K * 0.044715 * 3
+
+
+@kernel("gelu_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=["approximate"])
+def gelu_grad(xp, x, dout, *, approximate=False):
+    xc = _float_in(xp, x)
+    x2 = xc * xc
+    if approximate:
+        # Paddle: 0.5 * dout * (1 + t + (x - x t^2) * (K + K3 x^2)), t = tanh(K (x + 0.044715 x^3))
+        t = x2 * 0.044715
+        t += 1
+        t *= xc
+        t *= _GELU_K
+        xp.tanh(t, out=t)
+        x2 *= _GELU_K3
+        x2 += _GELU_K                   # K + K3 x^2
+        s = t * t
+        xp.subtract(1, s, out=s)
+        s *= xc                         # x - x t^2
+        s *= x2
+        s += t
+        s += 1
+        s *= 0.5
+    else:
+        # Paddle: dout * (Phi(x) + x * pdf(x)), Phi(x) = 0.5 * (1 + erf(x / sqrt 2))
+        x2 *= -0.5
+        xp.exp(x2, out=x2)
+        x2 *= xc
+        x2 *= _GELU_PDF                 # x * pdf(x)
+        s = erf(xp, xc * _SQRT_HALF)
+        s += 1
+        s *= 0.5
+        s += x2
+    s *= dout
+    return _finish(xp, s, x.dtype)
+
+
+@kernel("tanh_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"])
+def tanh_grad(xp, out, dout):
+    # Paddle: dout * (1 - out^2)
+    o = _float_in(xp, out)
+    g = xp.multiply(o, o)
+    xp.subtract(1, g, out=g)
+    g *= dout
+    return _finish(xp, g, out.dtype)
+
+
+@kernel("sigmoid_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"])
+def sigmoid_grad(xp, out, dout):
+    # Paddle: dout * out * (1 - out)
+    o = _float_in(xp, out)
+    g = xp.subtract(1, o)
+    g *= o
+    g *= dout
+    return _finish(xp, g, out.dtype)
+
+
+@kernel("silu_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"])
+def silu_grad(xp, x, out, dout):
+    # d(x s)/dx = s + x s (1 - s) = s + out (1 - s), s = sigmoid(x)
+    s = _sigmoid(xp, _float_in(xp, x))
+    g = xp.subtract(1, s)
+    g *= _float_in(xp, out)
+    g += s
+    g *= dout
+    return _finish(xp, g, x.dtype)
+
+
+def _swish_grad(xp, x, dout, *, beta=1.0):
+    # d(x s(bx))/dx = s + b x s (1 - s)
+    s = _sigmoid(xp, x * beta)
+    g = xp.subtract(1, s)
+    g *= s
+    g *= x * beta
+    g += s
+    g *= dout
+    return g
+
+
+def _logsigmoid_grad(xp, x, dout):
+    return dout * _sigmoid(xp, -x)
+
+
+def _tanh_shrink_grad(xp, x, dout):
+    t = xp.tanh(x)
+    t *= t
+    t *= dout
+    return t
+
+
+def _softsign_grad(xp, x, dout):
+    # dout / (1 + |x|)^2
+    d = xp.abs(x)
+    d += 1
+    d *= d
+    return xp.divide(dout, d, out=d)
+
+
+def _hard_sigmoid_grad(xp, out, dout, *, slope):
+    # Paddle (from Out): dout * slope where 0 < out < 1
+    mask = out > 0
+    mask &= out < 1
+    return xp.multiply(dout, mask) * slope
+
+
+def _hard_swish_grad(xp, x, dout, *, threshold, scale, offset):
+    # Paddle: x + offset <= 0 -> 0; 0 < x + offset < threshold -> dout * (2x + offset) / scale;
+    # x + offset >= threshold -> dout * threshold / scale. (PaddlePaddle 3.x's kernels use
+    # the default 6, 6, 3 whatever the attributes, forward and backward alike, so its
+    # saturated slope is always 1; ours is the derivative of our forward, which honours them.)
+    xo = x + offset
+    inner = (x + xo) / scale
+    inner *= xo > 0
+    return dout * xp.where(xo < threshold, inner, threshold / scale)
+
+
+def _mish_grad(xp, x, dout, *, threshold):
+    # Paddle: sp = x > threshold ? x : softplus(x); t = tanh(sp);
+    # dx = dout * (t + x * (1 - t^2) * (1 - exp(-sp)))
+    sp = xp.where(x > threshold, x, _softplus(xp, x))
+    t = xp.tanh(sp)
+    g = xp.expm1(-sp)            # -(1 - exp(-sp))
+    g *= t * t - 1               # (1 - t^2)(1 - exp(-sp))
+    g *= x
+    g += t
+    g *= dout
+    return g
+
+
+def _softplus_grad(xp, x, dout, *, beta, threshold):
+    # Paddle: beta x > threshold ? dout : dout * sigmoid(beta x)
+    xb = x * beta
+    return xp.where(xb > threshold, dout, dout * _sigmoid(xp, xb))
+
+
+_grad_kernel("swish", "X", _swish_grad, ["beta"])
+_grad_kernel("logsigmoid", "X", _logsigmoid_grad)
+_grad_kernel("tanh_shrink", "X", _tanh_shrink_grad)
+_grad_kernel("softsign", "X", _softsign_grad)
+_grad_kernel("hard_sigmoid", "Out", _hard_sigmoid_grad, ["slope"])
+_grad_kernel("hard_swish", "X", _hard_swish_grad, ["threshold", "scale", "offset"])
+_grad_kernel("mish", "X", _mish_grad, ["threshold"])
+_grad_kernel("softplus", "X", _softplus_grad, ["beta", "threshold"])
+
+# -- exponential-linear family ----------------------------------------------------------------------
+
+
+@kernel("elu_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=["alpha"])
+def elu_grad(xp, x, out, dout, *, alpha=1.0):
+    # Paddle: alpha > 0: out > 0 ? dout : dout * (out + alpha);
+    #         otherwise: x > 0 ? dout : dout * alpha * exp(x)
+    xc, oc = _float_in(xp, x), _float_in(xp, out)
+    if alpha > 0:
+        g = xp.where(oc > 0, dout, dout * (oc + alpha))
+    else:
+        g = xp.where(xc > 0, dout, dout * (alpha * xp.exp(xp.minimum(xc, 0))))
+    return _finish(xp, g, x.dtype)
+
+
+def _selu_grad(xp, out, dout, *, scale, alpha):
+    # Paddle (from Out): out > 0 ? dout * scale : dout * (out + scale * alpha), with
+    # scale * alpha multiplied in float32 (its attributes' type)
+    la = float(xp.float32(scale) * xp.float32(alpha))
+    return xp.where(out > 0, dout * scale, dout * (out + la))
+
+
+def _celu_grad(xp, x, dout, *, alpha):
+    # Paddle: x > 0 ? dout : dout * exp(x / alpha)
+    return xp.where(x > 0, dout, dout * xp.exp(xp.minimum(x, 0) / alpha))
+
+
+_grad_kernel("selu", "Out", _selu_grad, ["scale", "alpha"])
+_grad_kernel("celu", "X", _celu_grad, ["alpha"])
+
+# -- plain unary math ------------------------------------------------------------------------------
+
+_grad_kernel("exp", "Out", lambda xp, out, dout: out * dout)
+_grad_kernel("expm1", "Out", lambda xp, out, dout: (out + 1) * dout)
+_grad_kernel("log", "X", lambda xp, x, dout: dout / x)
+_grad_kernel("log2", "X", lambda xp, x, dout: dout / (x * math.log(2)))
+_grad_kernel("log10", "X", lambda xp, x, dout: dout / (x * math.log(10)))
+_grad_kernel("log1p", "X", lambda xp, x, dout: dout / (x + 1))
+_grad_kernel("sqrt", "Out", lambda xp, out, dout: dout * 0.5 / out)
+
+
+def _rsqrt_grad(xp, out, dout):
+    # Paddle: -0.5 * dout * out^3
+    g = out * out
+    g *= out
+    g *= dout
+    g *= -0.5
+    return g
+
+
+def _reciprocal_grad(xp, out, dout):
+    # Paddle: -dout * out^2
+    g = out * out
+    g *= dout
+    return xp.negative(g, out=g)
+
+
+_grad_kernel("rsqrt", "Out", _rsqrt_grad)
+_grad_kernel("reciprocal", "Out", _reciprocal_grad)
+_grad_kernel("abs", "X", lambda xp, x, dout: dout * xp.sign(x))  # 0 at x == 0
+_grad_kernel("square", "X", lambda xp, x, dout: dout * (x * 2))
+_grad_kernel("sin", "X", lambda xp, x, dout: dout * xp.cos(x))
+_grad_kernel("cos", "X", lambda xp, x, dout: -(dout * xp.sin(x)))
+_grad_kernel("erf", "X", lambda xp, x, dout: dout * (2 / math.sqrt(math.pi)) * xp.exp(-(x * x)))
+
+
+def _zero_grad(op_type):
+    """floor/ceil/round: PaddlePaddle's gradient op reads only Out@GRAD and writes zeros."""
+    @kernel(op_type + "_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"])
+    def run(xp, dout):
+        return xp.zeros_like(dout)
+    run.__name__ = op_type + "_grad"
+    return run
+
+
+for _op in ("floor", "ceil", "round"):
+    _zero_grad(_op)
+
+# -- softmax ---------------------------------------------------------------------------------------
+
+
+@kernel("softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=["axis"])
+def softmax_grad(xp, out, dout, *, axis=-1):
+    # dx = out * (dout - sum(dout * out, axis))
+    if out.ndim == 0 or out.size == 0:
+        return xp.zeros_like(out)
+    o = _float_in(xp, out)
+    g = xp.multiply(dout, o)
+    s = xp.sum(g, axis=axis, keepdims=True)
+    xp.subtract(dout, s, out=g)
+    g *= o
+    return _finish(xp, g, out.dtype)
+
+
+@kernel("log_softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=["axis"])
+def log_softmax_grad(xp, out, dout, *, axis=-1):
+    # dx = dout - exp(out) * sum(dout, axis)
+    if out.ndim == 0 or out.size == 0:
+        return xp.zeros_like(out)
+    g = xp.exp(_float_in(xp, out))
+    g *= xp.sum(dout, axis=axis, keepdims=True, dtype=g.dtype)
+    xp.subtract(dout, g, out=g)
+    return _finish(xp, g, out.dtype)

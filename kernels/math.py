@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from kernels.elementwise import align
+from kernels.elementwise import align, sum_to
 from kernels.registry import kernel
 
 # VarType numbers (framework.proto) -> dtype names. Kept here: kernels never import `program`.
@@ -53,6 +53,20 @@ def scale(xp, x, scale_tensor, bias_tensor, *, scale=1.0, bias=0.0, bias_after_s
         scale = _scalar_of(scale_tensor)
     if bias_tensor is not None:
         bias = _scalar_of(bias_tensor)
+    if x.dtype.kind == "f" and x.ndim:  # (a 0-d operand would give a numpy scalar back)
+        # Python-number operands are rounded to x's dtype (numpy's weak scalars), which is
+        # Paddle's cast; one ufunc call in the common cases (the executor's per-op floor).
+        if bias_after_scale:
+            if bias == 0:
+                return xp.multiply(x, scale)
+            if scale == 1:
+                return xp.add(x, bias)
+            out = xp.multiply(x, scale)
+            out += bias
+            return out
+        out = xp.add(x, bias)
+        out *= scale
+        return out
     s = xp.asarray(scale).astype(x.dtype)
     b = xp.asarray(bias).astype(x.dtype)
     if bias_after_scale:
@@ -567,3 +581,200 @@ def reduce_prod_grad(xp, x, out, dout, *, dim=(0,), keep_dim=False, reduce_all=F
     others = (before * after).reshape(moved.shape)
     others = xp.moveaxis(others, tuple(range(len(axes))), axes)
     return (g * others).astype(x.dtype)
+
+
+# -- gradients of scale-like, selection and norm ops --------------------------------------------
+# (scale, sum, cast and sign have no kernels of their own here: PaddlePaddle differentiates
+# them with `scale` / `cast` ops.)
+
+
+@kernel("clip_grad", inputs=["X", "Min", "Max", "Out@GRAD"], outputs=["X@GRAD"], attrs=["min", "max"])
+def clip_grad(xp, x, min_tensor, max_tensor, dout, *, min, max):
+    # Paddle: min <= x <= max ? dout : 0 (x on a bound keeps its gradient)
+    lo, hi = _bound(xp, min_tensor, min, x.dtype), _bound(xp, max_tensor, max, x.dtype)
+    mask = x >= lo
+    mask &= x <= hi
+    return xp.multiply(dout, mask)
+
+
+@kernel("pow_grad", inputs=["X", "FactorTensor", "Out@GRAD"], outputs=["X@GRAD"], attrs=["factor"])
+def pow_grad(xp, x, factor_tensor, dout, *, factor=1.0):
+    # Paddle: dout * factor * x^(factor - 1)
+    if factor_tensor is not None:
+        factor = _scalar_of(factor_tensor)
+    xc = x.astype(xp.float32) if x.dtype == xp.float16 else x
+    f = xp.asarray(factor).astype(xc.dtype)
+    g = xp.power(xc, f - 1)
+    g *= f
+    g *= dout
+    return g.astype(x.dtype, copy=False)
+
+
+@kernel("cumsum_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["axis", "flatten", "exclusive", "reverse"])
+def cumsum_grad(xp, x, dout, *, axis=-1, flatten=False, exclusive=False, reverse=False):
+    # The transpose of a running sum is the running sum the other way (Paddle: cumsum of
+    # Out@GRAD with `reverse` flipped), reshaped to X.
+    g = cumsum(xp, dout, axis=axis, flatten=flatten, exclusive=exclusive, reverse=not reverse)
+    return g.reshape(x.shape)
+
+
+@kernel("where_grad", inputs=["Condition", "X", "Y", "Out@GRAD"], outputs=["X@GRAD", "Y@GRAD"])
+def where_grad(xp, cond, x, y, dout, *, need=frozenset({"X@GRAD", "Y@GRAD"})):
+    c = cond.astype(xp.bool_, copy=False)
+    zero = xp.zeros((), dtype=dout.dtype)
+    dx = xp.where(c, dout, zero) if "X@GRAD" in need else None
+    dy = xp.where(c, zero, dout) if "Y@GRAD" in need else None
+    return dx, dy
+
+
+@kernel("top_k_v2_grad", inputs=["X", "K", "Indices", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["axis"])
+def top_k_v2_grad(xp, x, k_tensor, indices, dout, *, axis=-1):
+    # Each selected element gets its Out@GRAD back; the others get zero.
+    dx = xp.zeros(x.shape, dtype=dout.dtype)
+    if x.ndim == 0:
+        dx[...] = dout
+        return dx
+    xp.put_along_axis(dx, indices.astype(xp.int64, copy=False), dout, axis=_normalize_axis(axis, x.ndim))
+    return dx
+
+
+@kernel("squared_l2_norm_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+def squared_l2_norm_grad(xp, x, dout):
+    # d sum(x^2) = 2 x dout (dout has shape [1])
+    return xp.multiply(x, (dout.reshape(()) * 2).astype(x.dtype))
+
+
+@kernel("l1_norm_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+def l1_norm_grad(xp, x, dout):
+    # d sum|x| = sign(x) dout (0 at x == 0)
+    g = xp.sign(x)
+    g *= dout.reshape(()).astype(x.dtype)
+    return g
+
+
+@kernel("p_norm_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["porder", "axis", "epsilon", "keepdim", "asvector"])
+def p_norm_grad(xp, x, out, dout, *, porder=2.0, axis=-1, epsilon=1e-12, keepdim=False, asvector=False):
+    """PaddlePaddle's PNormGradKernel: porder 0 -> zeros; +-inf -> dout * sign(x) where
+    |x| equals the norm (ties each get it in full); otherwise
+    dout * sign(x) |x|^(p-1) / (norm^(p-1) + epsilon)."""
+    xc = x.astype(_acc_dtype(xp, x))
+    if asvector or x.ndim == 0:
+        bshape = (1,) * x.ndim
+    else:
+        a = _normalize_axis(axis, x.ndim)
+        bshape = x.shape[:a] + (1,) + x.shape[a + 1:]
+    norm = out.astype(xc.dtype).reshape(bshape)
+    dy = dout.astype(xc.dtype).reshape(bshape)
+    if porder == 0:
+        return xp.zeros(x.shape, dtype=x.dtype)
+    if porder in (float("inf"), float("-inf")):
+        g = xp.sign(xc)
+        g *= xp.abs(xc) == norm
+    else:
+        p = xp.asarray(porder - 1).astype(xc.dtype)
+        g = xp.power(xp.abs(xc), p)
+        g *= xp.sign(xc)
+        g /= xp.power(norm, p) + xp.asarray(epsilon).astype(xc.dtype)
+    g *= dy
+    return g.astype(x.dtype, copy=False)
+
+
+# -- gradients of the matrix products -------------------------------------------------------------
+
+
+def _product(xp, a, b, ta, tb, target_shape):
+    """op(a) @ op(b) (op: transpose of the last two dims when ta/tb) summed down to
+    `target_shape`, the shape of the operand whose gradient this is. GEMMs go through
+    xp.matmul on views (no transposed copies), and a batch broadcast against a plain matrix
+    is folded into the matrix rows: one large GEMM instead of a batched one plus a sum."""
+    target = tuple(target_shape)
+    lead = a.shape[:-2]
+    if len(target) == 2 and a.ndim > 2 and ta and not tb and b.shape[:-2] == lead:
+        # sum_b a_b^T @ b_b = rows(a)^T @ rows(b): a weight's gradient in a batched product
+        return _matmul(xp, _swap_last(a.reshape(-1, a.shape[-1])), b.reshape(-1, b.shape[-1]))
+    if b.ndim == 2 and a.ndim > 2 and not ta:
+        # a batched operand times a plain matrix: fold a's batch into its rows
+        r = _matmul(xp, a.reshape(-1, a.shape[-1]), _swap_last(b) if tb else b)
+        r = r.reshape(a.shape[:-1] + r.shape[-1:])
+    else:
+        r = _matmul(xp, _swap_last(a) if ta else a, _swap_last(b) if tb else b)
+    return sum_to(xp, r, target) if r.shape != target else r
+
+
+def _matmul_grads(xp, x, y, g, tx, ty, need):
+    """Gradients of Out = op(x) @ op(y) for matrices or stacks of them (numpy broadcasting
+    of batch dims), given g = Out@GRAD shaped like Out:
+        Out = X Y:      dX = G Y^T,    dY = X^T G
+        Out = X Y^T:    dX = G Y,      dY = G^T X
+        Out = X^T Y:    dX = Y G^T,    dY = X G
+        Out = X^T Y^T:  dX = Y^T G^T,  dY = G^T X^T"""
+    dx = dy = None
+    if "X@GRAD" in need:
+        dx = _product(xp, y, g, ty, True, x.shape) if tx else _product(xp, g, y, False, not ty, x.shape)
+    if "Y@GRAD" in need:
+        dy = _product(xp, g, x, True, tx, y.shape) if ty else _product(xp, x, g, not tx, False, y.shape)
+    return dx, dy
+
+
+_BOTH = frozenset({"X@GRAD", "Y@GRAD"})
+
+
+@kernel("matmul_v2_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD", "Y@GRAD"],
+        attrs=["trans_x", "trans_y"])
+def matmul_v2_grad(xp, x, y, dout, *, trans_x=False, trans_y=False, need=_BOTH):
+    # A 1-D X is the row [1, K] and a 1-D Y the column [K, 1] (their transpose flags are
+    # ignored, as in the forward); Out@GRAD gets the dims the forward dropped back.
+    g = dout
+    xm, tx = (x.reshape(1, -1), False) if x.ndim == 1 else (x, trans_x)
+    ym, ty = (y.reshape(-1, 1), False) if y.ndim == 1 else (y, trans_y)
+    if y.ndim == 1:
+        g = g[..., None]
+    if x.ndim == 1:
+        g = g[..., None, :]
+    dx, dy = _matmul_grads(xp, xm, ym, g, tx, ty, need)
+    return (None if dx is None else dx.reshape(x.shape),
+            None if dy is None else dy.reshape(y.shape))
+
+
+@kernel("matmul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD", "Y@GRAD"],
+        attrs=["transpose_X", "transpose_Y", "alpha"])
+def matmul_grad(xp, x, y, dout, *, transpose_X=False, transpose_Y=False, alpha=1.0, need=_BOTH):
+    # The forward's matrix view (see `matmul`): 1-D X a row, 1-D Y a column, operands of
+    # rank > 2 stacks [-1, M, K]; Out@GRAD reshaped to the product of those, alpha applied.
+    xm = x.reshape(1, -1) if x.ndim == 1 else x
+    ym = y.reshape(-1, 1) if y.ndim == 1 else y
+    if xm.ndim > 2:
+        xm = xm.reshape((-1,) + xm.shape[-2:])
+    if ym.ndim > 2:
+        ym = ym.reshape((-1,) + ym.shape[-2:])
+    m = xm.shape[-1] if transpose_X else xm.shape[-2]
+    n = ym.shape[-2] if transpose_Y else ym.shape[-1]
+    batch = xm.shape[:-2] or ym.shape[:-2]
+    g = dout.reshape(batch + (m, n))
+    dx, dy = _matmul_grads(xp, xm, ym, g, transpose_X, transpose_Y, need)
+    if alpha != 1:
+        for d in (dx, dy):
+            if d is not None:
+                d *= xp.asarray(alpha).astype(d.dtype)
+    return (None if dx is None else dx.reshape(x.shape),
+            None if dy is None else dy.reshape(y.shape))
+
+
+@kernel("bmm_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD", "Y@GRAD"])
+def bmm_grad(xp, x, y, dout, *, need=_BOTH):
+    return _matmul_grads(xp, x, y, dout, False, False, need)
+
+
+@kernel("mul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD", "Y@GRAD"],
+        attrs=["x_num_col_dims", "y_num_col_dims"])
+def mul_grad(xp, x, y, dout, *, x_num_col_dims=1, y_num_col_dims=1, need=_BOTH):
+    # X2 = X flattened [M, K], Y2 [K, N], G [M, N]: dX = G Y2^T, dY = X2^T G.
+    y2 = _flatten_2d(y, y_num_col_dims)
+    g = dout.reshape(-1, y2.shape[1])
+    dx = _matmul(xp, g, _swap_last(y2)).reshape(x.shape) if "X@GRAD" in need else None
+    dy = _matmul(xp, _swap_last(_flatten_2d(x, x_num_col_dims)), g).reshape(y.shape) \
+        if "Y@GRAD" in need else None
+    return dx, dy

@@ -6,7 +6,12 @@ Conventions shared by this module:
   basic slicing, broadcast_to) are followed by a copy, as PaddlePaddle's phi kernels
   copy too. The executor may therefore run in-place kernels (optimizers) on a buffer
   whose earlier views were fetched without changing those fetched values.
-- `XShape` outputs (kept by PaddlePaddle only for gradients) are returned as None.
+- `XShape` outputs (kept by PaddlePaddle only for gradients) are zero-size arrays of
+  shape [0] + X.shape (no data, as PaddlePaddle's): the gradient kernels read X's shape
+  from them. They are produced only when the op binds XShape.
+- Gradient kernels (`<op>_grad`, at the end) return arrays of the forward input's shape
+  and Out@GRAD's dtype; index accumulation (gather, gather_nd, pad3d's reflect/replicate/
+  circular modes) goes through `scatter_add`, which uses cupyx.scatter_add on a GPU.
 - Shape-like tensor inputs (ShapeTensor, StartsTensor, ...) are read to the host
   (`tolist()`), which on a GPU is a device synchronisation; PaddlePaddle does the same.
 - Precedence of tensor inputs over attributes follows PaddlePaddle's argument mappings:
@@ -114,6 +119,15 @@ def _axis(axis: int, ndim: int) -> int:
 
 # -- reshape family ------------------------------------------------------------------
 
+def _xshape(xp, x, need):
+    """XShape: a zero-size array of shape [0] + X.shape recording X's shape for the
+    gradient (PaddlePaddle's XShape holds no data either), or None when the op does not
+    bind it."""
+    if need is not None and "XShape" not in need:
+        return None
+    return xp.empty((0,) + tuple(x.shape), dtype=x.dtype)
+
+
 def reshape_target(in_shape, shape) -> tuple[int, ...]:
     """Paddle's ValidateShape: 0 copies the input dim at that index, one -1 is inferred."""
     out, unknown = [], None
@@ -144,26 +158,26 @@ def reshape_target(in_shape, shape) -> tuple[int, ...]:
 
 @kernel("reshape2", inputs=["X", "Shape", "ShapeTensor"], outputs=["Out", "XShape"],
         attrs=["shape"])
-def reshape2(xp, x, shape_t, shape_list, *, shape=()):
+def reshape2(xp, x, shape_t, shape_list, *, shape=(), need=None):
     target = _from_list_first(shape_list, shape_t, shape)
-    return x.reshape(reshape_target(x.shape, target)).copy(), None
+    return x.reshape(reshape_target(x.shape, target)).copy(), _xshape(xp, x, need)
 
 
 @kernel("transpose2", inputs=["X"], outputs=["Out", "XShape"], attrs=["axis"])
-def transpose2(xp, x, *, axis):
-    return xp.transpose(x, [int(a) for a in axis]).copy(), None
+def transpose2(xp, x, *, axis, need=None):
+    return xp.transpose(x, [int(a) for a in axis]).copy(), _xshape(xp, x, need)
 
 
 @kernel("flatten_contiguous_range", inputs=["X"], outputs=["Out", "XShape"],
         attrs=["start_axis", "stop_axis"])
-def flatten_contiguous_range(xp, x, *, start_axis, stop_axis):
+def flatten_contiguous_range(xp, x, *, start_axis, stop_axis, need=None):
     if x.ndim == 0:
-        return x.reshape((1,)).copy(), None
+        return x.reshape((1,)).copy(), _xshape(xp, x, need)
     start, stop = _axis(start_axis, x.ndim), _axis(stop_axis, x.ndim)
     if start > stop:
         raise ValueError(f"flatten: start_axis {start_axis} is after stop_axis {stop_axis}")
     shape = x.shape[:start] + (math.prod(x.shape[start:stop + 1]),) + x.shape[stop + 1:]
-    return x.reshape(shape).copy(), None
+    return x.reshape(shape).copy(), _xshape(xp, x, need)
 
 
 def squeeze_shape(in_shape, axes) -> tuple[int, ...]:
@@ -184,8 +198,8 @@ def squeeze_shape(in_shape, axes) -> tuple[int, ...]:
 
 
 @kernel("squeeze2", inputs=["X"], outputs=["Out", "XShape"], attrs=["axes"])
-def squeeze2(xp, x, *, axes=()):
-    return x.reshape(squeeze_shape(x.shape, [int(a) for a in axes])).copy(), None
+def squeeze2(xp, x, *, axes=(), need=None):
+    return x.reshape(squeeze_shape(x.shape, [int(a) for a in axes])).copy(), _xshape(xp, x, need)
 
 
 def unsqueeze_shape(in_shape, axes) -> tuple[int, ...]:
@@ -209,9 +223,9 @@ def unsqueeze_shape(in_shape, axes) -> tuple[int, ...]:
 
 @kernel("unsqueeze2", inputs=["X", "AxesTensor", "AxesTensorList"], outputs=["Out", "XShape"],
         attrs=["axes"])
-def unsqueeze2(xp, x, axes_t, axes_list, *, axes=()):
+def unsqueeze2(xp, x, axes_t, axes_list, *, axes=(), need=None):
     axes = _from_list_first(axes_list, axes_t, axes)
-    return x.reshape(unsqueeze_shape(x.shape, axes)).copy(), None
+    return x.reshape(unsqueeze_shape(x.shape, axes)).copy(), _xshape(xp, x, need)
 
 
 # -- joining and splitting -----------------------------------------------------------
@@ -290,35 +304,41 @@ def slice_bounds(start: int, end: int, dim: int) -> tuple[int, int]:
         outputs=["Out"], attrs=["axes", "starts", "ends", "infer_flags", "decrease_axis"])
 def slice_(xp, x, starts_t, ends_t, starts_list, ends_list, *, axes, starts=(), ends=(),
            infer_flags=(), decrease_axis=()):
-    starts = _from(starts_t, starts_list, starts)
-    ends = _from(ends_t, ends_list, ends)
-    index = [slice(None)] * x.ndim
+    index = _slice_index(x.shape, axes, _from(starts_t, starts_list, starts),
+                         _from(ends_t, ends_list, ends))
+    return _decrease(x[index], list(decrease_axis)).copy()
+
+
+def _slice_index(shape, axes, starts, ends) -> tuple:
+    """The basic-slicing index of a slice op on an input of `shape`."""
+    index = [slice(None)] * len(shape)
     for a, s, e in zip(axes, starts, ends):
-        a = _axis(int(a), x.ndim)
-        lo, hi = slice_bounds(s, e, x.shape[a])
+        a = _axis(int(a), len(shape))
+        lo, hi = slice_bounds(s, e, shape[a])
         index[a] = slice(lo, hi)
-    return _decrease(x[tuple(index)], list(decrease_axis)).copy()
+    return tuple(index)
 
 
 def strided_bounds(start: int, end: int, stride: int, dim: int, decrease: bool) -> slice:
-    """Paddle's StridedSliceFunctor normalisation as a Python slice. Differences from
-    Python: a negative start clamps to 0 after adding dim; with a negative stride,
-    end == -1 means "through index 0" (None) while other negative ends add dim and clamp
-    to 0; `decrease` (start -1, end 0, infer flag -1 on a decrease axis) picks one element."""
+    """PaddlePaddle 3.3.1's strided_slice bounds as a Python slice. They are Python's slice
+    semantics (checked against Paddle 3.3.1's static-graph executor for every start and end
+    in [-8, 6] + {INT_MIN, INT_MAX} and stride in +-1..3 on a dim of 5; e.g. x[::-1] is
+    written as end INT_MIN and reaches index 0, and end -1 with a negative stride means
+    dim - 1, giving an empty slice from the last element), except `decrease` (start -1,
+    end 0, infer flag -1 on a decrease axis), which picks one element."""
     if stride == 0:
         raise ValueError("strided_slice: stride is 0")
-    if start < 0:
-        start = max(start + dim, 0)
-    if end < 0 and not (end == -1 and stride < 0):
-        end = max(end + dim, 0)
     if decrease:
-        end = start - 1 if stride < 0 else start + 1
-    if stride > 0:
-        return slice(start, max(end, start), stride)
-    start = min(start, dim - 1)
-    if end >= start:
+        if start < 0:
+            start = max(start + dim, 0)
+        if stride > 0:
+            return slice(start, start + 1, stride)
+        start = min(start, dim - 1)
+        return slice(start, None if start == 0 else start - 1, stride)
+    picked = range(*slice(start, end, stride).indices(dim))
+    if not picked:
         return slice(0, 0, 1)
-    return slice(start, None if end < 0 else end, stride)
+    return slice(picked.start, picked.stop if picked.stop >= 0 else None, picked.step)
 
 
 @kernel("strided_slice",
@@ -327,17 +347,22 @@ def strided_bounds(start: int, end: int, stride: int, dim: int, decrease: bool) 
         outputs=["Out"], attrs=["axes", "starts", "ends", "strides", "infer_flags", "decrease_axis"])
 def strided_slice(xp, x, starts_t, starts_list, ends_t, ends_list, strides_t, strides_list, *,
                   axes, starts=(), ends=(), strides=(), infer_flags=(), decrease_axis=()):
-    starts = _from(starts_t, starts_list, starts)
-    ends = _from(ends_t, ends_list, ends)
-    strides = _from(strides_t, strides_list, strides)
+    index = _strided_index(x.shape, axes, _from(starts_t, starts_list, starts),
+                           _from(ends_t, ends_list, ends), _from(strides_t, strides_list, strides),
+                           infer_flags, decrease_axis)
+    return _decrease(x[index], list(decrease_axis)).copy()
+
+
+def _strided_index(shape, axes, starts, ends, strides, infer_flags, decrease_axis) -> tuple:
+    """The basic-slicing index of a strided_slice op on an input of `shape`."""
     flags = list(infer_flags) + [1] * (len(axes) - len(infer_flags))
     dec = {int(a) for a in decrease_axis}
-    index = [slice(None)] * x.ndim
+    index = [slice(None)] * len(shape)
     for i, a in enumerate(axes):
-        a = _axis(int(a), x.ndim)
+        a = _axis(int(a), len(shape))
         affect = starts[i] == -1 and ends[i] == 0 and flags[i] == -1 and a in dec
-        index[a] = strided_bounds(starts[i], ends[i], strides[i], x.shape[a], affect)
-    return _decrease(x[tuple(index)], list(decrease_axis)).copy()
+        index[a] = strided_bounds(starts[i], ends[i], strides[i], shape[a], affect)
+    return tuple(index)
 
 
 # -- gathers and scatters ------------------------------------------------------------
@@ -367,7 +392,15 @@ def gather_nd(xp, x, index):
 
 
 def scatter_add(xp, out, idx, values):
-    """out[idx] += values with duplicate indices accumulating (in place)."""
+    """out[idx] += values with duplicate indices accumulating (in place). On a GPU this is
+    cupyx.scatter_add; elsewhere ufunc.at, or a one-hot product for modules without it."""
+    if getattr(xp, "__name__", "") == "cupy":
+        try:
+            import cupyx
+            cupyx.scatter_add(out, idx, values)
+            return out
+        except (ImportError, AttributeError, TypeError, NotImplementedError):
+            pass
     at = getattr(xp.add, "at", None)
     if at is not None:
         try:
@@ -516,11 +549,6 @@ def fill_any_like(xp, x, *, value=0.0, dtype=-1):
     return full(xp, x.shape, value, dtype)
 
 
-@kernel("fill_zeros_like", inputs=["X"], outputs=["Out"])
-def fill_zeros_like(xp, x):
-    return xp.zeros_like(x)
-
-
 @kernel("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"],
         attrs=["shape", "input_dim_idx", "output_dim_idx", "dtype", "value", "str_value"])
 def fill_constant_batch_size_like(xp, x, *, shape, input_dim_idx=0, output_dim_idx=0, dtype=5,
@@ -624,3 +652,232 @@ def pad3d(xp, x, paddings_t, *, paddings=(), mode="constant", value=0.0, data_fo
     if mode == "constant":
         return xp.pad(x, width, mode="constant", constant_values=x.dtype.type(value))
     return xp.pad(x, width, mode=_PAD3D_MODES[mode])
+
+
+# -- gradients -----------------------------------------------------------------------
+# PaddlePaddle's gradient kernels of the ops above. Each returns the gradient of the
+# forward input (its shape, Out@GRAD's dtype) and never aliases Out@GRAD.
+
+def _shape_back(xp, xshape, dout):
+    """X@GRAD of an op that only changes the shape: Out@GRAD in XShape[1:]'s shape."""
+    return dout.reshape(tuple(xshape.shape[1:])).copy()
+
+
+@kernel("reshape2_grad", inputs=["XShape", "Out@GRAD"], outputs=["X@GRAD"])
+def reshape2_grad(xp, xshape, dout):
+    return _shape_back(xp, xshape, dout)
+
+
+@kernel("flatten_contiguous_range_grad", inputs=["XShape", "Out@GRAD"], outputs=["X@GRAD"])
+def flatten_contiguous_range_grad(xp, xshape, dout):
+    return _shape_back(xp, xshape, dout)
+
+
+@kernel("squeeze2_grad", inputs=["XShape", "Out@GRAD"], outputs=["X@GRAD"])
+def squeeze2_grad(xp, xshape, dout):
+    return _shape_back(xp, xshape, dout)
+
+
+@kernel("unsqueeze2_grad", inputs=["XShape", "Out@GRAD"], outputs=["X@GRAD"])
+def unsqueeze2_grad(xp, xshape, dout):
+    return _shape_back(xp, xshape, dout)
+
+
+@kernel("transpose2_grad", inputs=["XShape", "Out@GRAD"], outputs=["X@GRAD"], attrs=["axis"])
+def transpose2_grad(xp, xshape, dout, *, axis):
+    perm = [_axis(int(a), dout.ndim) for a in axis]
+    return xp.transpose(dout, np.argsort(perm).tolist()).copy()
+
+
+@kernel("concat_grad", inputs=["X", "AxisTensor", "Out@GRAD"], outputs=["X@GRAD"], attrs=["axis"])
+def concat_grad(xp, xs, axis_t, dout, *, axis=0):
+    """X@GRAD[i] = the piece of Out@GRAD where X[i] was (X read for the sizes)."""
+    if present(axis_t):
+        axis = host_int(axis_t)
+    axis = _axis(axis, dout.ndim)
+    bounds = np.cumsum([x.shape[axis] for x in xs])[:-1].tolist()
+    return [part.copy() for part in xp.split(dout, bounds, axis=axis)]
+
+
+@kernel("stack_grad", inputs=["X", "Y@GRAD"], outputs=["X@GRAD"], attrs=["axis"])
+def stack_grad(xp, xs, dy, *, axis=0):
+    moved = xp.moveaxis(dy, _axis(axis, dy.ndim), 0)
+    return [moved[i].copy() for i in range(moved.shape[0])]
+
+
+@kernel("unstack_grad", inputs=["Y@GRAD"], outputs=["X@GRAD"], attrs=["axis"])
+def unstack_grad(xp, dys, *, axis=0):
+    dys = list(dys)
+    some = next(d for d in dys if d is not None)
+    dys = [xp.zeros_like(some) if d is None else d for d in dys]
+    return xp.stack(dys, axis=_axis(axis, some.ndim + 1))
+
+
+def _slice_back(xp, shape, index, dout):
+    """Zeros of `shape` with Out@GRAD written at `index` (decreased dims restored)."""
+    dx = xp.zeros(tuple(shape), dtype=dout.dtype)
+    dx[index] = dout.reshape(dx[index].shape)
+    return dx
+
+
+@kernel("slice_grad",
+        inputs=["Input", "StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList", "Out@GRAD"],
+        outputs=["Input@GRAD"], attrs=["axes", "starts", "ends", "infer_flags", "decrease_axis"])
+def slice_grad(xp, x, starts_t, ends_t, starts_list, ends_list, dout, *, axes, starts=(), ends=(),
+               infer_flags=(), decrease_axis=()):
+    index = _slice_index(x.shape, axes, _from(starts_t, starts_list, starts),
+                         _from(ends_t, ends_list, ends))
+    return _slice_back(xp, x.shape, index, dout)
+
+
+@kernel("strided_slice_grad",
+        inputs=["Input", "StartsTensor", "StartsTensorList", "EndsTensor", "EndsTensorList",
+                "StridesTensor", "StridesTensorList", "Out@GRAD"],
+        outputs=["Input@GRAD"], attrs=["axes", "starts", "ends", "strides", "infer_flags", "decrease_axis"])
+def strided_slice_grad(xp, x, starts_t, starts_list, ends_t, ends_list, strides_t, strides_list, dout, *,
+                       axes, starts=(), ends=(), strides=(), infer_flags=(), decrease_axis=()):
+    index = _strided_index(x.shape, axes, _from(starts_t, starts_list, starts),
+                           _from(ends_t, ends_list, ends), _from(strides_t, strides_list, strides),
+                           infer_flags, decrease_axis)
+    return _slice_back(xp, x.shape, index, dout)
+
+
+def _wrap(xp, idx, dim):
+    """Indices with negative values counted from the end (as the forward indexing does)."""
+    return xp.where(idx < 0, idx + dim, idx).astype(np.int64)
+
+
+def _index_add_axis(xp, n, g, idx, axis):
+    """out (g's shape with `n` along `axis`) = zeros, then out[.., idx[i], ..] += g[.., i, ..]
+    along `axis`, duplicates accumulating."""
+    moved = xp.moveaxis(g, axis, 0)
+    out = xp.zeros((n,) + moved.shape[1:], dtype=g.dtype)
+    scatter_add(xp, out, idx, moved)
+    return xp.ascontiguousarray(xp.moveaxis(out, 0, axis))
+
+
+@kernel("gather_grad", inputs=["X", "Index", "Axis", "Out@GRAD"], outputs=["X@GRAD"], attrs=["axis"])
+def gather_grad(xp, x, index, axis_t, dout, *, axis=0):
+    """X@GRAD = zeros with Out@GRAD added at the gathered positions (repeats accumulate)."""
+    if present(axis_t):
+        axis = host_int(axis_t)
+    axis = _axis(axis, x.ndim)
+    idx = _index_vector(index)
+    if idx.ndim == 0:  # a 0-d index dropped the axis
+        dout, idx = xp.expand_dims(dout, axis), idx.reshape(1)
+    return _index_add_axis(xp, x.shape[axis], dout, _wrap(xp, idx, x.shape[axis]), axis)
+
+
+@kernel("gather_nd_grad", inputs=["X", "Index", "Out@GRAD"], outputs=["X@GRAD"])
+def gather_nd_grad(xp, x, index, dout):
+    """X@GRAD = zeros with Out@GRAD[i...] added at X[Index[i..., :]] (repeats accumulate)."""
+    k = index.shape[-1]
+    rest = tuple(x.shape[k:])
+    count = math.prod(index.shape[:-1])
+    if k == 0:  # every index picks all of X
+        return dout.reshape((count,) + tuple(x.shape)).sum(axis=0).astype(dout.dtype, copy=False)
+    flat = xp.zeros(index.shape[:-1], dtype=np.int64)
+    for i in range(k):  # the index depth: a handful of dims
+        flat = flat * x.shape[i] + _wrap(xp, index[..., i], x.shape[i])
+    out = xp.zeros((math.prod(x.shape[:k]),) + rest, dtype=dout.dtype)
+    scatter_add(xp, out, flat.reshape(-1), dout.reshape((count,) + rest))
+    return out.reshape(x.shape)
+
+
+@kernel("scatter_grad", inputs=["Ids", "Updates", "Out@GRAD"], outputs=["X@GRAD", "Updates@GRAD"],
+        attrs=["overwrite"])
+def scatter_grad(xp, ids, updates, dout, *, overwrite=True, need=None):
+    """PaddlePaddle's: X@GRAD = Out@GRAD with the rows Ids zeroed; Updates@GRAD = the rows
+    Ids of Out@GRAD, in both modes (with repeated Ids and overwrite, every repeat gets its
+    row's gradient, although only the last one was written)."""
+    ids = _index_vector(ids)
+    dx = du = None
+    if need is None or "X@GRAD" in need:
+        dx = dout.copy()
+        dx[ids] = 0
+    if need is None or "Updates@GRAD" in need:
+        du = xp.take(dout, ids, axis=0).reshape(updates.shape)
+    return dx, du
+
+
+def _reduce_to(xp, g, shape):
+    """Sum a broadcast gradient down to `shape` (X aligned to the right)."""
+    shape = tuple(shape)
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and g.shape[lead + i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape).astype(g.dtype, copy=True)
+
+
+@kernel("expand_v2_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+def expand_v2_grad(xp, x, dout):
+    return _reduce_to(xp, dout, x.shape)
+
+
+@kernel("expand_as_v2_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+def expand_as_v2_grad(xp, x, dout):
+    return _reduce_to(xp, dout, x.shape)
+
+
+@kernel("tile_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+def tile_grad(xp, x, dout):
+    """Out = X repeated in blocks: view Out@GRAD as [r0, d0, r1, d1, ...] and sum the r's
+    (the repeat counts follow from the shapes, whichever input gave them)."""
+    shape = (1,) * (dout.ndim - x.ndim) + tuple(x.shape)
+    if dout.size == 0:
+        return xp.zeros(x.shape, dtype=dout.dtype)
+    blocks = []
+    for o, d in zip(dout.shape, shape):
+        blocks += [o // d, d]
+    summed = dout.reshape(blocks).sum(axis=tuple(range(0, 2 * dout.ndim, 2)))
+    return summed.reshape(x.shape).astype(dout.dtype, copy=False)
+
+
+@kernel("pad_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"], attrs=["paddings"])
+def pad_grad(xp, dout, *, paddings):
+    p = [int(v) for v in paddings]
+    index = tuple(slice(p[2 * i], dout.shape[i] - p[2 * i + 1]) for i in range(dout.ndim))
+    return dout[index].copy()
+
+
+def pad_source(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """For each position of a dim of size `n` padded by (before, after): the input index
+    it copies (host ints), -1 for a constant."""
+    j = np.arange(-before, n + after)
+    if mode == "constant":
+        return np.where((j >= 0) & (j < n), j, -1)
+    if mode == "replicate":
+        return np.clip(j, 0, n - 1)
+    if mode == "circular":
+        return np.mod(j, n)
+    if mode == "reflect":
+        if n == 1:
+            return np.zeros_like(j)
+        period = 2 * (n - 1)
+        j = np.mod(j, period)
+        return np.where(j >= n, period - j, j)
+    raise ValueError(f"unknown pad mode {mode!r}")
+
+
+@kernel("pad3d_grad", inputs=["X", "Paddings", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["paddings", "mode", "data_format"])
+def pad3d_grad(xp, x, paddings_t, dout, *, paddings=(), mode="constant", data_format="NCDHW"):
+    """constant: the interior of Out@GRAD. reflect/replicate/circular: the interior plus each
+    padded position's gradient added to the input position it copies, one dim at a time."""
+    p = host_ints(paddings_t) if present(paddings_t) else [int(v) for v in paddings]
+    d, h, w = (2, 3, 4) if data_format == "NCDHW" else (1, 2, 3)
+    g = dout
+    for axis, before, after in ((w, p[0], p[1]), (h, p[2], p[3]), (d, p[4], p[5])):
+        if not before and not after:
+            continue
+        n = x.shape[axis]
+        moved = xp.moveaxis(g, axis, 0)
+        out = moved[before:before + n].copy()
+        if mode != "constant":
+            pos = np.concatenate([np.arange(before), np.arange(before + n, before + n + after)])
+            src = pad_source(n, before, after, mode)[pos]
+            scatter_add(xp, out, xp.asarray(src), moved[xp.asarray(pos)])
+        g = xp.moveaxis(out, 0, axis)
+    return xp.ascontiguousarray(g) if g is not dout else dout.copy()

@@ -8,6 +8,8 @@ from program import attrs as attr_codec
 from program import callsite, dtypes
 from program.errors import AttrError, DuplicateNameError, SlotError, UndefinedVariableError
 from program.operator import Operator
+
+EMPTY_VAR = "@EMPTY@"
 from program.ops import registry
 from program.ops.infer import InferContext, VarInfo
 from program.variable import Parameter, Variable
@@ -210,6 +212,8 @@ class Block:
                 raise SlotError(f"{kind} {name!r} takes one variable, got {len(args)}: {args}",
                                 op_type=opdef.type, callsite=where)
             for arg in args:
+                if arg == EMPTY_VAR:  # PaddlePaddle's "no variable" entry of a duplicable slot
+                    continue
                 if self.find_var(arg) is None:
                     raise UndefinedVariableError(
                         f"{opdef.type}: {kind} {name!r} refers to variable {arg!r}, which is not "

@@ -832,7 +832,8 @@ def test_cross_entropy_and_cross_entropy2():
     out = run("cross_entropy2", {"X": x, "Label": label})
     np.testing.assert_allclose(out["Y"].reshape(-1), [-math.log(0.6), 0.0, 1e20])
     np.testing.assert_allclose(out["MatchX"].reshape(-1), [0.6, 0.0, 0.0])
-    assert out["MatchX"].shape == (3, 1) and "XShape" not in out
+    # XShape carries X's shape (plus a trailing 0 dim) for the gradient op, as in PaddlePaddle
+    assert out["MatchX"].shape == (3, 1) and out["XShape"].shape == (3, 3, 0)
 
 
 @pytest.mark.parametrize("normalize", [False, True])
@@ -851,7 +852,8 @@ def test_sigmoid_cross_entropy_with_logits(normalize, with_pos_weight):
         if int(li) == -100:
             continue
         w = pw[idx] if with_pos_weight else 1.0
-        want[idx] = max(xi, 0) - xi * li + math.log(1 + math.exp(-abs(xi))) * w
+        # PaddlePaddle: (1 - label) * x + pos_weight * softplus(-x)
+        want[idx] = (1 - li) * xi + w * (max(-xi, 0) + math.log(1 + math.exp(-abs(xi))))
     if normalize:
         want /= (label != -100).sum()
     np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -893,10 +895,10 @@ def test_accuracy():
     indices = np.array([[3, 1], [0, 2], [4, 4], [1, 0]], np.int64)
     out = run("accuracy", {"Out": np.zeros((4, 2), np.float32), "Indices": indices,
                            "Label": np.array([[1], [3], [4], [1]], np.int64)})
-    assert out["Accuracy"].dtype == np.float32 and out["Accuracy"].shape == (1,)
+    assert out["Accuracy"].dtype == np.float32 and out["Accuracy"].shape == ()
     assert out["Correct"].dtype == np.int32 and out["Total"].dtype == np.int32
     np.testing.assert_allclose(out["Accuracy"], [0.75])
-    assert out["Correct"][0] == 3 and out["Total"][0] == 4
+    assert out["Correct"] == 3 and out["Total"] == 4
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

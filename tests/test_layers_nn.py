@@ -418,7 +418,7 @@ def test_accuracy_layer():
     assert topk.output("Out") == ["accuracy_0.tmp_0"] and topk.output("Indices") == ["accuracy_0.tmp_1"]
     assert acc.input("Out") == ["accuracy_0.tmp_0"] and acc.input("Indices") == ["accuracy_0.tmp_1"]
     assert acc.output("Correct") == ["accuracy_0.tmp_3"] and acc.output("Total") == ["accuracy_0.tmp_4"]
-    assert b.out.name == "accuracy_0.tmp_2" and b.out.dtype == F32 and list(b.out.shape) == [1]
+    assert b.out.name == "accuracy_0.tmp_2" and b.out.dtype == F32 and list(b.out.shape) == []
     assert b.var("accuracy_0.tmp_1").dtype == pb.VarType.INT64
     assert b.var("accuracy_0.tmp_3").dtype == pb.VarType.INT32
 

@@ -26,7 +26,7 @@ from program.errors import AttrError, DTypeError, ShapeError
 from program.layers.helper import LayerHelper
 from program.layers.math import (gelu, hard_swish, leaky_relu, log_softmax, relu, relu6,  # noqa: F401
                                  sigmoid, softmax, swish, tanh)
-from program.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa: F401
+from program.gradient_clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa: F401
 from program.param_attr import ParamAttr
 from proto import pb
 
@@ -39,7 +39,7 @@ __all__ = [
     # activations, from program.layers.math
     "relu", "relu6", "gelu", "tanh", "sigmoid", "leaky_relu", "hard_swish", "swish", "softmax",
     "log_softmax",
-    # gradient clipping (program/clip.py), as in paddle.nn
+    # gradient clipping (program/gradient_clip.py), as in paddle.nn
     "ClipGradByValue", "ClipGradByNorm", "ClipGradByGlobalNorm",
 ]
 

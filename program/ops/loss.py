@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from program.errors import AttrError
 from program.ops.infer import dims_match, normalize_axis
-from program.ops.registry import (BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRING, define, opt,
-                                  side)
+from program.ops.registry import (BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRING, define, grad_op,
+                                  opt, side)
 from proto import pb
 
 _T = pb.VarType
@@ -59,7 +59,8 @@ def _infer_softmax_with_cross_entropy(ctx):
 define("softmax_with_cross_entropy", inputs=["Logits", "Label"], outputs=["Softmax", "Loss"],
        attrs={"soft_label": BOOL(False), "use_softmax": BOOL(True), "numeric_stable_mode": BOOL(True),
               "ignore_index": INT(-100), "axis": INT(-1)},
-       infer=_infer_softmax_with_cross_entropy, grad=None,
+       infer=_infer_softmax_with_cross_entropy,
+       grad=grad_op(["Label", "Softmax", "Loss@GRAD"], ["Logits@GRAD"], like={"Logits@GRAD": "Softmax"}),
        doc="Softmax over `axis`, then cross entropy against Label; Loss has that axis reduced to 1.")
 
 
@@ -94,7 +95,7 @@ def _infer_cross_entropy(ctx):
 
 define("cross_entropy", inputs=["X", "Label"], outputs=["Y"],
        attrs={"soft_label": BOOL(False), "ignore_index": INT(-100)},
-       infer=_infer_cross_entropy, grad=None,
+       infer=_infer_cross_entropy, grad=grad_op(["X", "Label", "Y@GRAD"], ["X@GRAD"]),
        doc="Cross entropy of probabilities X against Label (class ids, or a distribution if soft_label).")
 
 
@@ -107,9 +108,18 @@ def _infer_cross_entropy2(ctx):
     ctx.set_output("XShape", [*x.shape, 0], x.dtype)  # PaddlePaddle appends the 0
 
 
+def _infer_cross_entropy_grad2(ctx):
+    # PaddlePaddle's cross_entropy_grad2 does not read X: X@GRAD has XShape's shape without
+    # its trailing 0.
+    xshape = ctx.input("XShape")
+    ctx.set_output("X@GRAD", xshape.shape[:-1], ctx.input("MatchX").dtype)
+
+
 define("cross_entropy2", inputs=["X", "Label"], outputs=["Y", "MatchX", "XShape"],
        attrs={"ignore_index": INT(-100)},
-       infer=_infer_cross_entropy2, grad=None,
+       infer=_infer_cross_entropy2,
+       grad=grad_op(["Label", "MatchX", "XShape", "Y@GRAD"], ["X@GRAD"], type="cross_entropy_grad2",
+                    infer=_infer_cross_entropy_grad2),
        doc="Hard-label cross entropy -log(X[label]) of probabilities X; MatchX keeps X[label].")
 
 
@@ -126,8 +136,9 @@ def _infer_sigmoid_ce(ctx):
 
 define("sigmoid_cross_entropy_with_logits", inputs=["X", "Label", opt("pos_weight")], outputs=["Out"],
        attrs={"normalize": BOOL(False), "ignore_index": INT(-100)},
-       infer=_infer_sigmoid_ce, grad=None,
-       doc="Elementwise max(X,0) - X*Label + log(1+exp(-|X|)); `normalize` divides by non-ignored count.")
+       infer=_infer_sigmoid_ce, grad=grad_op(["X", "Label", "pos_weight", "Out@GRAD"], ["X@GRAD"]),
+       doc="Elementwise max(X,0) - X*Label + log(1+exp(-|X|)) (with pos_weight: (1-Label)*X + "
+           "pos_weight*softplus(-X)); `normalize` divides by non-ignored count.")
 
 
 def _infer_bce_loss(ctx):
@@ -138,7 +149,7 @@ def _infer_bce_loss(ctx):
 
 
 define("bce_loss", inputs=["X", "Label"], outputs=["Out"], attrs={},
-       infer=_infer_bce_loss, grad=None,
+       infer=_infer_bce_loss, grad=grad_op(["X", "Label", "Out@GRAD"], ["X@GRAD"]),
        doc="Elementwise binary cross entropy of probabilities X: -(Label*log(X) + (1-Label)*log(1-X)).")
 
 
@@ -157,7 +168,9 @@ def _infer_huber_loss(ctx):
 
 define("huber_loss", inputs=["X", "Y"], outputs=["Out", side("Residual")],
        attrs={"delta": FLOAT()},
-       infer=_infer_huber_loss, grad=None,
+       infer=_infer_huber_loss,
+       grad=grad_op(["Residual", "Out@GRAD"], ["X@GRAD", "Y@GRAD"],
+                    like={"X@GRAD": "Residual", "Y@GRAD": "Residual"}),
        doc="Elementwise Huber loss of Residual = Y - X: quadratic within delta, linear beyond.")
 
 
@@ -174,7 +187,7 @@ def _infer_kldiv_loss(ctx):
 
 define("kldiv_loss", inputs=["X", "Target"], outputs=["Loss"],
        attrs={"reduction": STRING("mean"), "log_target": BOOL(False)},
-       infer=_infer_kldiv_loss, grad=None,
+       infer=_infer_kldiv_loss, grad=grad_op(["X", "Target", "Loss@GRAD"], ["X@GRAD"]),
        doc="KL divergence Target*(log(Target) - X) for log-probabilities X; 0-d unless reduction='none'.")
 
 
@@ -189,7 +202,7 @@ def _infer_label_smooth(ctx):
 
 define("label_smooth", inputs=["X", opt("PriorDist")], outputs=["Out"],
        attrs={"epsilon": FLOAT(0.0)},
-       infer=_infer_label_smooth, grad=None,
+       infer=_infer_label_smooth, grad=grad_op(["Out@GRAD"], ["X@GRAD"], like={"X@GRAD": "Out@GRAD"}),
        doc="Out = (1 - epsilon) * X + epsilon * PriorDist (uniform 1/num_classes without PriorDist).")
 
 
@@ -208,9 +221,10 @@ def _infer_accuracy(ctx):
         ctx.fail(f"Label and Indices must have the same batch size: Label {label}, Indices {idx}")
     if out.ndim != 2 or not all(dims_match(a, b) for a, b in zip(out.shape, idx.shape)):
         ctx.fail(f"Out and Indices must have the same [N, k] shape: Out {out}, Indices {idx}")
-    ctx.set_output("Accuracy", [1], _T.FP32)
-    ctx.set_output("Correct", [1], _T.INT32)
-    ctx.set_output("Total", [1], _T.INT32)
+    # 0-d results, as in PaddlePaddle 2.5 and later
+    ctx.set_output("Accuracy", [], _T.FP32)
+    ctx.set_output("Correct", [], _T.INT32)
+    ctx.set_output("Total", [], _T.INT32)
 
 
 define("accuracy", inputs=["Out", "Indices", "Label"], outputs=["Accuracy", "Correct", "Total"],

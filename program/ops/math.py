@@ -5,7 +5,7 @@ from __future__ import annotations
 from program import dtypes
 from program.ops.infer import broadcast_shapes, dims_match, merge_dim, normalize_axis, numel
 from program.ops.registry import (BOOL, FLOAT, INT, LONG, LONGS, INTS, NOT_DIFFERENTIABLE, STRING,
-                                  define, grad_op, many, opt)
+                                  GradOp, define, grad_maker, grad_op, many, opt)
 from proto import pb
 
 _T = pb.VarType
@@ -24,15 +24,24 @@ def _check_dtype_code(ctx, code: int, what: str) -> int:
 
 
 # -- scale, clip, cast, pow, sum, mean -------------------------------------------------
+def _scale_grad(op, g):
+    """scale's gradient is a `scale` of Out@GRAD by the same factor (the same ScaleTensor
+    when one is given) with no bias: d(s * X + b)/dX = d(s * (X + b))/dX = s."""
+    inputs = {"X": g.out("Out"), "ScaleTensor": op.input("ScaleTensor"), "BiasTensor": []}
+    return [GradOp("scale", inputs=inputs, outputs={"Out": [dx]},
+                   attrs={"scale": op.attr("scale", 1.0), "bias": 0.0, "bias_after_scale": True})
+            for dx in g.inp("X") if dx]
+
+
 define("scale", inputs=["X", opt("ScaleTensor"), opt("BiasTensor")], outputs=["Out"],
        attrs={"scale": FLOAT(1.0), "bias": FLOAT(0.0), "bias_after_scale": BOOL(True)},
-       infer=_same_as_x, grad=None,
+       infer=_same_as_x, grad=grad_maker(_scale_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out = scale * X + bias (or scale * (X + bias) when not bias_after_scale); "
            "ScaleTensor, when given, replaces `scale`")
 
 define("clip", inputs=["X", opt("Min"), opt("Max")], outputs=["Out"],
        attrs={"min": FLOAT(), "max": FLOAT()},
-       infer=_same_as_x, grad=None,
+       infer=_same_as_x, grad=grad_op(["X", "Min", "Max", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = min(max(X, min), max); the Min/Max tensors, when given, replace the attributes")
 
 
@@ -43,12 +52,22 @@ def _infer_cast(ctx):
     ctx.set_output("Out", x.shape, out_dtype)
 
 
+def _cast_grad(op, g):
+    """cast's gradient casts Out@GRAD back (PaddlePaddle swaps in_dtype and out_dtype; the
+    dtype cast back to is X's, which in_dtype records)."""
+    x = op.block.find_var(op.input("X")[0])
+    in_dtype = x.dtype if x is not None else op.attr("in_dtype")
+    return [GradOp("cast", inputs={"X": g.out("Out")}, outputs={"Out": [dx]},
+                   attrs={"in_dtype": op.attr("out_dtype"), "out_dtype": in_dtype})
+            for dx in g.inp("X") if dx]
+
+
 define("cast", inputs=["X"], outputs=["Out"], attrs={"in_dtype": INT(), "out_dtype": INT()},
-       infer=_infer_cast, grad=None,
+       infer=_infer_cast, grad=grad_maker(_cast_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out = X converted to out_dtype (a VarType number; in_dtype records X's dtype)")
 
 define("pow", inputs=["X", opt("FactorTensor")], outputs=["Out"], attrs={"factor": FLOAT(1.0)},
-       infer=_same_as_x, grad=None,
+       infer=_same_as_x, grad=grad_op(["X", "FactorTensor", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = X ** factor (FactorTensor, when given, replaces `factor`)")
 
 
@@ -65,7 +84,14 @@ def _infer_sum(ctx):
     ctx.set_output("Out", shape, dtype)
 
 
-define("sum", inputs=[many("X")], outputs=["Out"], infer=_infer_sum, grad=None,
+def _sum_grad(op, g):
+    """sum's gradient: one `scale` (by 1) of Out@GRAD per input whose gradient is wanted."""
+    return [GradOp("scale", inputs={"X": g.out("Out")}, outputs={"Out": [dx]}, attrs={"scale": 1.0})
+            for dx in g.inp("X") if dx]
+
+
+define("sum", inputs=[many("X")], outputs=["Out"], infer=_infer_sum,
+       grad=grad_maker(_sum_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out = X[0] + X[1] + ... (inputs of one shape and dtype)")
 
 
@@ -193,9 +219,10 @@ def _infer_matmul_v2(ctx):
     ctx.set_output("Out", out, dtype)
 
 
+_MATMUL_GRAD = grad_op(["X", "Y", "Out@GRAD"], ["X@GRAD", "Y@GRAD"])
 define("matmul_v2", inputs=["X", "Y"], outputs=["Out"],
        attrs={"trans_x": BOOL(False), "trans_y": BOOL(False)},
-       infer=_infer_matmul_v2, grad=None,
+       infer=_infer_matmul_v2, grad=_MATMUL_GRAD,
        doc="Out = X @ Y with numpy's matmul rules (1-D operands, broadcast batch dims); "
            "trans_x/trans_y transpose the last two dims first")
 
@@ -236,7 +263,7 @@ def _infer_matmul(ctx):
 define("matmul", inputs=["X", "Y"], outputs=["Out"],
        attrs={"transpose_X": BOOL(False), "transpose_Y": BOOL(False), "alpha": FLOAT(1.0),
               "head_number": INT(1)},
-       infer=_infer_matmul, grad=None,
+       infer=_infer_matmul, grad=_MATMUL_GRAD,
        doc="Legacy Out = alpha * X @ Y (transpose_X/transpose_Y first); batch dims must be "
            "equal or present on one side only")
 
@@ -262,7 +289,7 @@ def _infer_mul(ctx):
 
 define("mul", inputs=["X", "Y"], outputs=["Out"],
        attrs={"x_num_col_dims": INT(1), "y_num_col_dims": INT(1)},
-       infer=_infer_mul, grad=None,
+       infer=_infer_mul, grad=_MATMUL_GRAD,
        doc="Out = X2 @ Y2 with X flattened to 2-D at x_num_col_dims and Y at y_num_col_dims; "
            "Out's shape is X.shape[:x_num_col_dims] + Y.shape[y_num_col_dims:]")
 
@@ -279,7 +306,7 @@ def _infer_bmm(ctx):
     ctx.set_output("Out", [merge_dim(x.shape[0], y.shape[0]), x.shape[1], y.shape[2]], dtype)
 
 
-define("bmm", inputs=["X", "Y"], outputs=["Out"], infer=_infer_bmm, grad=None,
+define("bmm", inputs=["X", "Y"], outputs=["Out"], infer=_infer_bmm, grad=_MATMUL_GRAD,
        doc="Out[b] = X[b] @ Y[b] for 3-D X [B, M, K] and Y [B, K, N]")
 
 
@@ -304,7 +331,7 @@ def _infer_fc(ctx):
 
 define("fc", inputs=["Input", "W", opt("Bias")], outputs=["Out"],
        attrs={"in_num_col_dims": INT(1), "activation_type": STRING(""), "padding_weights": BOOL(False)},
-       infer=_infer_fc, grad=None,
+       infer=_infer_fc, grad=NOT_DIFFERENTIABLE,  # PaddlePaddle's fc has no gradient op
        doc="Fused inference fully-connected layer: Out = act(Input2 @ W + Bias), Input "
            "flattened to 2-D at in_num_col_dims; activation_type '' or 'relu'")
 
@@ -358,7 +385,7 @@ def _infer_cumsum(ctx):
 
 define("cumsum", inputs=["X"], outputs=["Out"],
        attrs={"axis": INT(-1), "flatten": BOOL(False), "exclusive": BOOL(False), "reverse": BOOL(False)},
-       infer=_infer_cumsum, grad=None,
+       infer=_infer_cumsum, grad=grad_op(["X", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = cumulative sum of X along `axis` (of X flattened to 1-D when `flatten`); "
            "`exclusive` leaves out the current element, `reverse` sums from the end")
 
@@ -409,7 +436,7 @@ def _infer_top_k(ctx):
 
 define("top_k_v2", inputs=["X", opt("K")], outputs=["Out", "Indices"],
        attrs={"k": INT(1), "axis": INT(-1), "largest": BOOL(True), "sorted": BOOL(True)},
-       infer=_infer_top_k, grad=None,
+       infer=_infer_top_k, grad=grad_op(["X", "K", "Indices", "Out@GRAD"], ["X@GRAD"]),
        doc="Out, Indices (int64) = the k largest (smallest unless `largest`) elements of X "
            "along `axis` and their positions; the K tensor, when given, replaces `k`")
 
@@ -427,7 +454,8 @@ def _infer_where(ctx):
     ctx.set_output("Out", shape, dtype)
 
 
-define("where", inputs=["Condition", "X", "Y"], outputs=["Out"], infer=_infer_where, grad=None,
+define("where", inputs=["Condition", "X", "Y"], outputs=["Out"], infer=_infer_where,
+       grad=grad_op(["Condition", "X", "Y", "Out@GRAD"], ["X@GRAD", "Y@GRAD"]),
        doc="Out = X where Condition else Y (all three of one shape)")
 
 
@@ -448,7 +476,7 @@ def _infer_p_norm(ctx):
 define("p_norm", inputs=["X"], outputs=["Out"],
        attrs={"porder": FLOAT(2.0), "axis": INT(-1), "epsilon": FLOAT(1e-12),
               "keepdim": BOOL(False), "asvector": BOOL(False)},
-       infer=_infer_p_norm, grad=None,
+       infer=_infer_p_norm, grad=grad_op(["X", "Out", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = (sum |X|^porder)^(1/porder) along `axis` (over all elements when `asvector`)")
 
 
@@ -469,6 +497,8 @@ def _infer_increment(ctx):
     ctx.set_output("Out", x.shape, x.dtype)
 
 
+# PaddlePaddle's increment "gradient" writes increment(Out, step=-step) back into X (it
+# undoes a loop counter's step); a counter carries no gradient, so Keel has none.
 define("increment", inputs=["X"], outputs=["Out"], attrs={"step": FLOAT(1.0)},
        infer=_infer_increment, grad=NOT_DIFFERENTIABLE,
        doc="Out = X + step for a one-element X (loop counters)")
@@ -479,7 +509,8 @@ def _infer_squared_l2_norm(ctx):
     ctx.set_output("Out", [1], x.dtype)
 
 
-define("squared_l2_norm", inputs=["X"], outputs=["Out"], infer=_infer_squared_l2_norm, grad=None,
+define("squared_l2_norm", inputs=["X"], outputs=["Out"], infer=_infer_squared_l2_norm,
+       grad=grad_op(["X", "Out@GRAD"], ["X@GRAD"]),
        doc="Out ([1]) = sum of the squares of all elements of X")
 
 
@@ -488,5 +519,6 @@ def _infer_l1_norm(ctx):
     ctx.set_output("Out", [], x.dtype)
 
 
-define("l1_norm", inputs=["X"], outputs=["Out"], infer=_infer_l1_norm, grad=None,
+define("l1_norm", inputs=["X"], outputs=["Out"], infer=_infer_l1_norm,
+       grad=grad_op(["X", "Out@GRAD"], ["X@GRAD"]),
        doc="Out (0-d) = sum of the absolute values of all elements of X")

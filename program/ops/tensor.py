@@ -5,7 +5,7 @@ from __future__ import annotations
 from program import dtypes
 from program.ops.infer import dims_match, merge_dim, normalize_axis, numel
 from program.ops.registry import (BOOL, FLOAT, INT, INTS, LONGS, NOT_DIFFERENTIABLE, SCALARS, STRING,
-                                  Slot, define, many, opt, side)
+                                  GradOp, Slot, define, grad_maker, grad_op, many, opt, side)
 from proto import pb
 
 _T = pb.VarType
@@ -64,6 +64,19 @@ def _shape_from_tensors(ctx, attr_shape, list_slot=None, tensor_slot=None):
             ctx.fail(f"{tensor_slot} has an unknown length, so the output rank is unknown: {t}")
         return [-1] * n
     return None
+
+
+# -- gradient shape rules ------------------------------------------------------------------
+def _infer_grad_from_xshape(ctx):
+    """reshape2/transpose2/flatten/squeeze2/unsqueeze2 gradients read XShape, not X:
+    X@GRAD has XShape's shape without its leading 0."""
+    xshape, dout = ctx.input("XShape"), ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", list(xshape.shape[1:]), dout.dtype)
+
+
+def _xshape_grad(*extra_inputs):
+    """The gradient of an op that records X's shape in XShape: `<op>_grad(XShape, Out@GRAD)`."""
+    return grad_op(["XShape", "Out@GRAD", *extra_inputs], ["X@GRAD"], infer=_infer_grad_from_xshape)
 
 
 # -- feed / fetch --------------------------------------------------------------------------
@@ -140,7 +153,7 @@ def _infer_reshape2(ctx):
 define("reshape2", inputs=["X", opt("Shape"), many("ShapeTensor", optional=True)],
        outputs=["Out", side("XShape")],
        attrs={"shape": INTS([]), "use_quantizer": BOOL(False)},
-       infer=_infer_reshape2, grad=None,
+       infer=_infer_reshape2, grad=_xshape_grad(),
        doc="Out = X with shape `shape` (0: copy X's dim, -1: inferred); the Shape tensor or "
            "the ShapeTensor list, when given, replace the attribute")
 
@@ -157,7 +170,7 @@ def _infer_transpose2(ctx):
 
 define("transpose2", inputs=["X"], outputs=["Out", _XSHAPE_EXTRA],
        attrs={"axis": INTS()}, extra_attrs={"data_format": STRING("AnyLayout")},
-       infer=_infer_transpose2, grad=None,
+       infer=_infer_transpose2, grad=_xshape_grad(),
        doc="Out = X with its dims permuted: Out.shape[i] = X.shape[axis[i]]")
 
 
@@ -179,7 +192,7 @@ def _infer_flatten(ctx):
 
 define("flatten_contiguous_range", inputs=["X"], outputs=["Out", Slot("XShape", extra=True)],
        attrs={"start_axis": INT(), "stop_axis": INT()},
-       infer=_infer_flatten, grad=None,
+       infer=_infer_flatten, grad=_xshape_grad(),
        doc="Out = X with dims start_axis..stop_axis (inclusive) merged into one")
 
 
@@ -204,7 +217,7 @@ def _infer_squeeze2(ctx):
 
 
 define("squeeze2", inputs=["X"], outputs=["Out", _XSHAPE_EXTRA],
-       attrs={"axes": INTS([])}, infer=_infer_squeeze2, grad=None,
+       attrs={"axes": INTS([])}, infer=_infer_squeeze2, grad=_xshape_grad(),
        doc="Out = X without the size-1 dims listed in `axes` (all size-1 dims when empty); "
            "listed dims of another size are kept")
 
@@ -240,7 +253,8 @@ def _infer_unsqueeze2(ctx):
 
 define("unsqueeze2", inputs=["X", opt("AxesTensor"), many("AxesTensorList", optional=True)],
        outputs=["Out", _XSHAPE_EXTRA],
-       attrs={"axes": INTS([])}, infer=_infer_unsqueeze2, grad=None,
+       attrs={"axes": INTS([])}, infer=_infer_unsqueeze2,
+       grad=_xshape_grad("AxesTensor", "AxesTensorList"),
        doc="Out = X with size-1 dims inserted at `axes`, in order")
 
 
@@ -272,8 +286,11 @@ def _infer_concat(ctx):
     ctx.set_output("Out", out, dtype)
 
 
+# split's gradient is a concat that keeps split's attributes (num, sections), as PaddlePaddle
+# writes it; they are accepted here as extra attributes and ignored.
 define("concat", inputs=[many("X"), opt("AxisTensor")], outputs=["Out"], attrs={"axis": INT(0)},
-       infer=_infer_concat, grad=None,
+       extra_attrs={"num": INT(0), "sections": INTS([])},
+       infer=_infer_concat, grad=grad_op(["X", "AxisTensor", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = the inputs joined along `axis` (AxisTensor, when given, replaces it)")
 
 
@@ -319,10 +336,22 @@ def _infer_split(ctx):
         ctx.set_output("Out", shape, x.dtype, i)
 
 
+def _split_grad(op, g):
+    """split's gradient is a `concat` of the output gradients along the same axis (the
+    engine fills unused ones with zeros), carrying split's attributes, as PaddlePaddle's."""
+    dx = g.inp("X")[0]
+    if not dx:
+        return []
+    attrs = {"axis": op.attr("axis", 0), "num": op.attr("num", 0),
+             "sections": list(op.attr("sections", None) or [])}
+    return [GradOp("concat", {"X": g.out("Out"), "AxisTensor": op.input("AxisTensor")},
+                   {"Out": [dx]}, attrs)]
+
+
 define("split", inputs=["X", opt("AxisTensor"), many("SectionsTensorList", optional=True)],
        outputs=[many("Out")],
        attrs={"axis": INT(0), "num": INT(0), "sections": INTS([])},
-       infer=_infer_split, grad=None,
+       infer=_infer_split, grad=grad_maker(_split_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out[i] = consecutive pieces of X along `axis`: `num` equal pieces, or pieces of "
            "the sizes in `sections` (one -1 takes the rest)")
 
@@ -346,7 +375,7 @@ def _infer_stack(ctx):
 
 
 define("stack", inputs=[many("X")], outputs=["Y"], attrs={"axis": INT(0)},
-       infer=_infer_stack, grad=None,
+       infer=_infer_stack, grad=grad_op(["X", "Y@GRAD"], ["X@GRAD"]),
        doc="Y = the inputs (of one shape) stacked along a new dim at `axis`")
 
 
@@ -365,8 +394,22 @@ def _infer_unstack(ctx):
         ctx.set_output("Y", shape, x.dtype, i)
 
 
+def _infer_unstack_grad(ctx):
+    """unstack_grad reads only Y@GRAD: X@GRAD is the Y@GRADs stacked along `axis`."""
+    dys = ctx.inputs("Y@GRAD")
+    shape = list(dys[0].shape)
+    for dy in dys[1:]:
+        shape = [merge_dim(a, b) for a, b in zip(shape, dy.shape)]
+    rank = len(shape) + 1
+    axis = ctx.attr("axis")
+    if not -rank <= axis < rank:
+        ctx.fail(f"axis {axis} is out of range for the gradients {dys[0]}")
+    shape.insert(axis % rank, len(dys))
+    ctx.set_output("X@GRAD", shape, dys[0].dtype)
+
+
 define("unstack", inputs=["X"], outputs=[many("Y")], attrs={"axis": INT(0), "num": INT(0)},
-       infer=_infer_unstack, grad=None,
+       infer=_infer_unstack, grad=grad_op(["Y@GRAD"], ["X@GRAD"], infer=_infer_unstack_grad),
        doc="Y[i] = X[..., i, ...] along `axis` (num = X.shape[axis] outputs)")
 
 
@@ -419,14 +462,19 @@ _SLICE_TENSORS = [opt("StartsTensor"), opt("EndsTensor"), many("StartsTensorList
 _SLICE_ATTRS = {"axes": INTS(), "starts": INTS([]), "ends": INTS([]), "infer_flags": INTS([]),
                 "decrease_axis": INTS([])}
 
+_SLICE_TENSOR_NAMES = [s.name for s in _SLICE_TENSORS]
+
 define("slice", inputs=["Input", *_SLICE_TENSORS], outputs=["Out"], attrs=_SLICE_ATTRS,
-       infer=lambda ctx: _infer_slicing(ctx, strided=False), grad=None,
+       infer=lambda ctx: _infer_slicing(ctx, strided=False),
+       grad=grad_op(["Input", *_SLICE_TENSOR_NAMES, "Out@GRAD"], ["Input@GRAD"]),
        doc="Out = Input[starts:ends] along each of `axes`; indices count from the end when "
            "negative and clamp like Python's; decrease_axis drops those (size-1) dims")
 define("strided_slice",
        inputs=["Input", *_SLICE_TENSORS, opt("StridesTensor"), many("StridesTensorList", optional=True)],
        outputs=["Out"], attrs={**_SLICE_ATTRS, "strides": INTS([])},
-       infer=lambda ctx: _infer_slicing(ctx, strided=True), grad=None,
+       infer=lambda ctx: _infer_slicing(ctx, strided=True),
+       grad=grad_op(["Input", *_SLICE_TENSOR_NAMES, "StridesTensor", "StridesTensorList", "Out@GRAD"],
+                    ["Input@GRAD"]),
        doc="Out = Input[starts:ends:strides] along each of `axes` (Python semantics, negative "
            "strides allowed); decrease_axis drops those (size-1) dims")
 
@@ -458,7 +506,7 @@ def _infer_gather(ctx):
 
 
 define("gather", inputs=["X", "Index", opt("Axis")], outputs=["Out"], attrs={"axis": INT(0)},
-       infer=_infer_gather, grad=None,
+       infer=_infer_gather, grad=grad_op(["X", "Index", "Axis", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = X indexed by the 1-D Index along `axis` (the Axis tensor, when given, replaces it)")
 
 
@@ -475,7 +523,8 @@ def _infer_gather_nd(ctx):
     ctx.set_output("Out", list(index.shape[:-1]) + list(x.shape[depth:]), x.dtype)
 
 
-define("gather_nd", inputs=["X", "Index"], outputs=["Out"], infer=_infer_gather_nd, grad=None,
+define("gather_nd", inputs=["X", "Index"], outputs=["Out"], infer=_infer_gather_nd,
+       grad=grad_op(["X", "Index", "Out@GRAD"], ["X@GRAD"]),
        doc="Out[i...] = X[Index[i..., :]]: the last dim of Index indexes X's leading dims")
 
 
@@ -496,7 +545,9 @@ def _infer_scatter(ctx):
 
 
 define("scatter", inputs=["X", "Ids", "Updates"], outputs=["Out"], attrs={"overwrite": BOOL(True)},
-       infer=_infer_scatter, grad=None,
+       infer=_infer_scatter,
+       grad=grad_op(["Ids", "Updates", "Out@GRAD"], ["X@GRAD", "Updates@GRAD"],
+                    like={"X@GRAD": "Out@GRAD"}),
        doc="Out = X with rows Ids replaced by (or, unless overwrite, accumulated with) Updates")
 
 
@@ -536,7 +587,8 @@ def _infer_expand_v2(ctx):
 
 
 define("expand_v2", inputs=["X", opt("Shape"), many("expand_shapes_tensor", optional=True)],
-       outputs=["Out"], attrs={"shape": INTS([])}, infer=_infer_expand_v2, grad=None,
+       outputs=["Out"], attrs={"shape": INTS([])}, infer=_infer_expand_v2,
+       grad=grad_op(["X", "Shape", "expand_shapes_tensor", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = X broadcast to `shape` (-1 keeps X's dim; X aligned to the right)")
 
 
@@ -551,7 +603,7 @@ def _infer_expand_as_v2(ctx):
 
 
 define("expand_as_v2", inputs=["X", opt("Y")], outputs=["Out"], attrs={"target_shape": INTS([])},
-       infer=_infer_expand_as_v2, grad=None,
+       infer=_infer_expand_as_v2, grad=grad_op(["X", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = X broadcast to target_shape (or to Y's shape)")
 
 
@@ -570,7 +622,8 @@ def _infer_tile(ctx):
 
 
 define("tile", inputs=["X", opt("RepeatTimes"), many("repeat_times_tensor", optional=True)],
-       outputs=["Out"], attrs={"repeat_times": INTS([])}, infer=_infer_tile, grad=None,
+       outputs=["Out"], attrs={"repeat_times": INTS([])}, infer=_infer_tile,
+       grad=grad_op(["X", "RepeatTimes", "repeat_times_tensor", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = X repeated repeat_times[i] times along each dim (shapes aligned to the right)")
 
 
@@ -624,11 +677,6 @@ define("fill_constant",
            "empty, holds the exact value; the Value/Shape tensors, when given, replace them)")
 
 
-def _infer_fill_any_like_x(ctx):
-    x = ctx.input("X")
-    ctx.set_output("Out", x.shape, x.dtype)
-
-
 def _infer_fill_any_like(ctx):
     x = ctx.input("X")
     dtype = x.dtype if ctx.attr("dtype") == -1 else _dtype_attr(ctx)
@@ -638,11 +686,6 @@ def _infer_fill_any_like(ctx):
 define("fill_any_like", inputs=["X"], outputs=["Out"], attrs={"value": FLOAT(0.0), "dtype": INT(-1)},
        infer=_infer_fill_any_like, grad=NOT_DIFFERENTIABLE,
        doc="Out = a tensor of X's shape filled with `value`, of type `dtype` (-1: X's)")
-
-
-define("fill_zeros_like", inputs=["X"], outputs=["Out"], infer=_infer_fill_any_like_x,
-       grad=NOT_DIFFERENTIABLE,
-       doc="Out = zeros of X's shape and dtype (the gradient of an output nothing depends on)")
 
 
 def _infer_fill_batch_like(ctx):
@@ -671,7 +714,16 @@ def _infer_assign(ctx):
         ctx.set_output("Out", x.shape, x.dtype)
 
 
-define("assign", inputs=[opt("X")], outputs=["Out"], infer=_infer_assign, grad=None,
+def _assign_grad(op, g):
+    """assign's gradient is an `assign` of Out@GRAD, as PaddlePaddle writes it."""
+    dx = g.inp("X")
+    if not dx or not dx[0]:
+        return []
+    return [GradOp("assign", {"X": g.out("Out")}, {"Out": [dx[0]]})]
+
+
+define("assign", inputs=[opt("X")], outputs=["Out"], infer=_infer_assign,
+       grad=grad_maker(_assign_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out = a copy of X")
 
 
@@ -743,8 +795,17 @@ def _infer_pad(ctx):
     ctx.set_output("Out", [_padded(d, p[2 * i], p[2 * i + 1]) for i, d in enumerate(x.shape)], x.dtype)
 
 
+def _infer_pad_grad(ctx):
+    """pad_grad reads only Out@GRAD: X@GRAD is it with the paddings cut off."""
+    dout, p = ctx.input("Out@GRAD"), list(ctx.attr("paddings"))
+    if len(p) != 2 * dout.ndim:
+        ctx.fail(f"paddings {p} must have 2 entries per dim ({2 * dout.ndim}) for {dout}")
+    shape = [d - p[2 * i] - p[2 * i + 1] if d >= 0 else -1 for i, d in enumerate(dout.shape)]
+    ctx.set_output("X@GRAD", shape, dout.dtype)
+
+
 define("pad", inputs=["X"], outputs=["Out"], attrs={"paddings": INTS(), "pad_value": FLOAT(0.0)},
-       infer=_infer_pad, grad=None,
+       infer=_infer_pad, grad=grad_op(["Out@GRAD"], ["X@GRAD"], infer=_infer_pad_grad),
        doc="Out = X padded with pad_value: paddings[2i] before and paddings[2i+1] after dim i")
 
 
@@ -779,6 +840,6 @@ def _infer_pad3d(ctx):
 define("pad3d", inputs=["X", opt("Paddings")], outputs=["Out"],
        attrs={"paddings": INTS(), "mode": STRING("constant"), "value": FLOAT(0.0),
               "data_format": STRING("NCDHW")},
-       infer=_infer_pad3d, grad=None,
+       infer=_infer_pad3d, grad=grad_op(["X", "Paddings", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = 5-D X padded on W, H, D by paddings [left, right, top, bottom, front, back] "
            "(mode constant with `value`, reflect, replicate or circular)")
