@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from program import default, op_role, unique_name
 from program.backward import append_backward
-from program.clip import ClipGradBase
+from program.gradient_clip import ClipGradBase
 from program.lr import LRScheduler
 from program.regularizer import append_regularization, as_regularizer
 
