@@ -1,0 +1,40 @@
+"""Command-line tools."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "paddle"
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "inspect_model.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_inspect_model_lists_program_feeds_fetches_and_params():
+    r = _run(FIXTURES / "lenet.pdmodel")
+    assert r.returncode == 0, r.stderr
+    assert "conv2d(" in r.stdout and "0: x float32[-1, 1, 16, 16]" in r.stdout
+    assert "linear_0.w_0 [72, 10]" in r.stdout and "1,082 values" in r.stdout
+
+
+def test_inspect_model_check_lists_every_problem(tmp_path):
+    from proto import pb
+    desc = pb.ProgramDesc.FromString((FIXTURES / "mlp_fc.pdmodel").read_bytes())
+    desc.blocks[0].ops[1].type = "mull"
+    desc.blocks[0].ops[2].type = "frobnicate"
+    bad = tmp_path / "bad.pdmodel"
+    bad.write_bytes(desc.SerializeToString())
+    r = _run(bad, "--check")
+    assert r.returncode == 1
+    assert "'mull' (did you mean mul" in r.stdout and "'frobnicate'" in r.stdout
+    assert "2 problem(s)" in r.stdout
+    assert _run(FIXTURES / "convbn_adam.train.pdmodel", "--check").returncode == 0
+
+
+def test_inspect_model_reports_unreadable_file(tmp_path):
+    junk = tmp_path / "junk.pdmodel"
+    junk.write_bytes(b"\xff\x00not a program")
+    r = _run(junk)
+    assert r.returncode == 1 and "junk.pdmodel" in r.stderr and "Traceback" not in r.stderr
