@@ -16,10 +16,18 @@ Semantics follow PaddlePaddle's legacy ops (the phi CPU kernels are the referenc
 - batch_norm: batch statistics use the biased variance, and so does the running-variance
   update; SavedVariance holds 1/sqrt(var + eps).
 - interpolation follows Paddle's index/weight formulas including its float32/float64 mix.
+
+Gradient kernels (end of the file) reuse the same views: conv2d_grad is one GEMM of the
+columns with dOut for the filter and W^T dOut + col2im (a strided add per window offset)
+for the input; pool2d_grad makes one strided pass per window offset, routing max-pool
+gradients to the first maximum of each window; batch_norm_grad reads SavedMean and
+SavedVariance (the inverse std) in training, the running Mean/Variance otherwise.
 """
 from __future__ import annotations
 
 import struct
+
+import numpy as np
 
 from kernels.registry import kernel
 
@@ -107,33 +115,24 @@ def _spatial(x, channel_last):
 
 # ----------------------------------------------------------------------------- conv2d
 
-def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format):
-    if x.ndim != 4 or w.ndim != 4:
-        raise ValueError(f"conv2d expects 4-D Input and Filter, got {x.shape} and {w.shape}")
-    channel_last = _channel_last(data_format)
-    n = x.shape[0]
-    c = x.shape[3] if channel_last else x.shape[1]
+def _conv_setup(x, w_hw, strides, paddings, padding_algorithm, dilations, channel_last):
+    """(sh, sw, dh, dw, pads) of a convolution: SAME forces the dilations to 1 (Paddle's
+    UpdatePaddingAndDilation) and pads from the undilated kernel size."""
     h, wd = _spatial(x, channel_last)
-    o, cg, kh, kw = w.shape
-    g = int(groups) if groups and groups > 0 else 1
-    if c != cg * g or o % g:
-        raise ValueError(f"conv2d: Input has {c} channels, Filter {tuple(w.shape)} with groups={g} "
-                         f"expects {cg * g} input channels and out channels divisible by groups")
     sh, sw = [int(s) for s in _as_list(strides, 2)]
     dh, dw = [int(d) for d in _as_list(dilations, 2)]
     if padding_algorithm == "SAME":
-        dh = dw = 1  # Paddle's UpdatePaddingAndDilation
-    pads = _resolve_padding(paddings, padding_algorithm, (h, wd), (sh, sw), (kh, kw))
-    oh = (h + pads[0] + pads[1] - (dh * (kh - 1) + 1)) // sh + 1
-    ow = (wd + pads[2] + pads[3] - (dw * (kw - 1) + 1)) // sw + 1
-    if oh <= 0 or ow <= 0:
-        raise ValueError(f"conv2d: output size ({oh}, {ow}) is not positive for input {tuple(x.shape)}")
+        dh = dw = 1
+    pads = _resolve_padding(paddings, padding_algorithm, (h, wd), (sh, sw), w_hw)
+    return sh, sw, dh, dw, pads
 
-    out_dtype = x.dtype
-    cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
-    x = x.astype(cdt, copy=False)
-    w = w.astype(cdt, copy=False)
-    xpad = _pad_spatial(xp, x, pads, channel_last)
+
+def _conv_core(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, channel_last):
+    """The convolution of an already padded input with Filter w [O, C/g, kh, kw], restricted
+    to the first oh x ow output positions: im2col through the strided window view + GEMM."""
+    o, cg, kh, kw = w.shape
+    n = xpad.shape[0]
+    c = cg * g
     win = _windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channel_last)
     p = n * oh * ow
     og = o // g
@@ -147,14 +146,39 @@ def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, d
             cols = win.reshape(p, kh, kw, g, cg).transpose(3, 0, 1, 2, 4).reshape(g, p, kh * kw * cg)
             wmat = w.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(g, kh * kw * cg, og)
             out = xp.matmul(cols, wmat).transpose(1, 0, 2).reshape(p, o)
-        out = out.reshape(n, oh, ow, o)
-    else:
-        # win [N, C, oh, ow, kh, kw] -> cols [N, g, cg*kh*kw, oh*ow]; W [g, og, cg*kh*kw];
-        # one batched matmul -> [N, g, og, oh*ow], which is NCHW with no transpose (measured
-        # 10x faster than one [O, K] x [K, N*oh*ow] GEMM plus the transpose for small C)
-        cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, g, cg * kh * kw, oh * ow)
-        wmat = w.reshape(g, og, cg * kh * kw)
-        out = xp.matmul(wmat, cols).reshape(n, o, oh, ow)
+        return out.reshape(n, oh, ow, o)
+    # win [N, C, oh, ow, kh, kw] -> cols [N, g, cg*kh*kw, oh*ow]; W [g, og, cg*kh*kw];
+    # one batched matmul -> [N, g, og, oh*ow], which is NCHW with no transpose (measured
+    # 10x faster than one [O, K] x [K, N*oh*ow] GEMM plus the transpose for small C)
+    cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, g, cg * kh * kw, oh * ow)
+    wmat = w.reshape(g, og, cg * kh * kw)
+    return xp.matmul(wmat, cols).reshape(n, o, oh, ow)
+
+
+def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format):
+    if x.ndim != 4 or w.ndim != 4:
+        raise ValueError(f"conv2d expects 4-D Input and Filter, got {x.shape} and {w.shape}")
+    channel_last = _channel_last(data_format)
+    c = x.shape[3] if channel_last else x.shape[1]
+    h, wd = _spatial(x, channel_last)
+    o, cg, kh, kw = w.shape
+    g = int(groups) if groups and groups > 0 else 1
+    if c != cg * g or o % g:
+        raise ValueError(f"conv2d: Input has {c} channels, Filter {tuple(w.shape)} with groups={g} "
+                         f"expects {cg * g} input channels and out channels divisible by groups")
+    sh, sw, dh, dw, pads = _conv_setup(x, (kh, kw), strides, paddings, padding_algorithm, dilations,
+                                       channel_last)
+    oh = (h + pads[0] + pads[1] - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (wd + pads[2] + pads[3] - (dw * (kw - 1) + 1)) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"conv2d: output size ({oh}, {ow}) is not positive for input {tuple(x.shape)}")
+
+    out_dtype = x.dtype
+    cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
+    x = x.astype(cdt, copy=False)
+    w = w.astype(cdt, copy=False)
+    xpad = _pad_spatial(xp, x, pads, channel_last)
+    out = _conv_core(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, channel_last)
     return xp.ascontiguousarray(out).astype(out_dtype, copy=False)
 
 
@@ -637,8 +661,10 @@ def _host_floats(t):
     return [float(v) for v in t.reshape(-1).tolist()]
 
 
-def _interp(xp, x, out_size_t, size_tensor, scale_t, data_layout, out_d, out_h, out_w, scale,
-            interp_method, align_corners, align_mode):
+def _interp_sizes(x, out_size_t, size_tensor, scale_t, data_layout, out_d, out_h, out_w, scale):
+    """(resized axes, their input sizes, output sizes, scales (-1: none)) as Paddle's
+    interpolate kernels (forward and gradient) derive them: SizeTensor, else OutSize, else a
+    Scale tensor / the scale attribute, else out_d/out_h/out_w."""
     nd = x.ndim - 2
     if nd not in (1, 2, 3):
         raise ValueError(f"interpolate expects a 3-D, 4-D or 5-D input, got shape {tuple(x.shape)}")
@@ -667,6 +693,13 @@ def _interp(xp, x, out_size_t, size_tensor, scale_t, data_layout, out_d, out_h, 
     if any(s <= 0 for s in sizes):
         raise ValueError(f"interpolate: output size {sizes} must be positive "
                          "(set out_h/out_w, scale, OutSize or SizeTensor)")
+    return axes, in_sizes, sizes, scales
+
+
+def _interp(xp, x, out_size_t, size_tensor, scale_t, data_layout, out_d, out_h, out_w, scale,
+            interp_method, align_corners, align_mode):
+    axes, in_sizes, sizes, scales = _interp_sizes(x, out_size_t, size_tensor, scale_t, data_layout,
+                                                  out_d, out_h, out_w, scale)
     if sizes == in_sizes:
         return x.copy()
     method = interp_method
@@ -720,3 +753,690 @@ def pixel_shuffle(xp, x, *, upscale_factor, data_format):
     oc = c // (r * r)
     out = x.reshape(n, oc, r, r, h, w).transpose(0, 1, 4, 2, 5, 3)
     return xp.ascontiguousarray(out.reshape(n, oc, h * r, w * r))
+
+
+# ============================================================================= gradients
+# Gradient kernels, in the order of the forward ops above. Each returns arrays of the
+# forward input's dtype and shape (None for an output the op does not bind: `need`).
+
+def _tap(a, b, oh, ow, sh, sw, dh, dw, channel_last):
+    """Index of the input cells that window offset (a, b) reads for every output position:
+    a strided slice of the padded input, shaped like the output."""
+    rows = slice(a * dh, a * dh + (oh - 1) * sh + 1, sh)
+    cols = slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
+    return (slice(None), rows, cols, slice(None)) if channel_last else (slice(None), slice(None), rows, cols)
+
+
+def _crop_spatial(xpad, pads, h, w, channel_last):
+    top, left = pads[0], pads[2]
+    if channel_last:
+        return xpad[:, top:top + h, left:left + w, :]
+    return xpad[:, :, top:top + h, left:left + w]
+
+
+def _nchw_by_group(xp, dy, g):
+    """dy [N, O, oh, ow] -> [g, O/g, N*oh*ow] (one copy): the GEMM operand of both grads."""
+    n, o, oh, ow = dy.shape
+    return dy.reshape(n, g, o // g, oh * ow).transpose(1, 2, 0, 3).reshape(g, o // g, n * oh * ow)
+
+
+def _conv_filter_grad(xp, xpad, dy, kh, kw, sh, sw, dh, dw, g, channel_last, dyg=None):
+    """dFilter [O, C/g, kh, kw] of the convolution of padded input `xpad` whose output
+    gradient is dy: the column matrix (im2col of xpad, one copy) times dy, one GEMM per
+    group contracted over batch and output positions. `dyg`: dy as _nchw_by_group."""
+    if channel_last:
+        n, oh, ow, o = dy.shape
+        c = xpad.shape[3]
+    else:
+        n, o, oh, ow = dy.shape
+        c = xpad.shape[1]
+    cg, og, p = c // g, o // g, n * oh * ow
+    win = _windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channel_last)
+    if channel_last:
+        dy2 = dy.reshape(p, o)
+        if g == 1:
+            cols = win.reshape(p, kh * kw * c)                       # im2col: [P, kh*kw*C]
+            dwm = cols.T @ dy2                                       # [kh*kw*C, O]
+            return dwm.reshape(kh, kw, c, o).transpose(3, 2, 0, 1)
+        cols = win.reshape(p, kh, kw, g, cg).transpose(3, 0, 1, 2, 4).reshape(g, p, kh * kw * cg)
+        dyg = dy2.reshape(p, g, og).transpose(1, 0, 2)               # [g, P, og]
+        dwm = xp.matmul(cols.transpose(0, 2, 1), dyg)                # [g, kh*kw*cg, og]
+        return dwm.reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
+    # cols [g, cg*kh*kw, N*oh*ow] (one copy, as the forward's im2col), dy as [g, og, N*oh*ow]
+    cols = win.transpose(1, 4, 5, 0, 2, 3).reshape(g, cg * kh * kw, p)
+    if dyg is None:
+        dyg = _nchw_by_group(xp, dy, g)
+    dwm = xp.matmul(dyg, cols.transpose(0, 2, 1))                    # [g, og, cg*kh*kw]
+    return dwm.reshape(o, cg, kh, kw)
+
+
+def _conv_input_grad(xp, dy, w, padded_shape, kh, kw, sh, sw, dh, dw, g, channel_last, dtype, dyg=None):
+    """dInput (padded) of the convolution with Filter w: the column gradient W^T dy (one
+    GEMM per group), then col2im: one strided add per window offset (a, b) of the block of
+    columns that offset read. NCHW (but depthwise) accumulates in a [C, N, Hp, Wp] array
+    and returns it transposed to [N, C, Hp, Wp] (a view: the caller's crop copies it)."""
+    o, cg = w.shape[:2]
+    og = o // g
+    if channel_last:
+        dxpad = xp.zeros(padded_shape, dtype=dtype)
+        n, oh, ow, _ = dy.shape
+        c = padded_shape[3]
+        p = n * oh * ow
+        dy2 = dy.reshape(p, o)
+        if g == 1:
+            wmat = w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
+            dcols = (dy2 @ wmat.T).reshape(n, oh, ow, kh, kw, c)
+        else:
+            wmat = w.reshape(g, og, cg, kh, kw).transpose(0, 1, 3, 4, 2).reshape(g, og, kh * kw * cg)
+            dyg = dy2.reshape(p, g, og).transpose(1, 0, 2)           # [g, P, og]
+            dcols = xp.matmul(dyg, wmat).reshape(g, n, oh, ow, kh, kw, cg)
+            dcols = dcols.transpose(1, 2, 3, 4, 5, 0, 6).reshape(n, oh, ow, kh, kw, c)
+        for a in range(kh):
+            for b in range(kw):
+                dxpad[_tap(a, b, oh, ow, sh, sw, dh, dw, True)] += dcols[:, :, :, a, b, :]
+        return dxpad
+    n, c, hp, wp = padded_shape
+    _, _, oh, ow = dy.shape
+    if cg == 1 and og == 1:
+        # depthwise: the column block of offset (a, b) is dy * W[:, 0, a, b] per channel
+        dxpad = xp.zeros(padded_shape, dtype=dtype)
+        buf = xp.empty(dy.shape, dtype=dtype)
+        for a in range(kh):
+            for b in range(kw):
+                xp.multiply(dy, w[:, 0, a, b].reshape(1, o, 1, 1), out=buf)
+                dxpad[_tap(a, b, oh, ow, sh, sw, dh, dw, False)] += buf
+        return dxpad
+    if dyg is None:
+        dyg = _nchw_by_group(xp, dy, g)
+    # rows ordered (a, b, cg): the block of offset (a, b) is a contiguous [g, cg, N, oh, ow]
+    wmat = w.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(g, kh * kw * cg, og)
+    if sh == 1 and sw == 1:
+        # Stride 1: give dy the padded input's row length (zeros past ow); then offset (a, b)
+        # adds its block to ONE contiguous run of the flattened [Hp*Wp] plane, starting at
+        # a*dh*Wp + b*dw (the zero columns land on cells other offsets own, adding nothing):
+        # long inner loops instead of one short loop per output row.
+        dyw = xp.zeros((g, og, n, oh, wp), dtype=dtype)
+        dyw[..., :ow] = dyg.reshape(g, og, n, oh, ow)
+        run = oh * wp
+        dcols = xp.matmul(wmat, dyw.reshape(g, og, n * run)).reshape(g, kh, kw, cg, n, run)
+        flat = xp.zeros((g, cg, n, hp * wp + (kw - 1) * dw), dtype=dtype)
+        for a in range(kh):
+            for b in range(kw):
+                start = a * dh * wp + b * dw
+                flat[..., start:start + run] += dcols[:, a, b]
+        return flat[..., :hp * wp].reshape(c, n, hp, wp).transpose(1, 0, 2, 3)
+    dcols = xp.matmul(wmat, dyg).reshape(g, kh, kw, cg, n, oh, ow)
+    dxt = xp.zeros((g, cg, n, hp, wp), dtype=dtype)
+    for a in range(kh):
+        rows = slice(a * dh, a * dh + (oh - 1) * sh + 1, sh)
+        for b in range(kw):
+            cols = slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
+            dxt[:, :, :, rows, cols] += dcols[:, a, b]
+    return dxt.reshape(c, n, hp, wp).transpose(1, 0, 2, 3)
+
+
+def _conv2d_grad(xp, x, w, dy, strides, paddings, padding_algorithm, dilations, g, data_format, need):
+    channel_last = _channel_last(data_format)
+    h, wd = _spatial(x, channel_last)
+    kh, kw = w.shape[2:]
+    sh, sw, dh, dw, pads = _conv_setup(x, (kh, kw), strides, paddings, padding_algorithm, dilations,
+                                       channel_last)
+    cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
+    xc, wc, dyc = (a.astype(cdt, copy=False) for a in (x, w, dy))
+    dx = dw_ = None
+    depthwise = w.shape[1] == 1 and w.shape[0] == g
+    dyg = None if channel_last or (depthwise and "Filter@GRAD" not in need) else _nchw_by_group(xp, dyc, g)
+    if "Filter@GRAD" in need:
+        xpad = _pad_spatial(xp, xc, pads, channel_last)
+        dw_ = _conv_filter_grad(xp, xpad, dyc, kh, kw, sh, sw, dh, dw, g, channel_last, dyg)
+        dw_ = xp.ascontiguousarray(dw_).astype(w.dtype, copy=False)
+    if "Input@GRAD" in need:
+        padded = list(x.shape)
+        hi, wi = (1, 2) if channel_last else (2, 3)
+        padded[hi] += pads[0] + pads[1]
+        padded[wi] += pads[2] + pads[3]
+        dxpad = _conv_input_grad(xp, dyc, wc, tuple(padded), kh, kw, sh, sw, dh, dw, g, channel_last, cdt, dyg)
+        dx = xp.ascontiguousarray(_crop_spatial(dxpad, pads, h, wd, channel_last)).astype(x.dtype, copy=False)
+    return dx, dw_
+
+
+_CONV_GRAD_IO = dict(inputs=["Input", "Filter", "Output@GRAD"], outputs=["Input@GRAD", "Filter@GRAD"],
+                     attrs=_CONV_ATTRS)
+_ALL_CONV_GRADS = frozenset({"Input@GRAD", "Filter@GRAD"})
+
+
+@kernel("conv2d_grad", **_CONV_GRAD_IO)
+def conv2d_grad(xp, x, w, dy, *, strides, paddings, padding_algorithm, dilations, groups, data_format,
+                need=_ALL_CONV_GRADS):
+    g = int(groups) if groups and groups > 0 else 1
+    return _conv2d_grad(xp, x, w, dy, strides, paddings, padding_algorithm, dilations, g, data_format, need)
+
+
+@kernel("depthwise_conv2d_grad", **_CONV_GRAD_IO)
+def depthwise_conv2d_grad(xp, x, w, dy, *, strides, paddings, padding_algorithm, dilations, groups,
+                          data_format, need=_ALL_CONV_GRADS):
+    c = x.shape[-1] if _channel_last(data_format) else x.shape[1]  # groups = input channels
+    return _conv2d_grad(xp, x, w, dy, strides, paddings, padding_algorithm, dilations, c, data_format, need)
+
+
+@kernel("conv2d_transpose_grad", inputs=["Input", "Filter", "Bias", "Output@GRAD"],
+        outputs=["Input@GRAD", "Filter@GRAD"],
+        attrs=["strides", "paddings", "padding_algorithm", "groups", "dilations", "data_format"])
+def conv2d_transpose_grad(xp, x, w, bias, dy, *, strides, paddings, padding_algorithm, groups,
+                          dilations, data_format, need=_ALL_CONV_GRADS):
+    """The transposed convolution scatters x[i] * W[a] to full-canvas row i*stride + a*dil
+    (the output is that canvas cropped by the paddings). So with dy placed on the canvas:
+    dInput = conv2d(canvas, W) (W [in_c, out_c/g, kh, kw] read as a conv2d filter) and
+    dFilter = conv2d's filter gradient with the canvas as input and x as output gradient."""
+    channel_last = _channel_last(data_format)
+    h, wd = _spatial(x, channel_last)
+    oh, ow = _spatial(dy, channel_last)
+    kh, kw = w.shape[2:]
+    g = int(groups) if groups and groups > 0 else 1
+    sh, sw, dh, dw, pads = _conv_setup(x, (kh, kw), strides, paddings, padding_algorithm, dilations,
+                                       channel_last)
+    cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
+    xc, wc, dyc = (a.astype(cdt, copy=False) for a in (x, w, dy))
+    full_h = max((h - 1) * sh + dh * (kh - 1) + 1, pads[0] + oh)
+    full_w = max((wd - 1) * sw + dw * (kw - 1) + 1, pads[2] + ow)
+    if (full_h, full_w) == (oh, ow) and pads[0] == pads[2] == 0:
+        canvas = dyc
+    else:
+        n = dy.shape[0]
+        o = dy.shape[3] if channel_last else dy.shape[1]
+        shape = (n, full_h, full_w, o) if channel_last else (n, o, full_h, full_w)
+        canvas = xp.zeros(shape, dtype=cdt)
+        if channel_last:
+            canvas[:, pads[0]:pads[0] + oh, pads[2]:pads[2] + ow, :] = dyc
+        else:
+            canvas[:, :, pads[0]:pads[0] + oh, pads[2]:pads[2] + ow] = dyc
+    dx = dw_ = None
+    if "Input@GRAD" in need:
+        dx = _conv_core(xp, canvas, wc, h, wd, sh, sw, dh, dw, g, channel_last)
+        dx = xp.ascontiguousarray(dx).astype(x.dtype, copy=False)
+    if "Filter@GRAD" in need:
+        dw_ = _conv_filter_grad(xp, canvas, xc, kh, kw, sh, sw, dh, dw, g, channel_last)
+        dw_ = xp.ascontiguousarray(dw_).astype(w.dtype, copy=False)
+    return dx, dw_
+
+
+# ----------------------------------------------------------------------------- pool2d_grad
+
+def _adaptive_pool_grad(xp, x, out, dout, pooling_type, cdt):
+    """NCHW adaptive pooling gradient. avg: dX = Mh^T (dOut / count) Mw with the 0/1 bin
+    membership matrices; max: the gradient goes to the first element (row-major in its bin)
+    equal to the bin's maximum, accumulated with one bincount."""
+    n, c, h, w = x.shape
+    oh, ow = out.shape[2:]
+    hs, he = _adaptive_bins(xp, h, oh)
+    ws, we = _adaptive_bins(xp, w, ow)
+    if pooling_type == "avg":
+        ih, iw = xp.arange(h), xp.arange(w)
+        mh = ((ih[None, :] >= hs[:, None]) & (ih[None, :] < he[:, None])).astype(cdt)  # [oh, H]
+        mw = ((iw[None, :] >= ws[:, None]) & (iw[None, :] < we[:, None])).astype(cdt)  # [ow, W]
+        recip = (1.0 / ((he - hs)[:, None] * (we - ws)[None, :]).astype(xp.float32)).astype(cdt)
+        return mh.T @ (dout.astype(cdt, copy=False) * recip) @ mw
+    kh, kw = int((he - hs).max()), int((we - ws).max())
+    jh, jw = xp.arange(kh), xp.arange(kw)
+    idx_h = xp.minimum(hs[:, None] + jh[None, :], he[:, None] - 1)  # [oh, kh]
+    idx_w = xp.minimum(ws[:, None] + jw[None, :], we[:, None] - 1)  # [ow, kw]
+    valid = (((hs[:, None] + jh[None, :]) < he[:, None])[:, None, :, None]
+             & ((ws[:, None] + jw[None, :]) < we[:, None])[None, :, None, :])  # [oh, ow, kh, kw]
+    gathered = x[:, :, idx_h[:, None, :, None], idx_w[None, :, None, :]]  # [N, C, oh, ow, kh, kw]
+    hit = (gathered == out[:, :, :, :, None, None]) & valid
+    hit = hit.reshape(n, c, oh, ow, kh * kw)
+    first = hit.argmax(axis=-1)                                      # first True, row-major
+    found = xp.take_along_axis(hit, first[..., None], axis=-1)[..., 0]
+    rows = idx_h[xp.arange(oh)[:, None], first // kw]                # [N, C, oh, ow]
+    cols = idx_w[xp.arange(ow)[None, :], first % kw]
+    base = (xp.arange(n * c).reshape(n, c, 1, 1)) * (h * w)
+    flat = (base + rows * w + cols).reshape(-1)
+    weights = xp.where(found, dout, 0).astype(xp.float64).reshape(-1)
+    return xp.bincount(flat, weights=weights, minlength=n * c * h * w).reshape(n, c, h, w).astype(cdt)
+
+
+@kernel("pool2d_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["ksize", "strides", "paddings", "ceil_mode", "exclusive", "data_format",
+               "pooling_type", "global_pooling", "adaptive", "padding_algorithm"])
+def pool2d_grad(xp, x, out, dout, *, ksize, strides, paddings, ceil_mode, exclusive, data_format,
+                pooling_type, global_pooling, adaptive, padding_algorithm):
+    """max: each window's gradient goes to the first input (row-major in the window) equal
+    to its Out, as Paddle's MaxPool2dGradFunctor; overlapping windows accumulate. avg: every
+    input of a window gets dOut / (the clipped window size if exclusive or adaptive, else
+    kh*kw). One strided pass per window offset, as the forward."""
+    channel_last = _channel_last(data_format)
+    h, w = _spatial(x, channel_last)
+    kh, kw = [int(k) for k in _as_list(ksize, 2)]
+    if global_pooling:
+        kh, kw = h, w
+    cdt = _compute_dtype(xp, x.dtype)
+    if adaptive:
+        if channel_last:
+            t = (0, 3, 1, 2)
+            dx = _adaptive_pool_grad(xp, x.transpose(t), out.transpose(t), dout.transpose(t),
+                                     pooling_type, cdt).transpose(0, 2, 3, 1)
+        else:
+            dx = _adaptive_pool_grad(xp, x, out, dout, pooling_type, cdt)
+        return xp.ascontiguousarray(dx).astype(x.dtype, copy=False)
+    sh, sw = [int(s) for s in _as_list(strides, 2)]
+    pads = [0, 0, 0, 0] if global_pooling else _resolve_padding(paddings, padding_algorithm, (h, w),
+                                                                  (sh, sw), (kh, kw))
+    oh, ow = _spatial(out, channel_last)
+    top, left = pads[0], pads[2]
+    bottom = max((oh - 1) * sh + kh - top - h, 0)
+    right = max((ow - 1) * sw + kw - left - w, 0)
+    full_pads = [top, bottom, left, right]
+    padded = list(x.shape)
+    hi, wi = (1, 2) if channel_last else (2, 3)
+    padded[hi] += top + bottom
+    padded[wi] += left + right
+    overlap = sh < kh or sw < kw   # else each input cell is in at most one window: assign
+    tiles = (sh, sw) == (kh, kw) and (oh * sh, ow * sw) == (padded[hi], padded[wi])
+    dxpad = (xp.empty if tiles else xp.zeros)(tuple(padded), dtype=cdt)
+    dout_c = dout.astype(cdt, copy=False)
+    if pooling_type == "max":
+        fill = -_FLT_MAX if x.dtype != xp.float16 else float("-inf")
+        xpad = _pad_spatial(xp, x, full_pads, channel_last, fill)
+        win = _windows(xp, xpad, oh, ow, kh, kw, sh, sw, 1, 1, channel_last)
+        found = None
+        buf = xp.empty(dout_c.shape, dtype=cdt) if overlap else None
+        for a in range(kh):
+            for b in range(kw):
+                tap = win[:, :, :, a, b, :] if channel_last else win[..., a, b]
+                hit = tap == out
+                if found is None:
+                    found = hit
+                else:
+                    xp.greater(hit, found, out=hit)          # hit and not found before
+                    found |= hit
+                dst = dxpad[_tap(a, b, oh, ow, sh, sw, 1, 1, channel_last)]
+                if overlap:
+                    xp.multiply(dout_c, hit, out=buf)
+                    dst += buf
+                else:
+                    xp.multiply(dout_c, hit, out=dst)
+    else:
+        if exclusive:
+            hs = xp.arange(oh) * sh - top
+            ws = xp.arange(ow) * sw - left
+            ch = xp.minimum(hs + kh, h) - xp.maximum(hs, 0)
+            cw = xp.minimum(ws + kw, w) - xp.maximum(ws, 0)
+            count = ch[:, None] * cw[None, :]
+        else:
+            count = xp.full((1, 1), kh * kw)
+        # Paddle's Pool2dGradFunctor: dX += float(1.0f / pool_size) * dOut
+        recip = (1.0 / count.astype(xp.float32)).astype(cdt)
+        share = dout_c * (recip[:, :, None] if channel_last else recip)
+        for a in range(kh):
+            for b in range(kw):
+                dst = dxpad[_tap(a, b, oh, ow, sh, sw, 1, 1, channel_last)]
+                if overlap:
+                    dst += share
+                else:
+                    dst[...] = share
+    dx = _crop_spatial(dxpad, full_pads, h, w, channel_last)
+    return xp.ascontiguousarray(dx).astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------- normalization grads
+
+def _chan_view(a, axis):
+    """`a` as [A, C, B] with the channel axis in the middle (a view)."""
+    lead = 1
+    for d in a.shape[:axis]:
+        lead *= d
+    return a.reshape(lead, a.shape[axis], -1)
+
+
+def _chan_sum(a3):
+    """Per-channel sum of an [A, C, B] array: the contiguous B axis first."""
+    if a3.shape[2] == 1:
+        return a3[:, :, 0].sum(axis=0)
+    return a3.sum(axis=2).sum(axis=0)
+
+
+_ALL_NORM_GRADS = frozenset({"X@GRAD", "Scale@GRAD", "Bias@GRAD"})
+
+
+@kernel("batch_norm_grad",
+        inputs=["X", "Scale", "Bias", "Mean", "Variance", "SavedMean", "SavedVariance", "MeanOut",
+                "VarianceOut", "Y@GRAD"],
+        outputs=["X@GRAD", "Scale@GRAD", "Bias@GRAD"],
+        attrs=["epsilon", "data_layout", "is_test", "use_global_stats"])
+def batch_norm_grad(xp, x, scale, bias, mean, variance, saved_mean, saved_inv_std, mean_out,
+                    variance_out, dy, *, epsilon, data_layout, is_test, use_global_stats,
+                    need=_ALL_NORM_GRADS):
+    """Paddle's BatchNormGradFunctor. Training: SavedMean is the batch mean, SavedVariance
+    1/sqrt(var + eps); with xhat = (x - mean) * inv_std, M elements per channel:
+    dBias = sum(dy), dScale = sum(dy * xhat),
+    dX = scale * inv_std * (dy - dBias / M - xhat * dScale / M).
+    is_test or use_global_stats (Paddle ignores trainable_statistics here): the running
+    Mean/Variance (the MeanOut/VarianceOut variables) are constants, dX = scale * inv_std * dy.
+    One element per channel in training: Paddle copies dy to dX."""
+    axis = _channel_axis(x.ndim, data_layout)
+    c = x.shape[axis]
+    cdt = _compute_dtype(xp, x.dtype)
+    global_stats = bool(is_test) or bool(use_global_stats)
+    x3 = _chan_view(x, axis).astype(cdt, copy=False)
+    dy3 = _chan_view(dy, axis).astype(cdt, copy=False)
+    scale_c = xp.ones(c, cdt) if scale is None else scale.astype(cdt, copy=False)
+    pdt = scale.dtype if scale is not None else cdt
+    m = x3.shape[0] * x3.shape[2]
+    if global_stats:
+        mean = mean if mean is not None else mean_out
+        variance = variance if variance is not None else variance_out
+        mu = mean.astype(cdt, copy=False)
+        inv_std = 1.0 / xp.sqrt(variance.astype(cdt, copy=False) + cdt.type(epsilon))
+    elif m == 1:
+        dx = dy.copy() if "X@GRAD" in need else None
+        zeros = xp.zeros(c, pdt)
+        return dx, (zeros if "Scale@GRAD" in need else None), (zeros.copy() if "Bias@GRAD" in need else None)
+    else:
+        mu = saved_mean.astype(cdt, copy=False)
+        inv_std = saved_inv_std.astype(cdt, copy=False)
+    b = (1, c, 1)
+    need_dx = "X@GRAD" in need
+    batch_dx = need_dx and not global_stats       # dX needs dBias and dScale
+    dbias = _chan_sum(dy3) if "Bias@GRAD" in need or batch_dx else None
+    dscale = None
+    if "Scale@GRAD" in need or batch_dx:
+        xc = x3 - mu.reshape(b)                    # x - mean
+        tmp = dy3 * xc
+        dscale = _chan_sum(tmp) * inv_std          # sum(dy * xhat)
+    dx = None
+    if need_dx:
+        k1 = scale_c * inv_std
+        if global_stats:
+            dx = dy3 * k1.reshape(b)
+        else:
+            # dx = k1*dy + k2*(x - mean) + k3, with k2 = -k1*inv_std*dScale/M, k3 = -k1*dBias/M
+            k2 = -k1 * inv_std * dscale / m
+            k3 = -k1 * dbias / m
+            xc *= k2.reshape(b)
+            xc += k3.reshape(b)
+            xp.multiply(dy3, k1.reshape(b), out=tmp)
+            tmp += xc
+            dx = tmp
+        dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
+    return (dx,
+            dscale.astype(pdt, copy=False) if "Scale@GRAD" in need else None,
+            dbias.astype(bias.dtype if bias is not None else pdt, copy=False) if "Bias@GRAD" in need else None)
+
+
+def _normalized_grad(xp, xhat, inv_std, gdy, axes):
+    """dX of y = xhat * s + b over the normalized `axes`, given gdy = dy * s:
+    inv_std * (gdy - mean(gdy) - xhat * mean(gdy * xhat))."""
+    m1 = gdy.mean(axis=axes, keepdims=True)
+    m2 = (gdy * xhat).mean(axis=axes, keepdims=True)
+    return inv_std * (gdy - m1 - xhat * m2)
+
+
+@kernel("layer_norm_grad", inputs=["X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"],
+        outputs=["X@GRAD", "Scale@GRAD", "Bias@GRAD"], attrs=["epsilon", "begin_norm_axis"])
+def layer_norm_grad(xp, x, scale, bias, mean, variance, dy, *, epsilon, begin_norm_axis,
+                    need=_ALL_NORM_GRADS):
+    """Mean/Variance (the biased variance, not its inverse) are per row of X viewed as
+    [prod(dims before begin_norm_axis), prod(the rest)]."""
+    axis = begin_norm_axis + x.ndim if begin_norm_axis < 0 else begin_norm_axis
+    left = 1
+    for d in x.shape[:axis]:
+        left *= d
+    right = x.size // left if left else 0
+    cdt = _compute_dtype(xp, x.dtype)
+    x2 = x.reshape(left, right).astype(cdt, copy=False)
+    dy2 = dy.reshape(left, right).astype(cdt, copy=False)
+    inv_std = (1.0 / xp.sqrt(variance.reshape(left, 1).astype(cdt) + cdt.type(epsilon)))
+    xhat = (x2 - mean.reshape(left, 1).astype(cdt)) * inv_std
+    dx = dscale = dbias = None
+    if "Scale@GRAD" in need and scale is not None:
+        dscale = (dy2 * xhat).sum(axis=0).reshape(scale.shape).astype(scale.dtype, copy=False)
+    if "Bias@GRAD" in need and bias is not None:
+        dbias = dy2.sum(axis=0).reshape(bias.shape).astype(bias.dtype, copy=False)
+    if "X@GRAD" in need:
+        gdy = dy2 * scale.reshape(1, right).astype(cdt, copy=False) if scale is not None else dy2
+        dx = _normalized_grad(xp, xhat, inv_std, gdy, 1).reshape(x.shape).astype(x.dtype, copy=False)
+    return dx, dscale, dbias
+
+
+@kernel("group_norm_grad", inputs=["X", "Scale", "Bias", "Y", "Mean", "Variance", "Y@GRAD"],
+        outputs=["X@GRAD", "Scale@GRAD", "Bias@GRAD"], attrs=["epsilon", "groups", "data_layout"])
+def group_norm_grad(xp, x, scale, bias, y, mean, variance, dy, *, epsilon, groups, data_layout,
+                    need=_ALL_NORM_GRADS):
+    """Mean/Variance [N, groups] (biased variance). Paddle's CPU kernel recovers xhat from
+    Y as (Y - Bias) / Scale, and as (Y - Bias) = 0 where Scale == 0: such channels get a zero
+    Scale@GRAD and no xhat term in X@GRAD. xhat is computed from X here (no precision lost
+    to a tiny Scale), with that convention kept for Scale == 0."""
+    channel_last = _channel_last(data_layout)
+    n = x.shape[0]
+    c = x.shape[-1] if channel_last else x.shape[1]
+    g = int(groups)
+    cdt = _compute_dtype(xp, x.dtype)
+    inv_std = 1.0 / xp.sqrt(variance.astype(cdt) + cdt.type(epsilon))   # [N, g]
+    mu = mean.astype(cdt)
+    if channel_last:   # [N, S, g, C/g], statistics broadcast as [N, 1, g, 1]
+        shape, axes, sb = (n, -1, g, c // g), (1, 3), (n, 1, g, 1)
+        cshape = (1, 1, g, c // g)
+    else:              # [N, g, C/g, S]
+        shape, axes, sb = (n, g, c // g, -1), (2, 3), (n, g, 1, 1)
+        cshape = (1, g, c // g, 1)
+    xg = x.reshape(shape).astype(cdt, copy=False)
+    dyg = dy.reshape(shape).astype(cdt, copy=False)
+    inv = inv_std.reshape(sb)
+    xhat = (xg - mu.reshape(sb)) * inv
+    red = (0, 1) if channel_last else (0, 3)   # all but the channel dims
+    s = scale.astype(cdt, copy=False).reshape(cshape) if scale is not None else None
+    seen = xhat if s is None else xp.where(s != 0, xhat, cdt.type(0))   # Paddle's xhat from Y
+    dx = dscale = dbias = None
+    if "Scale@GRAD" in need and scale is not None:
+        dscale = (dyg * seen).sum(axis=red).reshape(c).astype(scale.dtype, copy=False)
+    if "Bias@GRAD" in need and bias is not None:
+        dbias = dyg.sum(axis=red).reshape(c).astype(bias.dtype, copy=False)
+    if "X@GRAD" in need:
+        gdy = dyg * s if s is not None else dyg
+        m1 = gdy.mean(axis=axes, keepdims=True)
+        m2 = (gdy * xhat).mean(axis=axes, keepdims=True)
+        dx = (inv * (gdy - m1 - seen * m2)).reshape(x.shape).astype(x.dtype, copy=False)
+    return dx, dscale, dbias
+
+
+@kernel("instance_norm_grad", inputs=["X", "Scale", "Bias", "SavedMean", "SavedVariance", "Y@GRAD"],
+        outputs=["X@GRAD", "Scale@GRAD", "Bias@GRAD"], attrs=["epsilon"])
+def instance_norm_grad(xp, x, scale, bias, saved_mean, saved_inv_std, dy, *, epsilon,
+                       need=_ALL_NORM_GRADS):
+    """SavedMean/SavedVariance [N*C]: the mean and 1/sqrt(var + eps) of each plane."""
+    n, c = x.shape[:2]
+    cdt = _compute_dtype(xp, x.dtype)
+    x3 = x.reshape(n, c, -1).astype(cdt, copy=False)
+    dy3 = dy.reshape(n, c, -1).astype(cdt, copy=False)
+    inv = saved_inv_std.astype(cdt).reshape(n, c, 1)
+    xhat = (x3 - saved_mean.astype(cdt).reshape(n, c, 1)) * inv
+    dx = dscale = dbias = None
+    if "Scale@GRAD" in need and scale is not None:
+        dscale = (dy3 * xhat).sum(axis=2).sum(axis=0).astype(scale.dtype, copy=False)
+    if "Bias@GRAD" in need and bias is not None:
+        dbias = dy3.sum(axis=2).sum(axis=0).astype(bias.dtype, copy=False)
+    if "X@GRAD" in need:
+        gdy = dy3 * scale.astype(cdt, copy=False).reshape(1, c, 1) if scale is not None else dy3
+        dx = _normalized_grad(xp, xhat, inv, gdy, 2).reshape(x.shape).astype(x.dtype, copy=False)
+    return dx, dscale, dbias
+
+
+@kernel("affine_channel_grad", inputs=["X", "Scale", "Bias", "Out@GRAD"],
+        outputs=["X@GRAD", "Scale@GRAD", "Bias@GRAD"], attrs=["data_layout"])
+def affine_channel_grad(xp, x, scale, bias, dout, *, data_layout, need=_ALL_NORM_GRADS):
+    axis = _channel_axis(x.ndim, data_layout)
+    dx = dscale = dbias = None
+    if "X@GRAD" in need:
+        dx = (dout * _bcast(scale, x.ndim, axis)).astype(x.dtype, copy=False)
+    d3 = _chan_view(dout, axis)
+    if "Scale@GRAD" in need:
+        dscale = _chan_sum(d3 * _chan_view(x, axis)).astype(scale.dtype, copy=False)
+    if "Bias@GRAD" in need:
+        dbias = _chan_sum(d3).astype(bias.dtype, copy=False)
+    return dx, dscale, dbias
+
+
+def _channel_window_sum(xp, v, n):
+    """sum over channels [c - (n-1)//2, c + n-1 - (n-1)//2] of an [N, C, H, W] array."""
+    pre = (n - 1) // 2
+    padded = xp.pad(v, [(0, 0), (pre, n - 1 - pre), (0, 0), (0, 0)], mode="constant")
+    out = padded[:, 0:v.shape[1]].copy()
+    for j in range(1, n):
+        out += padded[:, j:j + v.shape[1]]
+    return out
+
+
+@kernel("lrn_grad", inputs=["X", "Out", "MidOut", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["n", "k", "alpha", "beta", "data_format"])
+def lrn_grad(xp, x, out, mid, dout, *, n, k, alpha, beta, data_format):
+    """Paddle's LRNGradFunctor: dX[c] = dOut[c] * MidOut[c]^-beta
+    - 2*alpha*beta * X[c] * sum over the window around c of dOut * Out / MidOut."""
+    channel_last = _channel_last(data_format)
+    cdt = _compute_dtype(xp, x.dtype)
+    t = (0, 3, 1, 2)
+    arrs = [a.astype(cdt, copy=False) for a in (x, out, mid, dout)]
+    if channel_last:
+        arrs = [a.transpose(t) for a in arrs]
+    xc, oc, mc, dc = arrs
+    ratio = -2.0 * float(alpha) * float(beta)
+    dx = dc * mc ** (-float(beta)) + ratio * xc * _channel_window_sum(xp, dc * oc / mc, int(n))
+    if channel_last:
+        dx = dx.transpose(0, 2, 3, 1)
+    return xp.ascontiguousarray(dx).astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------- dropout grad
+
+@kernel("dropout_grad", inputs=["Mask", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["dropout_prob", "is_test", "dropout_implementation"])
+def dropout_grad(xp, mask, dout, *, dropout_prob, is_test, dropout_implementation):
+    """Paddle's DropoutGradRawKernel. Training: dX = dOut * Mask, divided by (1 - p) for
+    "upscale_in_train" (zeros when p == 1). is_test: dX = dOut ("upscale_in_train") or
+    dOut * (1 - p); the Mask is not read. (1 - p) is a float32 value, as in Paddle."""
+    upscale = dropout_implementation == "upscale_in_train"
+    keep = np.float32(1.0) - np.float32(dropout_prob)
+    if is_test:
+        return dout.copy() if upscale else dout * dout.dtype.type(keep)
+    if upscale:
+        if np.float32(dropout_prob) == np.float32(1.0):
+            return xp.zeros_like(dout)
+        return (dout * mask.astype(dout.dtype, copy=False) / dout.dtype.type(keep)).astype(dout.dtype, copy=False)
+    return dout * mask.astype(dout.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------- embedding, prelu grads
+
+@kernel("lookup_table_v2_grad", inputs=["Ids", "W", "Out@GRAD"], outputs=["W@GRAD"],
+        attrs=["padding_idx"])
+def lookup_table_v2_grad(xp, ids, w, dout, *, padding_idx):
+    """Dense W@GRAD: row r is the sum of dOut over the positions whose id is r (repeated ids
+    accumulate); the padding_idx row gets nothing (stays zero)."""
+    d = w.shape[1]
+    flat = ids.reshape(-1).astype(xp.int64, copy=False)
+    rows = dout.reshape(-1, d)
+    pad = int(padding_idx) if padding_idx is not None else -1
+    if pad != -1:
+        keep = flat != pad
+        flat, rows = flat[keep], rows[keep]
+    dw = xp.zeros(w.shape, dtype=_compute_dtype(xp, w.dtype))
+    rows = rows.astype(dw.dtype, copy=False)
+    if getattr(xp, "__name__", "") == "cupy":
+        import cupyx
+        cupyx.scatter_add(dw, flat, rows)
+    else:
+        xp.add.at(dw, flat, rows)
+    return dw.astype(w.dtype, copy=False)
+
+
+@kernel("prelu_grad", inputs=["X", "Alpha", "Out@GRAD"], outputs=["X@GRAD", "Alpha@GRAD"],
+        attrs=["data_format", "mode"])
+def prelu_grad(xp, x, alpha, dout, *, data_format, mode, need=frozenset({"X@GRAD", "Alpha@GRAD"})):
+    """As Paddle's PReluGradKernel: x > 0 passes dOut; elsewhere (x == 0 included) dX =
+    alpha * dOut and Alpha collects x * dOut, summed over what shares the alpha."""
+    if mode == "all":
+        a, sum_axes = alpha.reshape(()), tuple(range(x.ndim))
+    elif mode == "channel":
+        axis = x.ndim - 1 if _channel_last(data_format) else 1
+        a, sum_axes = _bcast(alpha.reshape(-1), x.ndim, axis), tuple(i for i in range(x.ndim) if i != axis)
+    elif mode == "element":
+        a, sum_axes = alpha.reshape((1,) + tuple(x.shape[1:])), (0,)
+    else:
+        raise ValueError(f"prelu: mode must be 'all', 'channel' or 'element', got {mode!r}")
+    pos = x > 0
+    dx = dalpha = None
+    if "X@GRAD" in need:
+        dx = xp.where(pos, dout, a.astype(x.dtype, copy=False) * dout).astype(x.dtype, copy=False)
+    if "Alpha@GRAD" in need:
+        contrib = xp.where(pos, x.dtype.type(0), x * dout)
+        dalpha = contrib.sum(axis=sum_axes).reshape(alpha.shape).astype(alpha.dtype, copy=False)
+    return dx, dalpha
+
+
+# ----------------------------------------------------------------------------- interpolation grads
+
+def _interp_matrix(xp, in_size, out_size, scale, method, align_corners, align_mode, dtype):
+    """The [out, in] matrix of the 1-D resize along one axis (forward: out = A @ in): one-hot
+    rows for nearest, two weights per row for linear (Paddle's indices and weights)."""
+    ratio = _interp_ratio(in_size, out_size, scale, align_corners)
+    cols = xp.arange(in_size)[None, :]
+    if method == "nearest":
+        idx = _nearest_axis(xp, in_size, out_size, ratio, align_corners)
+        return (cols == idx[:, None]).astype(dtype)
+    lo, hi, w_lo, w_hi = _linear_axis(xp, in_size, out_size, ratio, align_mode == 0 and not align_corners)
+    return ((cols == lo[:, None]) * w_lo.astype(dtype)[:, None]
+            + (cols == hi[:, None]) * w_hi.astype(dtype)[:, None]).astype(dtype, copy=False)
+
+
+def _interp_grad(xp, x, dout, out_size_t, size_tensor, scale_t, data_layout, out_d, out_h, out_w, scale,
+                 interp_method, align_corners, align_mode):
+    """The adjoint of the separable resize: dX = dOut contracted with each axis' matrix."""
+    axes, in_sizes, sizes, scales = _interp_sizes(x, out_size_t, size_tensor, scale_t, data_layout,
+                                                  out_d, out_h, out_w, scale)
+    if sizes == in_sizes:
+        return dout.astype(x.dtype, copy=True)
+    method = "nearest" if interp_method == "nearest" else "linear"
+    if method == "linear" and interp_method not in ("linear", "bilinear", "trilinear"):
+        raise NotImplementedError(f"interpolate: interp_method {interp_method!r} is not supported")
+    cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
+    g = dout.astype(cdt, copy=False)
+    nd = g.ndim
+    for a, i, o, s in zip(axes, in_sizes, sizes, scales):
+        mat = _interp_matrix(xp, i, o, s, method, align_corners, align_mode, cdt)   # [o, i]
+        if a == nd - 1:
+            g = g @ mat
+        elif a == nd - 2:
+            g = mat.T @ g
+        else:
+            g = xp.moveaxis(xp.tensordot(mat.T, g, axes=([1], [a])), 0, a)
+    return xp.ascontiguousarray(g).astype(x.dtype, copy=False)
+
+
+def _interp_grad_kernel(op_type):
+    @kernel(op_type + "_grad", inputs=["X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"],
+            outputs=["X@GRAD"],
+            attrs=["data_layout", "out_d", "out_h", "out_w", "scale", "interp_method",
+                   "align_corners", "align_mode"])
+    def run(xp, x, out_size, size_tensor, scale_t, dout, *, data_layout, out_d, out_h, out_w, scale,
+            interp_method, align_corners, align_mode):
+        return _interp_grad(xp, x, dout, out_size, size_tensor, scale_t, data_layout, out_d, out_h,
+                            out_w, scale, interp_method, align_corners, align_mode)
+    run.__name__ = op_type + "_grad"
+    return run
+
+
+bilinear_interp_v2_grad = _interp_grad_kernel("bilinear_interp_v2")
+nearest_interp_v2_grad = _interp_grad_kernel("nearest_interp_v2")
+
+
+@kernel("pixel_shuffle_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["upscale_factor", "data_format"])
+def pixel_shuffle_grad(xp, dout, *, upscale_factor, data_format):
+    """The inverse rearrangement: [N, C, H*r, W*r] -> [N, C*r*r, H, W]."""
+    r = int(upscale_factor)
+    if _channel_last(data_format):
+        n, hr, wr, oc = dout.shape
+        g = dout.reshape(n, hr // r, r, wr // r, r, oc).transpose(0, 1, 3, 5, 2, 4)
+        return xp.ascontiguousarray(g.reshape(n, hr // r, wr // r, oc * r * r))
+    n, oc, hr, wr = dout.shape
+    g = dout.reshape(n, oc, hr // r, r, wr // r, r).transpose(0, 1, 3, 5, 2, 4)
+    return xp.ascontiguousarray(g.reshape(n, oc * r * r, hr // r, wr // r))

@@ -160,7 +160,8 @@ def randint(xp, shape_t, shape_list, *, low, high, shape=(), dtype=3, seed=0, rn
 @kernel("dropout", inputs=["X", "Seed"], outputs=["Out", "Mask"],
         attrs=["dropout_prob", "is_test", "dropout_implementation", "seed", "fix_seed"], rng=True)
 def dropout(xp, x, seed_t, *, dropout_prob=0.5, is_test=False,
-            dropout_implementation="downgrade_in_infer", seed=0, fix_seed=False, rng=None):
+            dropout_implementation="downgrade_in_infer", seed=0, fix_seed=False, rng=None,
+            need=frozenset({"Out", "Mask"})):
     """PaddlePaddle's dropout.
 
     Training (is_test False): an element is dropped when u < p, u ~ U[0, 1) (float32);
@@ -169,14 +170,17 @@ def dropout(xp, x, seed_t, *, dropout_prob=0.5, is_test=False,
     Mask. Seed: the Seed input's value if given, else `seed` when fix_seed, else 0; a
     non-zero seed uses a generator of its own.
     Inference (is_test True): "upscale_in_train" Out = X; "downgrade_in_infer"
-    Out = X * (1 - p); no Mask. (1 - p) is computed in float32 as PaddlePaddle does.
+    Out = X * (1 - p); a Mask of ones only when the op binds one (a training program
+    differentiating through an is_test dropout: dropout_grad reads it). (1 - p) is computed
+    in float32 as PaddlePaddle does.
     """
     upscale = dropout_implementation == "upscale_in_train"
     keep = np.float32(1.0) - np.float32(dropout_prob)
     if is_test:
+        mask = xp.ones(x.shape, dtype=np.uint8) if "Mask" in need else None
         if upscale:
-            return x.copy(), None
-        return x * x.dtype.type(keep), None
+            return x.copy(), mask
+        return x * x.dtype.type(keep), mask
     if np.float32(dropout_prob) == np.float32(1.0):
         return xp.zeros_like(x), xp.zeros(x.shape, dtype=np.uint8)
     if seed_t is not None:

@@ -32,6 +32,7 @@ class Case:
     attrs: dict = field(default_factory=dict)
     wrt: tuple | None = None     # input slots to check (default: every float input the rule differentiates)
     outputs: dict = field(default_factory=dict)  # duplicable output slot -> number of outputs
+    inplace: dict = field(default_factory=dict)  # output slot -> the input slot it overwrites (MeanOut: Mean)
     rtol: float = 1e-5
     atol: float = 1e-8
     delta: float = 1e-6
@@ -87,6 +88,9 @@ def run_case(case: Case) -> None:
             ins[slot] = names
         outs = {}
         for slot in opdef.outputs:
+            if slot.name in case.inplace:
+                outs[slot.name] = ins[case.inplace[slot.name]]
+                continue
             n = case.outputs.get(slot.name, 1)
             outs[slot.name] = [block.create_var(f"{slot.name.lower()}_out{i}", dtype="float64").name
                                for i in range(n)]
@@ -96,7 +100,7 @@ def run_case(case: Case) -> None:
         for slot in rule.output_grads_read():
             for name in outs[slot]:
                 var = block.var(name)
-                if not pg.dtypes.is_floating(var.dtype):
+                if slot in case.inplace or not pg.dtypes.is_floating(var.dtype):
                     continue
                 w = block.create_var(f"w_{name}", var.shape, var.dtype_name, need_check_feed=True,
                                      stop_gradient=True)
@@ -111,7 +115,11 @@ def run_case(case: Case) -> None:
 
     exe = Executor(CPUPlace())
     scope = Scope()
-    fetched = exe.run(main, feed=feed, fetch_list=[loss] + [g for g in grads if g is not None], scope=scope)
+
+    def run(f, fetch_list):  # fresh copies: in-place outputs (MeanOut = Mean) update their input
+        return exe.run(main, feed={k: v.copy() for k, v in f.items()}, fetch_list=fetch_list, scope=scope)
+
+    fetched = run(feed, [loss] + [g for g in grads if g is not None])
     analytic = dict(zip([v.name for v, g in zip(wrt_vars, grads) if g is not None], fetched[1:]))
 
     def loss_at(name, flat_index, offset):
@@ -119,7 +127,7 @@ def run_case(case: Case) -> None:
         arr = feed[name].copy()
         arr.flat[flat_index] += offset
         f[name] = arr
-        return float(exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0])
+        return float(run(f, [loss])[0])
 
     pick = np.random.default_rng(0)
     for var, g in zip(wrt_vars, grads):

@@ -768,8 +768,12 @@ def test_dropout_test_mode(impl, factor):
     res = run("dropout", {"X": x}, {"dropout_prob": 0.25, "is_test": True,
                                     "dropout_implementation": impl}, rng=gen())
     np.testing.assert_allclose(res["Out"], x * factor, rtol=1e-7)
-    assert "Mask" not in res
+    # a bound Mask (dropout_grad reads it) is all ones; an unbound one is not computed
+    assert res["Mask"].dtype == np.uint8 and res["Mask"].all()
     assert res["Out"] is not x
+    from executor.kernel_call import bind
+    fn, _ = bind("dropout", {"dropout_prob": 0.25, "is_test": True}, need={"Out"})
+    assert fn(x, None)[1] is None
 
 
 def test_dropout_fixed_seed_reproducible():

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from program.errors import AttrError
 from program.ops.infer import dims_match, numel
-from program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, LONG, STRING, Slot, define, many,
-                                  opt, side)
+from program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, LONG, NOT_DIFFERENTIABLE, STRING,
+                                  GradOp, Slot, define, grad_maker, grad_op, many, opt, side)
 from proto import pb
 
 _T = pb.VarType
@@ -146,11 +146,15 @@ _CONV_ATTRS = {
 }
 _IS_TEST = {"is_test": BOOL(False)}
 
+# PaddlePaddle's conv2d_grad reads Input, Filter and Output@GRAD; Input@GRAD is left unbound
+# (and not computed) for a first layer whose input needs no gradient.
+_CONV_GRAD = grad_op(["Input", "Filter", "Output@GRAD"], ["Input@GRAD", "Filter@GRAD"])
+
 define("conv2d", inputs=["Input", "Filter"], outputs=["Output"], attrs=dict(_CONV_ATTRS),
-       extra_attrs=_IS_TEST, infer=_infer_conv2d, grad=None,
+       extra_attrs=_IS_TEST, infer=_infer_conv2d, grad=_CONV_GRAD,
        doc="2-D convolution: Output = Input (*) Filter, Filter [out_c, in_c/groups, kh, kw].")
 define("depthwise_conv2d", inputs=["Input", "Filter"], outputs=["Output"], attrs=dict(_CONV_ATTRS),
-       extra_attrs=_IS_TEST, infer=_infer_conv2d, grad=None,
+       extra_attrs=_IS_TEST, infer=_infer_conv2d, grad=_CONV_GRAD,
        doc="Grouped 2-D convolution with groups == in_channels (one filter group per channel).")
 
 
@@ -212,7 +216,9 @@ def _infer_conv2d_transpose(ctx):
 define("conv2d_transpose",
        inputs=["Input", "Filter", Slot("Bias", dispensable=True, extra=True)], outputs=["Output"],
        attrs={"output_padding": INTS([]), "output_size": INTS([]), **_CONV_ATTRS},
-       extra_attrs=_IS_TEST, infer=_infer_conv2d_transpose, grad=None,
+       extra_attrs=_IS_TEST, infer=_infer_conv2d_transpose,
+       # Paddle lists the (oneDNN-only) Bias among the inputs but gives it no gradient
+       grad=grad_op(["Input", "Filter", "Bias", "Output@GRAD"], ["Input@GRAD", "Filter@GRAD"]),
        doc="2-D transposed convolution (deconvolution), Filter [in_c, out_c/groups, kh, kw].")
 
 
@@ -262,7 +268,8 @@ define("pool2d", inputs=["X"], outputs=["Out"],
               "strides": INTS([1, 1]), "paddings": INTS([0, 0]), "exclusive": BOOL(True),
               "adaptive": BOOL(False), "ceil_mode": BOOL(False), "data_format": STRING("NCHW"),
               "padding_algorithm": STRING("EXPLICIT"), "use_cudnn": BOOL(False)},
-       extra_attrs=_IS_TEST, infer=_infer_pool2d, grad=None,
+       extra_attrs=_IS_TEST, infer=_infer_pool2d,
+       grad=grad_op(["X", "Out", "Out@GRAD"], ["X@GRAD"]),
        doc="2-D max/avg pooling (also global and adaptive); `exclusive` avg ignores padding.")
 
 
@@ -304,16 +311,59 @@ def _infer_batch_norm(ctx):
     ctx.set_output("ReserveSpace", [-1], x.dtype)
 
 
+def _batch_norm_grad(op, g):
+    """PaddlePaddle's BatchNormGradMaker: batch_norm_grad reads X, Scale, Bias, SavedMean,
+    SavedVariance (the batch mean and 1/sqrt(var + eps)), ReserveSpace when the forward op
+    has one, MeanOut/VarianceOut, and, when the running statistics normalize (is_test or
+    use_global_stats), also Mean/Variance bound to the MeanOut/VarianceOut variables (the
+    same variables: the running statistics are updated in place)."""
+    ins = {"X": op.input("X"), "Scale": op.input("Scale"), "Bias": op.input("Bias"),
+           "SavedMean": op.output("SavedMean"), "SavedVariance": op.output("SavedVariance")}
+    if op.output("ReserveSpace"):
+        ins["ReserveSpace"] = op.output("ReserveSpace")
+    mean_out = op.output("MeanOut") or op.input("Mean")
+    var_out = op.output("VarianceOut") or op.input("Variance")
+    if op.attr("use_global_stats", False) or op.attr("is_test", False):
+        ins["Mean"], ins["Variance"] = mean_out, var_out
+    ins["MeanOut"], ins["VarianceOut"] = op.output("MeanOut"), op.output("VarianceOut")
+    ins["Y@GRAD"] = g.out("Y")
+    outs = {f"{s}@GRAD": [n for n in g.inp(s) if n] for s in ("X", "Scale", "Bias")}
+    attrs = {k: v for k, v in op.attrs.items() if k in _BATCH_NORM_GRAD.attrs}
+    return [GradOp("batch_norm_grad", ins, outs, attrs)]
+
+
+_BATCH_NORM_ATTRS = {"is_test": BOOL(False), "momentum": FLOAT(0.9), "epsilon": FLOAT(1e-5),
+                     "data_layout": STRING("NCHW"), "use_global_stats": BOOL(False),
+                     "trainable_statistics": BOOL(False)}
+
 define("batch_norm",
        inputs=["X", opt("Scale"), opt("Bias"), "Mean", "Variance", opt("MomentumTensor")],
        outputs=["Y", "MeanOut", "VarianceOut", side("SavedMean"), side("SavedVariance"),
                 Slot("ReserveSpace", dispensable=True, extra=True)],
-       attrs={"is_test": BOOL(False), "momentum": FLOAT(0.9), "epsilon": FLOAT(1e-5),
-              "data_layout": STRING("NCHW"), "use_global_stats": BOOL(False),
-              "trainable_statistics": BOOL(False)},
-       infer=_infer_batch_norm, grad=None,
+       attrs=dict(_BATCH_NORM_ATTRS),
+       infer=_infer_batch_norm,
+       grad=grad_maker(_batch_norm_grad, inputs=["Y@GRAD"], outputs=["X@GRAD", "Scale@GRAD", "Bias@GRAD"]),
        doc="Batch normalization over the channel axis; MeanOut/VarianceOut are Mean/Variance "
            "updated in place with `momentum`.")
+
+
+def _infer_batch_norm_grad(ctx):
+    for slot in ("X", "Scale", "Bias"):
+        src = ctx.input(slot)
+        if src is not None:
+            ctx.set_output(slot + "@GRAD", src.shape, src.dtype)
+
+
+# Defined by hand (not derived from a GradRule) because its inputs depend on the attributes.
+_BATCH_NORM_GRAD = define(
+    "batch_norm_grad",
+    inputs=["X", opt("Scale"), opt("Bias"), opt("Mean"), opt("Variance"), "SavedMean",
+            "SavedVariance", opt("ReserveSpace"), opt("MeanOut"), opt("VarianceOut"), "Y@GRAD"],
+    outputs=[opt("X@GRAD"), opt("Scale@GRAD"), opt("Bias@GRAD")],
+    attrs=dict(_BATCH_NORM_ATTRS), infer=_infer_batch_norm_grad, grad=NOT_DIFFERENTIABLE,
+    doc="The gradient of batch_norm: through the batch statistics in training, through the "
+        "running statistics (Mean/Variance) when is_test or use_global_stats.",
+    grad_of="batch_norm")
 
 
 def _infer_layer_norm(ctx):
@@ -336,7 +386,9 @@ def _infer_layer_norm(ctx):
 define("layer_norm", inputs=["X", opt("Scale"), opt("Bias")],
        outputs=["Y", side("Mean"), side("Variance")],
        attrs={"epsilon": FLOAT(1e-5), "begin_norm_axis": INT(1)},
-       extra_attrs=_IS_TEST, infer=_infer_layer_norm, grad=None,
+       extra_attrs=_IS_TEST, infer=_infer_layer_norm,
+       grad=grad_op(["X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"],
+                    ["X@GRAD", "Scale@GRAD", "Bias@GRAD"]),
        doc="Layer normalization over the dims from begin_norm_axis on; Scale/Bias have their product.")
 
 
@@ -362,7 +414,9 @@ def _infer_group_norm(ctx):
 define("group_norm", inputs=["X", opt("Scale"), opt("Bias")],
        outputs=["Y", side("Mean"), side("Variance")],
        attrs={"epsilon": FLOAT(1e-5), "groups": INT(-1), "data_layout": STRING("NCHW")},
-       infer=_infer_group_norm, grad=None,
+       infer=_infer_group_norm,
+       grad=grad_op(["X", "Scale", "Bias", "Y", "Mean", "Variance", "Y@GRAD"],
+                    ["X@GRAD", "Scale@GRAD", "Bias@GRAD"]),
        doc="Group normalization: channels split into `groups`, each normalized per sample.")
 
 
@@ -384,7 +438,9 @@ define("instance_norm", inputs=["X", opt("Scale"), opt("Bias")],
        outputs=["Y", side("SavedMean", extra=True),
                 side("SavedVariance", extra=True)],
        attrs={"epsilon": FLOAT(1e-5)},
-       infer=_infer_instance_norm, grad=None,
+       infer=_infer_instance_norm,
+       grad=grad_op(["X", "Scale", "Bias", "SavedMean", "SavedVariance", "Y@GRAD"],
+                    ["X@GRAD", "Scale@GRAD", "Bias@GRAD"]),
        doc="Instance normalization: each (sample, channel) plane normalized on its own.")
 
 
@@ -401,7 +457,8 @@ def _infer_affine_channel(ctx):
 
 define("affine_channel", inputs=["X", "Scale", "Bias"], outputs=["Out"],
        attrs={"data_layout": STRING("AnyLayout")},
-       infer=_infer_affine_channel, grad=None,
+       infer=_infer_affine_channel,
+       grad=grad_op(["X", "Scale", "Bias", "Out@GRAD"], ["X@GRAD", "Scale@GRAD", "Bias@GRAD"]),
        doc="Out = X * Scale + Bias with per-channel Scale/Bias (a frozen batch_norm).")
 
 
@@ -420,7 +477,8 @@ def _infer_lrn(ctx):
 define("lrn", inputs=["X"], outputs=["Out", "MidOut"],
        attrs={"n": INT(5), "k": FLOAT(2.0), "alpha": FLOAT(1e-4), "beta": FLOAT(0.75),
               "data_format": STRING("AnyLayout")},
-       extra_attrs=_IS_TEST, infer=_infer_lrn, grad=None,
+       extra_attrs=_IS_TEST, infer=_infer_lrn,
+       grad=grad_op(["X", "Out", "MidOut", "Out@GRAD"], ["X@GRAD"]),
        doc="Local response normalization across n neighbouring channels: X / (k + alpha*sum(X^2))^beta.")
 
 
@@ -443,7 +501,8 @@ define("dropout", inputs=["X", Slot("Seed", dispensable=True, extra=True)],
        attrs={"dropout_prob": FLOAT(0.5), "is_test": BOOL(False),
               "dropout_implementation": STRING("downgrade_in_infer")},
        extra_attrs={"fix_seed": BOOL(False), "seed": INT(0)},
-       infer=_infer_dropout, grad=None,
+       infer=_infer_dropout,
+       grad=grad_op(["Mask", "Out@GRAD"], ["X@GRAD"], like={"X@GRAD": "Out@GRAD"}),
        doc="Zero elements with probability dropout_prob (Mask: uint8 keep mask); scaling per "
            "dropout_implementation.")
 
@@ -463,7 +522,8 @@ def _infer_lookup_table_v2(ctx):
 
 define("lookup_table_v2", inputs=["W", "Ids"], outputs=["Out"],
        attrs={"padding_idx": LONG(-1)},
-       infer=_infer_lookup_table_v2, grad=None,
+       infer=_infer_lookup_table_v2,
+       grad=grad_op(["Ids", "W", "Out@GRAD"], ["W@GRAD"]),  # dense W@GRAD; Ids get none
        doc="Embedding lookup: Out[..., :] = W[Ids[...], :] (rows equal to padding_idx give zeros).")
 
 
@@ -491,7 +551,8 @@ def _infer_prelu(ctx):
 
 define("prelu", inputs=["X", "Alpha"], outputs=["Out"],
        attrs={"mode": STRING("all"), "data_format": STRING("NCHW")},
-       extra_attrs=_IS_TEST, infer=_infer_prelu, grad=None,
+       extra_attrs=_IS_TEST, infer=_infer_prelu,
+       grad=grad_op(["X", "Alpha", "Out@GRAD"], ["X@GRAD", "Alpha@GRAD"]),
        doc="Out = max(0, X) + Alpha * min(0, X); Alpha shared ('all'), per channel or per element.")
 
 
@@ -532,7 +593,9 @@ _INTERP_ATTRS = {
 for _type, _doc in [("bilinear_interp_v2", "Bilinear resize of the H and W dims"),
                     ("nearest_interp_v2", "Nearest-neighbour resize of the H and W dims")]:
     define(_type, inputs=["X", opt("OutSize"), many("SizeTensor", optional=True), opt("Scale")],
-           outputs=["Out"], attrs=dict(_INTERP_ATTRS), infer=_infer_interp_v2, grad=None,
+           outputs=["Out"], attrs=dict(_INTERP_ATTRS), infer=_infer_interp_v2,
+           # the size/scale tensors are read again (for the output size), never differentiated
+           grad=grad_op(["X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"], ["X@GRAD"]),
            doc=f"{_doc}, to out_h x out_w or by `scale` (OutSize/SizeTensor/Scale inputs win).")
 
 
@@ -553,8 +616,21 @@ def _infer_pixel_shuffle(ctx):
     ctx.set_output("Out", shape, x.dtype)
 
 
+def _infer_pixel_shuffle_grad(ctx):
+    """pixel_shuffle_grad reads only Out@GRAD: X@GRAD is [N, C*r*r, H/r, W/r]."""
+    dout = ctx.input("Out@GRAD")
+    r = ctx.attr("upscale_factor")
+    last = _channel_last(ctx, ctx.attr("data_format"))
+    n, oh, ow, oc = (dout.shape if last else
+                     (dout.shape[0], dout.shape[2], dout.shape[3], dout.shape[1]))
+    c = oc * r * r if oc >= 0 else -1
+    h, w = (oh // r if oh >= 0 else -1), (ow // r if ow >= 0 else -1)
+    ctx.set_output("X@GRAD", [n, h, w, c] if last else [n, c, h, w], dout.dtype)
+
+
 define("pixel_shuffle", inputs=["X"], outputs=["Out"],
        attrs={"upscale_factor": INT(1), "data_format": STRING("NCHW")},
-       infer=_infer_pixel_shuffle, grad=None,
+       infer=_infer_pixel_shuffle,
+       grad=grad_op(["Out@GRAD"], ["X@GRAD"], infer=_infer_pixel_shuffle_grad),
        doc="Rearrange [N, C*r*r, H, W] into [N, C, H*r, W*r] (sub-pixel convolution).")
 
