@@ -180,13 +180,12 @@ class Executor:
             return self._run_checked(plan, env)
         if self._pool is not None and plan.has_parallel_levels:
             return self._run_concurrent(plan, env)
-        steps = plan.steps
         i = 0
         try:
-            for i, step in enumerate(steps):
-                step.run(env)
+            for i, run in enumerate(plan.runs):
+                run(env)
         except Exception as e:
-            raise self._step_error(steps[i], env, e) from e
+            raise self._step_error(plan.steps[i], env, e) from e
 
     def _run_concurrent(self, plan, env):
         steps = plan.steps

@@ -40,6 +40,21 @@ def bind(op_type: str, attrs: dict, xp=np, rng=None, need=None) -> tuple[Callabl
     return functools.partial(kdef.fn, xp, **bound), kdef
 
 
+def specialize(kdef, attrs: dict, present: tuple, donated: bool, xp=np):
+    """The kernel's specialized callable for one op (see kernels/registry.py), or None."""
+    opdef = op_registry.lookup(kdef.op_type)
+    values = {}
+    for name in kdef.attrs:
+        if name in attrs:
+            values[name] = attrs[name]
+        else:
+            spec = opdef.attr_spec(name) if opdef else None
+            if spec is None or spec.required:
+                return None
+            values[name] = spec.default
+    return kdef.specialize(xp, values, present, donated)
+
+
 def call_kernel(op_type: str, inputs: dict, attrs: dict | None = None, xp=np, rng=None) -> dict:
     """Run one kernel outside any program (tests, constant folding): slot -> array(s) in,
     slot -> array(s) out."""

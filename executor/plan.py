@@ -3,7 +3,9 @@
 Compilation does everything that does not depend on the fed values, once:
 - prune to the ops the fetch targets need, plus every op that writes a persistable
   variable (parameter updates, running statistics);
-- resolve each op's kernel and bind its attributes;
+- resolve each op's kernel and bind its attributes (a kernel's `specialize` may give a
+  faster callable, writing into its first input's buffer when that input is an
+  intermediate nobody reads afterwards: `y = y + 1` chains allocate nothing);
 - find each variable's last use, so non-persistable intermediates are dropped right after
   their last reader and peak memory tracks the live set;
 - group steps into dependency levels (read-after-write, write-after-read and
@@ -16,7 +18,7 @@ import functools
 from dataclasses import dataclass, field
 
 from executor.errors import ExecutionError, FeedError
-from executor.kernel_call import MissingKernelError, bind
+from executor.kernel_call import MissingKernelError, bind, specialize
 from program import dtypes
 from program.ops import registry as op_registry
 from proto import pb
@@ -48,6 +50,9 @@ class Plan:
     fetch_copies: tuple = ()    # per fetch: copy it out (a persistable the scope may update in place)
     levels: list = field(default_factory=list)  # lists of step positions that may run together
     level_frees: list = field(default_factory=list)  # names to drop after each level
+
+    def __post_init__(self):
+        self.runs = [step.run for step in self.steps]  # the serial hot loop calls these
 
     @property
     def has_parallel_levels(self) -> bool:
@@ -183,9 +188,19 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         opdef = op_registry.lookup(op.type)
         in_specs = [_slot_spec(op.input(s), opdef.input_slots.get(s) if opdef else None) for s in kdef.inputs]
         out_specs = [_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None) for s in kdef.outputs]
-        fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
         reads = tuple(op.input_arg_names)
         writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY)
+        fast = None
+        if kdef.specialize is not None:
+            first = in_specs[0] if in_specs else None
+            donated = (free_intermediates and isinstance(first, str) and first in produced
+                       and last_use.get(first) == pos and first not in fetch_set
+                       and first not in feed_set and first not in writes and not persistable(first))
+            fast = specialize(kdef, op.attrs, tuple(s is not None for s in in_specs), donated, xp)
+        if fast is not None:
+            fn, in_specs = fast, [s for s in in_specs if s is not None]
+        else:
+            fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
         for n in reads:
             if n not in produced and n not in scope_reads:
                 scope_reads.append(n)

@@ -20,12 +20,44 @@ def align(x, y, axis: int):
     return (small, big) if swap else (big, small)
 
 
+_UFUNCS = {"elementwise_add": "add", "elementwise_sub": "subtract", "elementwise_mul": "multiply"}
+
+
+def _specialize_binary(op_type):
+    """One ufunc call when Paddle's `axis` means plain numpy broadcasting (axis -1, or Y
+    aligned with X's trailing dims, as fc's bias add), written into X's buffer when X is
+    donated and the result has X's shape (numpy refuses with ValueError otherwise, and we
+    fall back to a fresh array). Anything else takes the general kernel."""
+    def specialize(xp, attrs, present, donated):
+        name = _UFUNCS.get(op_type)
+        if name is None or present != (True, True):
+            return None
+        ufunc, axis, general = getattr(xp, name), attrs.get("axis", -1), _GENERAL[op_type]
+
+        def run(x, y):
+            if axis != -1 and axis != x.ndim - y.ndim:
+                return general(xp, x, y, axis=axis)
+            if donated and x.dtype.kind == "f" and x.ndim and x.dtype == y.dtype:
+                try:
+                    return ufunc(x, y, out=x)
+                except ValueError:  # Y broadcasts X to a bigger shape
+                    pass
+            return ufunc(x, y)
+        return run
+    return specialize
+
+
+_GENERAL = {}  # op type -> its general kernel function
+
+
 def _binary(op_type, compute):
-    @kernel(op_type, inputs=["X", "Y"], outputs=["Out"], attrs=["axis"])
+    @kernel(op_type, inputs=["X", "Y"], outputs=["Out"], attrs=["axis"],
+            specialize=_specialize_binary(op_type))
     def run(xp, x, y, *, axis=-1):
         x, y = align(x, y, axis)
         return compute(xp, x, y)
     run.__name__ = op_type
+    _GENERAL[op_type] = run
     return run
 
 

@@ -45,8 +45,43 @@ def _normalize_axis(axis: int, ndim: int) -> int:
 # -- scale / clip / cast / pow / increment ---------------------------------------------------
 
 
+def _specialize_scale(xp, attrs, present, donated):
+    """The common `y = x * s + b` with attribute values: one ufunc call, into X's buffer
+    when it is donated (float X; other dtypes take the general kernel)."""
+    if present != (True, False, False) or not attrs.get("bias_after_scale", True):
+        return None
+    s, b = float(attrs.get("scale", 1.0)), float(attrs.get("bias", 0.0))
+    add, multiply = xp.add, xp.multiply
+
+    def general(x):
+        return scale(xp, x, None, None, scale=s, bias=b, bias_after_scale=True)
+
+    # One closure per case, so the per-call work is a dtype test and one ufunc call.
+    if b == 0 or s == 1:
+        ufunc, operand = (multiply, s) if b == 0 else (add, b)
+        if donated:
+            def run(x):
+                if x.dtype.kind == "f" and x.ndim:
+                    return ufunc(x, operand, out=x)
+                return general(x)
+        else:
+            def run(x):
+                if x.dtype.kind == "f" and x.ndim:
+                    return ufunc(x, operand)
+                return general(x)
+        return run
+
+    def run(x):
+        if x.dtype.kind != "f" or not x.ndim:
+            return general(x)
+        out = multiply(x, s, out=x if donated else None)
+        out += b
+        return out
+    return run
+
+
 @kernel("scale", inputs=["X", "ScaleTensor", "BiasTensor"], outputs=["Out"],
-        attrs=["scale", "bias", "bias_after_scale"])
+        attrs=["scale", "bias", "bias_after_scale"], specialize=_specialize_scale)
 def scale(xp, x, scale_tensor, bias_tensor, *, scale=1.0, bias=0.0, bias_after_scale=True):
     # Paddle casts scale and bias to x's dtype first (static_cast<T>: 2.5 -> 2 for ints).
     if scale_tensor is not None:

@@ -19,6 +19,12 @@ and never imports `program` or `executor`. Its signature names what it consumes:
 - a kernel with a keyword parameter `need` gets the set of output slots the op really
   binds, so a gradient kernel can skip work nobody reads (conv2d_grad's Input@GRAD for
   the first layer);
+- `specialize(xp, attrs, present, donated)` (optional) returns a faster callable for one
+  op, or None: `attrs` are the bound attribute values, `present` says which input slots
+  the op binds (the callable takes just those, in order), and `donated` says the first
+  input is an intermediate nobody reads afterwards, so the result may be written into
+  its buffer (`out=`). The executor uses it for the cheap elementwise ops where the
+  generic call's overhead and a fresh allocation cost as much as the arithmetic;
 - `inplace` maps an output slot to the input slot whose buffer the kernel may reuse
   (optimizer ParamOut/Param, batch_norm MeanOut/Mean): the executor hands over the
   array and the kernel may write into it.
@@ -43,6 +49,7 @@ class KernelDef:
     attrs: tuple[str, ...] = ()
     rng: bool = False
     inplace: dict = field(default_factory=dict)
+    specialize: Callable | None = None
 
     def input_params(self) -> list[str]:
         """The kernel function's parameter names for its inputs, in slot order."""
@@ -61,13 +68,14 @@ class KernelDef:
 _KERNELS: dict[str, KernelDef] = {}
 
 
-def kernel(op_type: str, *, inputs, outputs, attrs=(), rng: bool = False, inplace=None):
+def kernel(op_type: str, *, inputs, outputs, attrs=(), rng: bool = False, inplace=None,
+           specialize=None):
     """Register the decorated function as the kernel of `op_type`."""
     def register(fn):
         if op_type in _KERNELS:
             raise ValueError(f"kernel for {op_type!r} registered twice")
         _KERNELS[op_type] = KernelDef(op_type, fn, tuple(inputs), tuple(outputs), tuple(attrs), rng,
-                                      dict(inplace or {}))
+                                      dict(inplace or {}), specialize)
         return fn
     return register
 

@@ -203,3 +203,35 @@ def test_keep_intermediates_leaves_every_value_in_the_scope():
                                           scope=scope)
     for name in ("a", "b", "c"):
         assert scope.has(name)
+
+
+def test_donated_buffers_never_clobber_feeds_fetches_or_persistables():
+    """Cheap elementwise ops write into their first input's buffer only when that input
+    is an intermediate nobody reads afterwards: feeds, fetched values and parameters keep
+    their values, and results equal the undonated computation."""
+    main, startup = pg.Program(), pg.Program()
+    with pg.unique_name.guard(), pg.program_guard(main, startup):
+        x = pg.data("x", [2, 3])
+        w = main.global_block().create_var("w", [2, 3], "float32", persistable=True)
+        y = x + 1.0                     # reads the feed: must not write into it
+        t = w * 3.0                     # reads a persistable: must not write into it
+        z = pg.relu(y * 2.0 - 3.0)      # chain of dead intermediates: donated
+        v = z + x                       # z dead after this: donated; x is a feed
+        u = v * v
+        out = u + y + t                 # y is fetched: not donated
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    before = xv.copy()
+    exe, scope = Executor(), Scope()
+    scope.set("w", np.full((2, 3), 2.0, np.float32))
+    got_y, got_out, got_v = exe.run(main, feed={"x": xv}, fetch_list=[y, out, v], scope=scope)
+    np.testing.assert_array_equal(xv, before)
+    np.testing.assert_array_equal(scope.get("w"), np.full((2, 3), 2.0))
+    ry = before + 1
+    rv = np.maximum(ry * 2 - 3, 0) + before
+    np.testing.assert_allclose(got_y, ry)
+    np.testing.assert_allclose(got_v, rv)
+    np.testing.assert_allclose(got_out, rv * rv + ry + 6.0)
+    # a second run gives the same (fetched arrays were not reused as scratch space)
+    again = exe.run(main, feed={"x": xv}, fetch_list=[y, out, v], scope=scope)
+    for a, b in zip((got_y, got_out, got_v), again):
+        np.testing.assert_array_equal(a, b)
