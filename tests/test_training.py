@@ -376,3 +376,49 @@ def test_backward_through_an_is_test_dropout():
         dx, = pg.gradients([pg.reduce_sum(y)], [x])
     got, = Executor().run(main, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[dx], scope=Scope())
     np.testing.assert_allclose(got, np.full((2, 3), 0.75))  # downgrade_in_infer scales by 1 - p
+
+
+def test_training_step_peak_memory_tracks_the_live_set():
+    """Peak memory of one MLP training step stays within 1.3x of parameters + optimizer
+    state + the largest live set of intermediates (activations and gradients, each freed
+    after its last backward use)."""
+    import tracemalloc
+    main, startup = pg.Program(), pg.Program()
+    startup.random_seed = 3
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        x = pg.data("x", [-1, 256])
+        label = pg.data("label", [-1, 1], "int64")
+        h = pg.nn.fc(pg.nn.fc(x, 512, activation="relu"), 512, activation="relu")
+        loss = pg.mean(pg.nn.softmax_with_cross_entropy(pg.nn.fc(h, 10), label))
+        pg.optimizer.Adam(1e-3).minimize(loss)
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((256, 256)).astype(np.float32), "label": rng.integers(0, 10, (256, 1))}
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)  # compile and warm up
+    persistent = sum(np.asarray(scope.get(n)).nbytes for n in scope
+                     if main.global_block().find_var(n) is not None and main.global_block().var(n).persistable)
+
+    # the largest live set, from every intermediate's size and the plan's free points
+    sizes = {}
+    probe = Executor(keep_intermediates=True)
+    probe_scope = Scope()
+    for n in scope:
+        probe_scope.set(n, np.array(scope.get(n)))
+    probe.run(main, feed=feed, fetch_list=[loss], scope=probe_scope)
+    for n in probe_scope:
+        var = main.global_block().find_var(n)
+        if var is not None and not var.persistable:
+            sizes[n] = np.asarray(probe_scope.get(n)).nbytes
+    plan = next(iter(exe._plans[id(main)][2].values()))
+    live, live_max = set(feed), 0
+    for step in plan.steps:
+        live.update(n for n in step.writes if n in sizes)
+        live_max = max(live_max, sum(sizes.get(n, 0) for n in live))
+        live.difference_update(step.frees)
+
+    tracemalloc.start()
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert persistent + peak <= 1.3 * (persistent + live_max), (persistent, peak, live_max)
