@@ -140,3 +140,29 @@ def test_save_inference_model_errors_name_the_problem(tmp_path):
     with pytest.raises(pg.ProgramError, match="does not exist"):
         (tmp_path / "only.pdmodel").write_bytes((FIXTURES / "mlp_fc.pdmodel").read_bytes())
         pg.io.load_inference_model(tmp_path / "only", exe, scope=Scope())
+
+
+def test_paddle_resnet18_runs_with_recipe_weights():
+    """paddle.vision.models.resnet18 (exported by PaddlePaddle without its 45 MB of
+    weights): filled from the shared recipe, it gives PaddlePaddle's outputs."""
+    import sys
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from recipe import recipe_params
+    finally:
+        sys.path.pop(0)
+    program = pg.io.load_program(FIXTURES / "resnet18.pdmodel")
+    block = program.global_block()
+    ops = [(op.type, op.inputs) for op in block.ops]
+    shapes = {name: shape for name, _, shape in pg.io.persistable_specs(program)}
+    scope = Scope()
+    for name, value in recipe_params(ops, shapes).items():
+        scope.set(name, value)
+    feeds = sorted((op for op in block.ops if op.type == "feed"), key=lambda op: op.attr("col"))
+    fetches = sorted((op for op in block.ops if op.type == "fetch"), key=lambda op: op.attr("col"))
+    io = np.load(FIXTURES / "resnet18.io.npz")
+    got, = Executor().run(program, feed={op.output("Out")[0]: io[f"in:{op.output('Out')[0]}"] for op in feeds},
+                          fetch_list=[fetches[0].input("X")[0]], scope=scope)
+    want = io["out:0"]
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+    assert sum(op.type == "conv2d" for op in block.ops) == 20
