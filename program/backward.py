@@ -260,7 +260,7 @@ def _append(block, specs: list[GradOp]) -> None:
                     if n == grad_name(p) and isinstance(block.find_var(p), Parameter):
                         role_var += [p, n]
             attrs["op_role_var"] = role_var
-            op = block.append_op(spec.type, spec.inputs, spec.outputs, attrs)
+            op = block.append_op(spec.type, spec.inputs, spec.outputs, attrs, all_input_slots=False)
             if spec.forward is not None and spec.forward.callstack:
                 op.set_attr("op_callstack", spec.forward.callstack)
 

@@ -159,16 +159,20 @@ class Block:
         return [v for v in self.vars.values() if isinstance(v, Parameter)]
 
     # -- ops ----------------------------------------------------------------------------
-    def append_op(self, type: str, inputs=None, outputs=None, attrs=None, *, infer_shape=True) -> Operator:
+    def append_op(self, type: str, inputs=None, outputs=None, attrs=None, *, infer_shape=True,
+                  all_input_slots=True) -> Operator:
         """Append an op. Slots and attributes are checked against the op's definition,
-        defaults are filled in, and output shapes/dtypes are inferred."""
-        return self.insert_op(len(self.ops), type, inputs, outputs, attrs, infer_shape=infer_shape)
+        defaults are filled in, and output shapes/dtypes are inferred. Input slots not given
+        are written as empty lists, as PaddlePaddle's builder does (`all_input_slots=False`
+        writes only the given ones, as its C++ gradient-op makers do)."""
+        return self.insert_op(len(self.ops), type, inputs, outputs, attrs, infer_shape=infer_shape,
+                              all_input_slots=all_input_slots)
 
     def prepend_op(self, type: str, inputs=None, outputs=None, attrs=None, *, infer_shape=True) -> Operator:
         return self.insert_op(0, type, inputs, outputs, attrs, infer_shape=infer_shape)
 
     def insert_op(self, index: int, type: str, inputs=None, outputs=None, attrs=None, *,
-                  infer_shape=True) -> Operator:
+                  infer_shape=True, all_input_slots=True) -> Operator:
         stack = callsite.user_frame_lines()
         where = callsite.describe(stack)
         opdef = registry.lookup(type)
@@ -179,6 +183,10 @@ class Block:
         outs = {k: _names(v) for k, v in (outputs or {}).items()}
         self._check_slots(opdef, ins, "input", opdef.input_slots, where)
         self._check_slots(opdef, outs, "output", opdef.output_slots, where)
+        if all_input_slots:
+            # PaddlePaddle's Python builder lists every input slot of an op, empty ones as []
+            # (its inference passes match ops by their full slot list); outputs only as given.
+            ins = {slot.name: ins.get(slot.name, []) for slot in opdef.inputs}
         values = self._check_attrs(opdef, dict(attrs or {}), where)
         values["op_callstack"] = stack
         values.setdefault("op_namescope", self.program._namescope())
