@@ -1,0 +1,95 @@
+"""Inference passes: named transforms of (program, params), in PaddlePaddle's spirit.
+
+    program, params, report = optimize_inference(program, params, evaluate=evaluate,
+                                                 fp16=True, disabled=["fuse_fc"])
+    print(report)   # what each pass changed
+
+The program is an inference program (feed ops first, fetch ops last, as
+`program.io.inference_program` and `load_inference_model` give); `params` maps each
+persistable variable to its array. The default order canonicalizes first, then fuses,
+then lowers precision (../../docs/architecture.md):
+
+    eliminate_dead_code   ops no fetch target needs                     (dead_code.py)
+    remove_identity       inference dropout, assign, scale(1, 0), no-op cast (remove_identity.py)
+    fold_constants        ops of constants, run once with `evaluate`    (constant_folding.py)
+    fold_batch_norm       batch_norm into conv2d / matmul_v2 / mul / fc (fold_batch_norm.py)
+    fuse_fc               mul/matmul_v2 + bias (+ relu) -> fc           (fuse_fc.py)
+    convert_to_fp16       float16 weights and activations, casts at the boundaries (fp16.py)
+
+Each pass is verified after it runs and can be disabled by name. This package never runs
+kernels itself: constant folding calls the `evaluate(op_type, inputs, attrs) -> outputs`
+its caller injects (the tool and the Predictor build it from
+`executor.kernel_call.call_kernel`); without one it is skipped.
+
+Not here: elementwise + activation fusion (the op registry has no fused elementwise-
+activation op, such as PaddlePaddle's `fused_elemwise_activation`, to fuse into) and
+bfloat16 (numpy has no bfloat16 type for the kernels to compute in).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from program.passes.base import Pass, PassOptions, PassRecord, Report
+from program.passes.constant_folding import fold_constants
+from program.passes.dead_code import eliminate_dead_code
+from program.passes.fold_batch_norm import fold_batch_norm
+from program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS, convert_to_fp16
+from program.passes.fuse_fc import fuse_fc
+from program.passes.graph import Graph, PassError
+from program.passes.remove_identity import remove_identity_ops
+from program.program import Program
+
+PASSES: dict[str, Pass] = {p.name: p for p in [
+    Pass("eliminate_dead_code", eliminate_dead_code),
+    Pass("remove_identity", remove_identity_ops),
+    Pass("fold_constants", fold_constants, needs_evaluate=True),
+    Pass("fold_batch_norm", fold_batch_norm, group="fuse"),
+    Pass("fuse_fc", fuse_fc, group="fuse"),
+    Pass("convert_to_fp16", convert_to_fp16, group="fp16"),
+]}
+DEFAULT_ORDER = tuple(PASSES)
+
+
+def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=None, fuse: bool = True,
+                       fp16: bool = False, keep_io_types: bool = True, keep_fp32=None, fp16_ops=None,
+                       fold_max_bytes: int = 8 << 20):
+    """Run the passes in DEFAULT_ORDER on a copy of (program, params); returns (program,
+    params, report). `disabled`: pass names to skip. `fuse`: run the fusion passes
+    (fold_batch_norm, fuse_fc). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
+    `fp16_ops`: see program/passes/fp16.py). The inputs are not modified."""
+    unknown = sorted(set(disabled) - set(PASSES))
+    if unknown:
+        raise ValueError(f"unknown pass name(s) {unknown}; the passes are {list(PASSES)}")
+    options = PassOptions(evaluate=evaluate, keep_io_types=keep_io_types,
+                          keep_fp32=None if keep_fp32 is None else frozenset(keep_fp32),
+                          fp16_ops=None if fp16_ops is None else frozenset(fp16_ops),
+                          fold_max_bytes=fold_max_bytes)
+    program = Program.from_desc(program.to_desc(), verify=True, source="program to optimize")
+    params = dict(params)
+    Graph(program, params)  # refuses programs the passes cannot handle (several blocks)
+    report = Report(params_bytes_before=_nbytes(params))
+    for p in PASSES.values():
+        record = PassRecord(p.name, "ran")
+        report.records.append(record)
+        if p.name in disabled:
+            record.status = "disabled"
+        elif p.group == "fuse" and not fuse:
+            record.status = "skipped (fusion not requested)"
+        elif p.group == "fp16" and not fp16:
+            record.status = "skipped (fp16 not requested)"
+        elif p.needs_evaluate and evaluate is None:
+            record.status = "skipped (no evaluate callable given)"
+        else:
+            record.ops_before = len(program.global_block().ops)
+            record.changes = p.run_in_place(program, params, options)
+            record.ops_after = len(program.global_block().ops)
+    report.params_bytes_after = _nbytes(params)
+    return program, params, report
+
+
+def _nbytes(params: dict) -> int:
+    return sum(np.asarray(v).nbytes for v in params.values())
+
+
+__all__ = ["Pass", "PassOptions", "PassError", "Report", "PASSES", "DEFAULT_ORDER", "FP16_OPS",
+           "DEFAULT_KEEP_FP32", "optimize_inference", "Graph"]

@@ -1,0 +1,97 @@
+"""Passes: named transforms of (program, params), run in a fixed order and checked after each.
+
+A `Pass` is a name, a function that edits a `Graph` in place and returns what it changed
+(counts), and a docstring saying what it matches and why the rewrite is safe. Calling a
+pass is pure: it copies the program and the parameter dict, edits the copies, drops the
+variables and parameters nothing uses any more, verifies the program (`verify_program`:
+known ops, slots, defined variables, attribute types) and checks every persistable
+variable against its value, then returns (program, params, changes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from program.passes.graph import Graph, PassError, check_params, sweep_unused
+from program.program import Program
+from program.verify import program_problems
+
+
+@dataclass
+class PassOptions:
+    """What passes may need besides the program: `evaluate(op_type, inputs, attrs) ->
+    outputs` runs one op's kernel (slot -> array or list of arrays, both ways; constant
+    folding needs it and is skipped without it); the fp16 pass's settings; the largest
+    constant (bytes) folding may create when it is bigger than the constants it replaces."""
+    evaluate: Callable | None = None
+    keep_io_types: bool = True
+    keep_fp32: frozenset | None = None   # None: fp16.DEFAULT_KEEP_FP32
+    fp16_ops: frozenset | None = None    # None: fp16.FP16_OPS
+    fold_max_bytes: int = 8 << 20
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    apply: Callable[[Graph, PassOptions], dict]
+    group: str = "cleanup"  # "cleanup" (always), "fuse" (with fuse=True), "fp16" (with fp16=True)
+    needs_evaluate: bool = False
+
+    @property
+    def doc(self) -> str:
+        return (self.apply.__doc__ or "").strip()
+
+    def __call__(self, program: Program, params: dict, options: PassOptions | None = None):
+        """(program, params) -> (new program, new params, changes); the inputs are untouched."""
+        program = Program.from_desc(program.to_desc(), verify=False, source="program")
+        params = dict(params)
+        changes = self.run_in_place(program, params, options or PassOptions())
+        return program, params, changes
+
+    def run_in_place(self, program: Program, params: dict, options: PassOptions) -> dict:
+        graph = Graph(program, params)
+        changes = dict(self.apply(graph, options) or {})
+        dropped = sweep_unused(program, params)
+        if dropped:
+            changes["vars_dropped"] = changes.get("vars_dropped", 0) + dropped
+        problems = program_problems(program)
+        if problems:
+            raise PassError(f"pass {self.name} left an invalid program: " + "; ".join(problems[:8]))
+        check_params(program, params, self.name)
+        return {k: v for k, v in changes.items() if v}
+
+
+@dataclass
+class PassRecord:
+    name: str
+    status: str  # "ran", "disabled", or "skipped (why)"
+    changes: dict = field(default_factory=dict)
+    ops_before: int = 0
+    ops_after: int = 0
+
+
+@dataclass
+class Report:
+    records: list[PassRecord] = field(default_factory=list)
+    params_bytes_before: int = 0
+    params_bytes_after: int = 0
+
+    def __getitem__(self, name: str) -> PassRecord:
+        for r in self.records:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def changes(self, name: str) -> dict:
+        return self[name].changes
+
+    def __str__(self) -> str:
+        lines = []
+        for r in self.records:
+            if r.status != "ran":
+                lines.append(f"  {r.name:<20} {r.status}")
+                continue
+            what = ", ".join(f"{k} {v}" for k, v in r.changes.items()) or "no change"
+            lines.append(f"  {r.name:<20} ops {r.ops_before} -> {r.ops_after}: {what}")
+        lines.append(f"  parameters: {self.params_bytes_before} -> {self.params_bytes_after} bytes")
+        return "\n".join(lines)

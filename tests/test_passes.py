@@ -1,0 +1,377 @@
+"""Inference passes (program/passes): each pass on small Keel programs and on PaddlePaddle's
+models; outputs before and after agree, op counts change as expected, passes can be
+disabled by name, and every result verifies."""
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import program as pg
+from executor import Executor, Scope
+from executor.kernel_call import call_kernel
+from program.passes import PASSES, PassError, optimize_inference
+from proto import pb
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
+MODELS = ["lenet", "resblock_cnn", "mobilenet_v2", "mlp_fc", "mlp_linear", "transformer_encoder"]
+FP32_RTOL = 1e-5   # relative to each output's largest magnitude
+FP16_RTOL = 1e-2   # float16 keeps 11 bits: ~5e-4 per rounding; these models stay below 2e-3
+
+
+# -- helpers ------------------------------------------------------------------------------
+def run(program, params, feed):
+    scope = Scope()
+    for name, value in params.items():
+        scope.set(name, value)
+    fetches = sorted((op for op in program.global_block().ops if op.type == "fetch"),
+                     key=lambda op: op.attr("col"))
+    return Executor().run(program, feed=feed, fetch_list=[op.input("X")[0] for op in fetches], scope=scope)
+
+
+def rel_diff(got, want) -> float:
+    want = np.asarray(want, np.float64)
+    return float(np.abs(np.asarray(got, np.float64) - want).max() / max(np.abs(want).max(), 1e-12))
+
+
+def assert_same_outputs(got, want, rtol):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+        assert rel_diff(g, w) <= rtol, rel_diff(g, w)
+
+
+def op_types(program) -> Counter:
+    return Counter(op.type for op in program.global_block().ops)
+
+
+def load_fixture(name):
+    scope = Scope()
+    program, feeds, fetches = pg.io.load_inference_model(FIXTURES / name, Executor(), scope=scope)
+    params = {n: scope.get(n) for n, _, _ in pg.io.persistable_specs(program)}
+    io = np.load(FIXTURES / f"{name}.io.npz")
+    feed = {f: io[f"in:{f}"] for f in feeds}
+    expected = [io[f"out:{i}"] for i in range(len(fetches))]
+    return program, params, feed, expected
+
+
+def optimize(program, params, **kw):
+    kw.setdefault("evaluate", call_kernel)
+    return optimize_inference(program, params, **kw)
+
+
+def build(fn, feed_names, seed=0):
+    """Build a model with Keel's layers (`fn` returns the fetch targets), initialize it, give
+    every parameter a random non-trivial value, and return its inference program with the
+    parameters."""
+    main, startup = pg.Program(), pg.Program()
+    startup.random_seed = seed
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        fetches = fn(main.global_block())
+    scope, exe = Scope(), Executor()
+    exe.run(startup, scope=scope)
+    infer = pg.io.inference_program(main, feed_names, [v.name if hasattr(v, "name") else v for v in fetches])
+    rng = np.random.default_rng(seed)
+    params = {}
+    for name, _, shape in pg.io.persistable_specs(infer):
+        value = rng.uniform(0.5, 1.5, shape) if "w_2" in name else rng.standard_normal(shape)
+        params[name] = value.astype(np.float32)  # w_2: a batch_norm variance, kept positive
+    return infer, params
+
+
+# -- the registry and the driver -------------------------------------------------------------
+def test_passes_run_in_the_documented_order_and_unknown_names_are_refused():
+    assert list(PASSES) == ["eliminate_dead_code", "remove_identity", "fold_constants",
+                            "fold_batch_norm", "fuse_fc", "convert_to_fp16"]
+    for p in PASSES.values():
+        assert "Matches" in p.doc and "afe" in p.doc  # what it matches, and why it is safe
+    program, params, _, _ = load_fixture("mlp_fc")
+    with pytest.raises(ValueError, match="fuse_fx"):
+        optimize(program, params, disabled=["fuse_fx"])
+
+
+def test_a_pass_called_alone_leaves_its_inputs_untouched():
+    program, params, feed, expected = load_fixture("lenet")
+    before, names = program.serialize_to_string(), set(params)
+    new, new_params, changes = PASSES["fold_constants"](program, params, pg_options(call_kernel))
+    assert program.serialize_to_string() == before and set(params) == names
+    assert changes["ops_folded"] == 2  # the two conv biases' reshape2 to [1, C, 1, 1]
+    assert op_types(new)["reshape2"] == 0
+    assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+
+
+def pg_options(evaluate):
+    from program.passes import PassOptions
+    return PassOptions(evaluate=evaluate)
+
+
+# -- PaddlePaddle's models: the whole pipeline -------------------------------------------------
+@pytest.mark.parametrize("name", MODELS)
+def test_paddle_models_optimized_give_paddles_outputs(name):
+    program, params, feed, expected = load_fixture(name)
+    new, new_params, report = optimize(program, params)
+    new.verify()
+    assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+    types = op_types(new)
+    assert not {"batch_norm", "dropout", "mul"} & set(types)
+    assert report["fuse_fc"].changes["fc_fused"] == types["fc"] >= 1
+    assert sum(types.values()) < sum(op_types(program).values()) or name == "mobilenet_v2"
+
+
+@pytest.mark.parametrize("name, convs, bns", [("lenet", 2, 1), ("resblock_cnn", 4, 4), ("mobilenet_v2", 52, 52)])
+def test_batch_norm_is_folded_into_the_convolutions(name, convs, bns):
+    program, params, feed, expected = load_fixture(name)
+    assert op_types(program)["batch_norm"] == bns
+    new, new_params, report = optimize(program, params, disabled=["fuse_fc"])
+    types = op_types(new)
+    assert types["batch_norm"] == 0
+    assert types["conv2d"] + types["depthwise_conv2d"] == convs
+    assert report.changes("fold_batch_norm")["batch_norm_folded_into_conv"] == bns
+    assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+    # the running statistics and scales are gone from the parameters
+    assert len(new_params) < len(params) - 2 * bns
+
+
+def test_disabling_a_pass_by_name_keeps_what_it_would_change():
+    program, params, feed, expected = load_fixture("lenet")
+    new, new_params, report = optimize(program, params, disabled=["fold_batch_norm", "fuse_fc"])
+    assert report["fold_batch_norm"].status == "disabled" and report["fuse_fc"].status == "disabled"
+    assert op_types(new)["batch_norm"] == 1 and op_types(new)["fc"] == 0
+    assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+    # fusion off as a whole, and constant folding without an evaluate callable
+    new, _, report = optimize_inference(program, params, fuse=False)
+    assert report["fold_constants"].status.startswith("skipped")
+    assert report["fold_batch_norm"].status.startswith("skipped")
+    assert op_types(new)["reshape2"] == 2 and op_types(new)["batch_norm"] == 1
+
+
+def test_fc_fusion_on_paddle_mlps():
+    for name in ("mlp_fc", "mlp_linear"):
+        program, params, feed, expected = load_fixture(name)
+        new, new_params, report = optimize(program, params)
+        fcs = [op for op in new.global_block().ops if op.type == "fc"]
+        assert [op.attr("activation_type") for op in fcs] == ["relu", ""]
+        assert [op.attr("in_num_col_dims") for op in fcs] == [1, 1]
+        assert report.changes("fuse_fc") == {"fc_fused": 2, "relu_fused": 1, "vars_dropped": 3}
+        assert not {"mul", "matmul_v2", "elementwise_add", "relu"} & set(op_types(new))
+        assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+
+
+def test_transformer_dropouts_constants_and_projections():
+    program, params, feed, expected = load_fixture("transformer_encoder")
+    new, new_params, report = optimize(program, params)
+    assert report.changes("remove_identity")["dropout_removed"] == 1       # upscale_in_train
+    assert report.changes("remove_identity")["dropout_to_scale"] == 1      # downgrade_in_infer: x 0.9
+    # the position ids (range of three fill_constants) and their embedding are constants now
+    assert report.changes("fold_constants")["ops_folded"] == 2
+    assert report.changes("fold_constants")["generators_removed"] == 3
+    types = op_types(new)
+    assert types["fc"] == 7 and types["matmul_v2"] == 2  # attention's products have no constant weight
+    assert types["lookup_table_v2"] == 1 and not {"range", "fill_constant", "dropout"} & set(types)
+    scales = [op.attr("scale") for op in new.global_block().ops if op.type == "scale"]
+    assert np.float32(0.9) in np.float32(scales)
+    assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+
+
+# -- float16 -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", MODELS)
+def test_fp16_keeps_io_float32_and_stays_within_tolerance(name):
+    program, params, feed, expected = load_fixture(name)
+    new, new_params, report = optimize(program, params, fp16=True)
+    new.verify()
+    got = run(new, new_params, feed)
+    assert_same_outputs(got, expected, FP16_RTOL)
+    worst = max(rel_diff(g, w) for g, w in zip(got, expected))
+    assert 0 < worst < 2e-3, worst  # float16 did happen, and stayed well inside the tolerance
+    assert report.params_bytes_after < 0.55 * report.params_bytes_before
+    block = new.global_block()
+    halves = [n for n, v in new_params.items() if v.dtype == np.float16]
+    assert halves and all(block.var(n).dtype == pb.VarType.FP16 for n in halves)
+    kept = {op.type for op in block.ops if op.type in ("softmax", "layer_norm", "reduce_mean")
+            for n in op.input_arg_names if block.var(n).dtype == pb.VarType.FP32}
+    assert kept == {t for t in ("softmax", "layer_norm", "reduce_mean") if op_types(new)[t]}
+    before = program.global_block()
+    for op in block.ops:
+        if op.type in ("feed", "fetch"):
+            target = op.output("Out")[0] if op.type == "feed" else op.input("X")[0]
+            assert block.var(target).dtype == before.var(target).dtype  # float32 (int64 ids)
+
+
+def test_fp16_without_keep_io_types_declares_half_feeds_and_fetches():
+    program, params, feed, expected = load_fixture("resblock_cnn")
+    new, new_params, _ = optimize(program, params, fp16=True, keep_io_types=False)
+    assert new.global_block().var("x").dtype == pb.VarType.FP16
+    got = run(new, new_params, {k: v.astype(np.float16) for k, v in feed.items()})
+    assert got[0].dtype == np.float16
+    assert rel_diff(got[0], expected[0]) <= FP16_RTOL
+
+
+def test_fp16_keep_list_is_overridable():
+    program, params, feed, expected = load_fixture("lenet")
+    new, new_params, report = optimize(program, params, fp16=True, keep_fp32={"conv2d", "fc"})
+    block = new.global_block()
+    for op in block.ops:
+        if op.type in ("conv2d", "fc"):
+            assert all(block.var(n).dtype == pb.VarType.FP32 for n in op.input_arg_names)
+    assert report.changes("convert_to_fp16").get("ops_fp16", 0) == 0  # nothing starts float16
+    assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+
+
+# -- small Keel programs, one pass at a time -----------------------------------------------------
+def test_dead_code_is_removed_with_its_parameters():
+    def model(block):
+        x = pg.data("x", [-1, 4])
+        y = pg.nn.fc(x, 3)
+        pg.nn.fc(x, 5)  # nobody fetches this branch
+        return [y]
+
+    infer, params = build(model, ["x"])
+    # inference_program already prunes; graft a dead op back in to have something to remove
+    block = infer.global_block()
+    dead = block.create_var("dead_out", [-1, 4])
+    block.insert_op(1, "relu", {"X": ["x"]}, {"Out": [dead]})
+    new, new_params, changes = PASSES["eliminate_dead_code"](infer, params)
+    assert changes == {"ops_removed": 1, "vars_dropped": 1}
+    assert "relu" not in op_types(new) and not new.global_block().has_var("dead_out")
+    new.verify()
+
+
+def test_identity_ops_are_removed_and_fetch_names_survive():
+    def model(block):
+        x = pg.data("x", [-1, 6])
+        h = pg.nn.fc(x, 6)
+        h = pg.nn.dropout(h, 0.25, is_test=True)                       # -> scale by 0.75
+        h = pg.nn.dropout(h, 0.5, is_test=True, dropout_implementation="upscale_in_train")
+        h = pg.scale(pg.assign(h), 1.0, 0.0)
+        return [pg.relu(h), pg.assign(h)]  # the second fetch target is an identity's output
+
+    infer, params = build(model, ["x"])
+    fetch_names = [op.input("X")[0] for op in infer.global_block().ops if op.type == "fetch"]
+    x = np.random.default_rng(1).standard_normal((3, 6)).astype(np.float32)
+    want = run(infer, params, {"x": x})
+    new, new_params, changes = PASSES["remove_identity"](infer, params)
+    assert changes["dropout_to_scale"] == 1 and changes["dropout_removed"] == 1
+    assert changes["scale_removed"] == 1 and changes["assign_removed"] == 1
+    assert [op.input("X")[0] for op in new.global_block().ops if op.type == "fetch"] == fetch_names
+    types = op_types(new)
+    # the fetched assign stays: its input is also read by relu, so its producer cannot be
+    # renamed to the fetch target's name
+    assert types["dropout"] == 0 and types["assign"] == 1 and types["scale"] == 1
+    assert_same_outputs(run(new, new_params, {"x": x}), want, 0.0)
+
+
+def test_fetched_identity_is_dropped_by_renaming_its_producer():
+    def model(block):
+        x = pg.data("x", [-1, 3])
+        return [pg.assign(pg.relu(x))]
+
+    infer, params = build(model, ["x"])
+    out = [op.input("X")[0] for op in infer.global_block().ops if op.type == "fetch"]
+    new, _, changes = PASSES["remove_identity"](infer, params)
+    assert changes == {"assign_removed": 1, "vars_dropped": 1}
+    relu = next(op for op in new.global_block().ops if op.type == "relu")
+    assert relu.output("Out") == out
+    got, = run(new, {}, {"x": np.array([[-1, 0, 2]], np.float32)})
+    np.testing.assert_array_equal(got, [[0, 0, 2]])
+
+
+def test_constant_subgraphs_fold_into_new_parameters():
+    def model(block):
+        x = pg.data("x", [-1, 4])
+        w = block.create_parameter("w", [2, 4])
+        w2 = pg.scale(pg.transpose(w, [1, 0]), 2.0, 1.0)   # constant: folded
+        return [pg.matmul(x, w2) + pg.full([1], 3.0)]
+
+    infer, params = build(model, ["x"])
+    x = np.random.default_rng(2).standard_normal((5, 4)).astype(np.float32)
+    want = run(infer, params, {"x": x})
+    new, new_params, changes = PASSES["fold_constants"](infer, params, pg_options(call_kernel))
+    assert changes["ops_folded"] == 2 and "w" not in new_params
+    assert not {"transpose2", "scale"} & set(op_types(new))
+    assert op_types(new)["fill_constant"] == 1  # alone, a generator stays an op
+    folded = [n for n in new_params if n != "w"]
+    assert len(folded) == 1 and new_params[folded[0]].shape == (4, 2)
+    assert_same_outputs(run(new, new_params, {"x": x}), want, 0.0)
+
+
+def test_constant_folding_errors_name_the_op():
+    def model(block):
+        x = pg.data("x", [-1, 2])
+        return [x + pg.relu(block.create_parameter("w", [2]))]
+
+    infer, params = build(model, ["x"])
+
+    def broken(op_type, inputs, attrs):
+        raise RuntimeError("no kernel today")
+
+    with pytest.raises(PassError, match="relu failed on constant inputs"):
+        PASSES["fold_constants"](infer, params, pg_options(broken))
+
+
+def test_conv_bias_batch_norm_fold_on_a_keel_model():
+    def model(block):
+        x = pg.data("x", [-1, 3, 8, 8])
+        h = pg.nn.conv2d(x, 4, 3, padding=1)                 # with a bias (elementwise_add, axis 1)
+        h = pg.nn.batch_norm(h, act="relu")
+        h = pg.nn.conv2d(h, 4, 3, groups=4, bias_attr=False)  # depthwise, no bias
+        return [pg.nn.batch_norm(h)]                          # fetched directly
+
+    infer, params = build(model, ["x"])
+    assert op_types(infer)["batch_norm"] == 2
+    x = np.random.default_rng(3).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    want = run(infer, params, {"x": x})
+    new, new_params, changes = PASSES["fold_batch_norm"](infer, params)
+    assert changes["batch_norm_folded_into_conv"] == 2
+    assert op_types(new)["batch_norm"] == 0 and op_types(new)["elementwise_add"] == 2
+    assert_same_outputs(run(new, new_params, {"x": x}), want, FP32_RTOL)
+
+
+def test_batch_norm_folds_into_a_linear_layer_then_fc_fuses():
+    def model(block):
+        x = pg.data("x", [-1, 5])
+        h = pg.nn.batch_norm(pg.nn.linear(x, 6))  # 2-D: the channel is the last axis
+        return [pg.relu(h)]
+
+    infer, params = build(model, ["x"])
+    x = np.random.default_rng(4).standard_normal((3, 5)).astype(np.float32)
+    want = run(infer, params, {"x": x})
+    new, new_params, report = optimize(infer, params)
+    assert report.changes("fold_batch_norm")["batch_norm_folded_into_linear"] == 1
+    assert dict(op_types(new)) == {"feed": 1, "fc": 1, "fetch": 1}
+    fc = next(op for op in new.global_block().ops if op.type == "fc")
+    assert fc.attr("activation_type") == "relu"
+    assert_same_outputs(run(new, new_params, {"x": x}), want, FP32_RTOL)
+
+
+def test_matmul_with_transposed_weight_bias_and_activations():
+    def model(block):
+        x = pg.data("x", [-1, 3, 4])
+        w = block.create_parameter("w", [6, 4])
+        b = block.create_parameter("b", [6])
+        h = pg.relu(pg.matmul(x, w, transpose_y=True) + b)   # 3-D input: in_num_col_dims 2
+        g = pg.gelu(pg.nn.linear(h, 2))                          # gelu: not fused
+        return [g]
+
+    infer, params = build(model, ["x"])
+    x = np.random.default_rng(5).standard_normal((2, 3, 4)).astype(np.float32)
+    want = run(infer, params, {"x": x})
+    new, new_params, changes = PASSES["fuse_fc"](infer, params)
+    assert changes["fc_fused"] == 2 and changes["relu_fused"] == 1
+    fcs = [op for op in new.global_block().ops if op.type == "fc"]
+    assert [(op.attr("in_num_col_dims"), op.attr("activation_type")) for op in fcs] == [(2, "relu"), (2, "")]
+    assert new_params[fcs[0].input("W")[0]].shape == (4, 6)  # stored transposed
+    assert op_types(new)["gelu"] == 1
+    assert_same_outputs(run(new, new_params, {"x": x}), want, FP32_RTOL)
+
+
+def test_shared_intermediates_are_not_fused():
+    def model(block):
+        x = pg.data("x", [-1, 4])
+        w = block.create_parameter("w", [4, 4])
+        b = block.create_parameter("b", [4])
+        y = pg.matmul(x, w)
+        return [y + b, y]  # the product is fetched: it must stay
+
+    infer, params = build(model, ["x"])
+    new, _, changes = PASSES["fuse_fc"](infer, params)
+    assert changes == {} and op_types(new) == op_types(infer)
