@@ -8,9 +8,10 @@
 from executor.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from executor.errors import ExecutionError, FeedError, NonFiniteError
 from executor.executor import Executor
+from executor.inference import Config, PrecisionType, PredictorError, create_predictor
 from executor.place import CPUPlace, CUDAPlace
 from executor.scope import Scope, global_scope, scope_guard
 
 __all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",
            "ExecutionError", "FeedError", "NonFiniteError", "save_checkpoint", "load_checkpoint",
-           "CheckpointError"]
+           "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType"]

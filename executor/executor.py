@@ -71,7 +71,7 @@ class Executor:
             scope.set(name, value)
             if copy:
                 value = value.copy()  # a persistable: later runs may update the scope's array in place
-            results.append(self._to_host(value) if return_numpy else value)
+            results.append(self.to_host(value) if return_numpy else value)
         return results
 
     @staticmethod
@@ -139,7 +139,7 @@ class Executor:
     def _prepare_env(self, plan, feed, scope) -> dict:
         env = {}
         for name, value in feed.items():
-            env[name] = self._check_feed(name, plan.feed_specs[name], value)
+            env[name] = self.check_feed(name, plan.feed_specs[name], value)
         for name in plan.scope_reads:
             if name in env:
                 continue
@@ -157,7 +157,9 @@ class Executor:
             raise ExecutionError(f"variable {name!r} is read but never computed, fed or set")
         return env
 
-    def _check_feed(self, name, spec, value):
+    def check_feed(self, name, spec, value):
+        """`value` as the executor feeds it (numpy or cupy), or a FeedError naming the
+        variable: `spec` is (numpy dtype, declared shape with -1 for any, type string)."""
         want, declared, type_string = spec
         if not hasattr(value, "dtype"):
             value = np.asarray(value)
@@ -233,7 +235,8 @@ class Executor:
         return ExecutionError(f"{step.op.type} (op {step.index}) failed with inputs {shapes}: "
                               f"{type(error).__name__}: {error}" + _where(step))
 
-    def _to_host(self, value):
+    def to_host(self, value):
+        """A fetched value as a numpy array (copied off the GPU when the place is one)."""
         if self.xp is np:
             return np.asarray(value)
         return self.xp.asnumpy(value)

@@ -1,0 +1,409 @@
+"""The inference Predictor, modelled on PaddlePaddle's `paddle.inference`.
+
+    from executor.inference import Config, create_predictor
+    config = Config("out/digits")                  # out/digits.pdmodel + out/digits.pdiparams
+    predictor = create_predictor(config)
+    x = predictor.get_input_handle(predictor.get_input_names()[0])
+    x.copy_from_cpu(images)
+    predictor.run()
+    probs = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    probs, = predictor.run([images])               # the same in one call
+
+`create_predictor` loads the program and its parameters once (`load_inference_model`,
+which lists every op, slot or attribute Keel cannot run at once) into a private Scope.
+With `ir_optim` on (the default, as in PaddlePaddle), `program.passes.optimize_inference`
+rewrites the program and its parameters once, at load (batch_norm folding, fc fusion,
+...). The executor compiles the program on the first `run`. `clone()` gives a predictor that
+reads the same parameter arrays through a child scope but has its own executor and
+input/output handles, so one clone per thread runs concurrently.
+
+Differences from PaddlePaddle, on purpose: `copy_from_cpu` checks the array against the
+declared input (dtype castable without loss of kind, rank, fixed dims) and names the
+input when it does not fit; `run()` names the inputs that were never set;
+`Tensor.shape()` before any data is the declared shape (-1: any size), not [0].
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import enum
+import os
+
+import numpy as np
+
+from executor.executor import Executor
+from executor.kernel_call import call_kernel
+from executor.place import CPUPlace, CUDAPlace
+from executor.scope import Scope
+from program import dtypes
+from program.errors import KeelError
+from program.io.inference_model import load_inference_model
+from program.io.program_file import persistable_specs
+
+
+class PredictorError(KeelError, ValueError):
+    """Misuse of the Predictor API: an unknown input or output name, `run()` before every
+    input is set, reading an output before `run()`, or a device that is not available."""
+
+
+class PrecisionType(enum.Enum):
+    """PaddlePaddle's `paddle.inference.PrecisionType` (same members and numbers)."""
+    Float32 = 0
+    Int8 = 1
+    Half = 2
+    Bfloat16 = 3
+
+
+class DataType(enum.Enum):
+    """What `Tensor.type()` returns: PaddlePaddle's `paddle.inference.DataType` members,
+    plus Keel's other element types."""
+    FLOAT64 = "float64"
+    FLOAT32 = "float32"
+    FLOAT16 = "float16"
+    BFLOAT16 = "bfloat16"
+    INT64 = "int64"
+    INT32 = "int32"
+    INT16 = "int16"
+    INT8 = "int8"
+    UINT8 = "uint8"
+    BOOL = "bool"
+    UINT16 = "uint16"
+    UINT32 = "uint32"
+    UINT64 = "uint64"
+    COMPLEX64 = "complex64"
+    COMPLEX128 = "complex128"
+
+
+# Precisions the Predictor cannot run yet, and what they need.
+_PRECISION_PASS = {
+    PrecisionType.Half: "the float16 pass (program.passes' convert_to_fp16, PaddlePaddle's "
+                        "auto_mixed_precision_pass) wired into the Predictor",
+    PrecisionType.Bfloat16: "a bfloat16 pass (PaddlePaddle's auto_mixed_precision_pass) and bfloat16 kernels",
+    PrecisionType.Int8: "int8 quantization passes",
+}
+
+
+class Config:
+    """Where the model is and how to run it.
+
+    `Config(model_file, params_file)`, `Config(prefix)` (prefix.pdmodel + prefix.pdiparams)
+    or `Config()` then `set_model(...)`. The parameter file may be absent when the model
+    has no parameters (the loader says so when it has some).
+
+    Switches (PaddlePaddle's names): `switch_ir_optim` (default on: the inference passes
+    run when `program.passes` provides them), `delete_pass(name)`, `enable_use_gpu(
+    memory_pool_init_size_mb, device_id, precision_mode)` / `disable_gpu()`,
+    `set_cpu_math_library_num_threads(n)` (how many independent ops may run at once),
+    `enable_low_precision_io()` (only meaningful with a reduced precision, as in
+    PaddlePaddle), and `enable_mkldnn()`, accepted and ignored (Keel's CPU kernels are
+    numpy; there is no oneDNN). Only PrecisionType.Float32 runs for now."""
+
+    Precision = PrecisionType
+
+    def __init__(self, model_file: str | os.PathLike | None = None, params_file: str | os.PathLike | None = None):
+        self._model_file = self._params_file = None
+        self._ir_optim = True
+        self._deleted_passes: list[str] = []
+        self._use_gpu = False
+        self._gpu_device_id = 0
+        self._memory_pool_init_size_mb = 0
+        self._precision = PrecisionType.Float32
+        self._low_precision_io = False
+        self._cpu_math_threads = 1
+        self._mkldnn = False
+        if model_file is not None:
+            self.set_model(model_file, params_file)
+
+    def set_model(self, model_file, params_file=None) -> None:
+        """`set_model(model_file, params_file)`, or `set_model(prefix)`: a path without the
+        `.pdmodel` suffix (or with it) names both files."""
+        model_file = os.fspath(model_file)
+        if params_file is None:
+            prefix = model_file[:-len(".pdmodel")] if model_file.endswith(".pdmodel") else model_file
+            model_file, params_file = prefix + ".pdmodel", prefix + ".pdiparams"
+        self._model_file, self._params_file = model_file, os.fspath(params_file)
+
+    def prog_file(self) -> str | None:
+        return self._model_file
+
+    def params_file(self) -> str | None:
+        return self._params_file
+
+    # -- passes ---------------------------------------------------------------------------
+    def switch_ir_optim(self, x: bool = True) -> None:
+        self._ir_optim = bool(x)
+
+    def ir_optim(self) -> bool:
+        return self._ir_optim
+
+    def delete_pass(self, name: str) -> None:
+        """Leave the pass `name` out when the program is optimized."""
+        if name not in self._deleted_passes:
+            self._deleted_passes.append(name)
+
+    # -- devices and precision ----------------------------------------------------------------
+    def enable_use_gpu(self, memory_pool_init_size_mb: int = 100, device_id: int = 0,
+                       precision_mode: PrecisionType = PrecisionType.Float32) -> None:
+        """Run on GPU `device_id` (needs cupy and a CUDA device: `create_predictor` says
+        which is missing). The pool size is recorded only: cupy's pool grows on demand."""
+        self._use_gpu = True
+        self._memory_pool_init_size_mb = int(memory_pool_init_size_mb)
+        self._gpu_device_id = int(device_id)
+        self._precision = PrecisionType(precision_mode)
+
+    def disable_gpu(self) -> None:
+        self._use_gpu = False
+        self._precision = PrecisionType.Float32
+
+    def use_gpu(self) -> bool:
+        return self._use_gpu
+
+    def gpu_device_id(self) -> int:
+        return self._gpu_device_id
+
+    def memory_pool_init_size_mb(self) -> int:
+        return self._memory_pool_init_size_mb
+
+    def enable_low_precision_io(self, x: bool = True) -> None:
+        """Feed and fetch in the reduced precision (with Half/Bfloat16 only, as in PaddlePaddle)."""
+        self._low_precision_io = bool(x)
+
+    def set_cpu_math_library_num_threads(self, n: int) -> None:
+        """The executor's `num_threads`: independent ops run concurrently on this many
+        threads (numpy's own BLAS threads are set by its environment variables)."""
+        if int(n) < 1:
+            raise ValueError(f"set_cpu_math_library_num_threads: need at least 1 thread, got {n}")
+        self._cpu_math_threads = int(n)
+
+    def cpu_math_library_num_threads(self) -> int:
+        return self._cpu_math_threads
+
+    def enable_mkldnn(self) -> None:
+        """Accepted for compatibility; does nothing (no oneDNN in Keel)."""
+        self._mkldnn = True
+
+    def mkldnn_enabled(self) -> bool:
+        return self._mkldnn
+
+    def summary(self) -> str:
+        """The settings as a table, like PaddlePaddle's `Config.summary()`."""
+        rows = [("model_file", self._model_file), ("params_file", self._params_file),
+                ("cpu_math_thread", self._cpu_math_threads),
+                ("enable_mkldnn", f"{str(self._mkldnn).lower()} (no-op)"),
+                ("use_gpu", self._use_gpu)]
+        if self._use_gpu:
+            rows += [("gpu_device_id", self._gpu_device_id),
+                     ("memory_pool_init_size_mb", self._memory_pool_init_size_mb)]
+        rows += [("precision", self._precision.name), ("low_precision_io", self._low_precision_io),
+                 ("ir_optim", self._ir_optim),
+                 ("deleted_passes", ", ".join(self._deleted_passes) or "-")]
+        cells = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in rows]
+        wk = max(len("Option"), *(len(k) for k, _ in cells))
+        wv = max(len("Value"), *(len(v) for _, v in cells))
+        rule = f"+{'-' * (wk + 2)}+{'-' * (wv + 2)}+"
+        lines = [rule, f"| {'Option':<{wk}} | {'Value':<{wv}} |", rule]
+        lines += [f"| {k:<{wk}} | {v:<{wv}} |" for k, v in cells]
+        return "\n".join(lines + [rule])
+
+    def _place(self):
+        """The place to run on; a PredictorError names what a GPU run lacks."""
+        if not self._use_gpu:
+            return CPUPlace()
+        try:
+            import cupy
+        except ImportError:
+            raise PredictorError("Config.enable_use_gpu(): GPU inference needs cupy, which is not "
+                                 "installed (pip install 'keel[gpu]'); or call config.disable_gpu()") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception:  # cupy without a driver or a device
+            count = 0
+        if self._gpu_device_id >= count:
+            raise PredictorError(f"Config.enable_use_gpu(): GPU {self._gpu_device_id} requested, but cupy "
+                                 f"finds {count} CUDA device(s); or call config.disable_gpu()")
+        return CUDAPlace(self._gpu_device_id)
+
+
+class Tensor:
+    """An input or output of a Predictor, by name (`get_input_handle` / `get_output_handle`).
+
+    Inputs: `copy_from_cpu(array)` (checked against the declared variable) or `reshape`.
+    Outputs: `copy_to_cpu()` after `run()`. Both: `shape()`, `type()`, `dtype`, `name`."""
+
+    def __init__(self, predictor: "Predictor", var, is_input: bool):
+        self.name = var.name
+        self._predictor = predictor
+        self._is_input = is_input
+        self._feed_spec = (dtypes.to_numpy(var.dtype), tuple(var.shape), var.type_string())
+        self._data_type = DataType(dtypes.name(var.dtype))
+        self._value = None   # an array on the predictor's device
+        self._shape = None   # set by reshape() until data arrives
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._feed_spec[0]
+
+    def type(self) -> DataType:
+        return self._data_type
+
+    def shape(self) -> list[int]:
+        """The held data's shape; before any data, the `reshape` shape or the declared one."""
+        if self._value is not None:
+            return list(self._value.shape)
+        return list(self._shape if self._shape is not None else self._feed_spec[1])
+
+    def reshape(self, shape) -> None:
+        """Set an input's shape ahead of its data (PaddlePaddle habit); held data of
+        another shape is dropped. `copy_from_cpu` takes the shape of the array it gets."""
+        self._require_input("reshape")
+        shape = [int(d) for d in shape]
+        if self._value is not None and list(self._value.shape) != shape:
+            self._value = None
+        self._shape = shape
+
+    def copy_from_cpu(self, data) -> None:
+        """Copy `data` in; a FeedError names this input when its dtype or shape does not fit
+        the declaration (a same-kind dtype, e.g. float64 for float32, is cast)."""
+        self._require_input("copy_from_cpu")
+        value = self._predictor._executor.check_feed(self.name, self._feed_spec, data)
+        self._value = value.copy() if value is data else value
+        self._shape = None
+
+    def copy_to_cpu(self) -> np.ndarray:
+        """A numpy copy of the value (an output's: after `run()`)."""
+        if self._value is None:
+            what = "call predictor.run() first" if not self._is_input else "copy_from_cpu() first"
+            raise PredictorError(f"{'input' if self._is_input else 'output'} {self.name!r} holds no value: {what}")
+        host = self._predictor._executor.to_host(self._value)
+        return host.copy() if host is self._value else host
+
+    def _require_input(self, method: str) -> None:
+        if not self._is_input:
+            raise PredictorError(f"{method}: {self.name!r} is an output; run() writes it")
+
+    def __repr__(self):
+        return f"Tensor({self.name!r}, {self.type().name}, shape={self.shape()})"
+
+
+class Predictor:
+    """A loaded inference model, ready to run (see the module doc). Make one with
+    `create_predictor(config)`, more sharing its parameters with `clone()`."""
+
+    def __init__(self, config: Config, _shared=None):
+        self._config = config
+        self._executor = Executor(config._place(), num_threads=config.cpu_math_library_num_threads())
+        if _shared is None:
+            _shared = self._load()
+        self._program, self._params, self._input_names, self._output_names = _shared
+        self._scope = self._params.new_scope()  # fetched values land here; parameters stay shared
+        block = self._program.global_block()
+        self._inputs = {n: Tensor(self, block.var(n), True) for n in self._input_names}
+        self._outputs = {n: Tensor(self, block.var(n), False) for n in self._output_names}
+
+    def _load(self):
+        config = self._config
+        if config.prog_file() is None:
+            raise PredictorError("create_predictor: the Config names no model: Config(prefix), "
+                                 "Config(model_file, params_file) or config.set_model(...)")
+        params = Scope()
+        program, feeds, fetches = load_inference_model("", self._executor, scope=params,
+                                                       model_filename=config.prog_file(),
+                                                       params_filename=config.params_file())
+        program = self._optimize(program, params)
+        return program, params, list(feeds), [v.name for v in fetches]
+
+    def _optimize(self, program, scope):
+        """The hook for the inference passes: when `ir_optim` is on and `program.passes`
+        provides `optimize_inference`, run it on the program and the parameters in `scope`
+        (host copies; folded constants come back as new parameters, replacing the old ones)
+        and return the optimized program. Otherwise: the program as loaded."""
+        if not self._config.ir_optim():
+            return program
+        try:
+            from program.passes import optimize_inference
+        except ImportError as e:
+            if e.name != "program.passes":
+                raise  # the passes exist but fail to import: a bug to see, not to hide
+            return program  # no inference passes: run the program as loaded
+        exe = self._executor
+        names = [name for name, _, _ in persistable_specs(program)]
+        params = {name: exe.to_host(scope.get(name)) for name in names}
+        program, params, _report = optimize_inference(program, params, evaluate=call_kernel,
+                                                      disabled=tuple(self._config._deleted_passes))
+        scope.erase(names)
+        for name, value in params.items():
+            scope.set(name, exe.xp.asarray(value))
+        return program
+
+    # -- names and handles ----------------------------------------------------------------
+    def get_input_names(self) -> list[str]:
+        """Input names in feed `col` order."""
+        return list(self._input_names)
+
+    def get_output_names(self) -> list[str]:
+        """Output names in fetch `col` order."""
+        return list(self._output_names)
+
+    def get_input_handle(self, name: str) -> Tensor:
+        return self._handle(name, self._inputs, "input", self._outputs)
+
+    def get_output_handle(self, name: str) -> Tensor:
+        return self._handle(name, self._outputs, "output", self._inputs)
+
+    @staticmethod
+    def _handle(name, handles, kind, others) -> Tensor:
+        if name in handles:
+            return handles[name]
+        if name in others:
+            other = "output" if kind == "input" else "input"
+            raise PredictorError(f"{name!r} is an {other}, not an {kind}: use get_{other}_handle")
+        close = difflib.get_close_matches(str(name), list(handles), n=3)
+        hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+        raise PredictorError(f"the model has no {kind} named {name!r}{hint}; its {kind}s: {list(handles)}")
+
+    # -- running --------------------------------------------------------------------------
+    def run(self, inputs=None):
+        """Run with the input handles' data, filling the output handles. `run(arrays)`
+        first copies `arrays` (in `get_input_names()` order) into the input handles and
+        returns the outputs as numpy arrays, in `get_output_names()` order."""
+        if inputs is not None:
+            if not isinstance(inputs, (list, tuple)) or len(inputs) != len(self._input_names):
+                raise PredictorError(f"run(inputs): expected a list of {len(self._input_names)} array(s) "
+                                     f"for {self._input_names}, got {_describe(inputs)}")
+            for name, value in zip(self._input_names, inputs):
+                self._inputs[name].copy_from_cpu(value)
+        missing = [n for n in self._input_names if self._inputs[n]._value is None]
+        if missing:
+            raise PredictorError(f"run(): input(s) {missing} not set; call "
+                                 f"get_input_handle(name).copy_from_cpu(array) first, or run([arrays])")
+        feed = {n: self._inputs[n]._value for n in self._input_names}
+        outs = self._executor.run(self._program, feed=feed, fetch_list=self._output_names,
+                                  scope=self._scope, return_numpy=False)
+        for name, value in zip(self._output_names, outs):
+            self._outputs[name]._value = value
+        if inputs is not None:
+            return [self._outputs[n].copy_to_cpu() for n in self._output_names]
+        return None
+
+    def clone(self) -> "Predictor":
+        """A predictor on the same program and the same parameter arrays (not copies), with
+        its own executor and handles: use one per thread."""
+        return Predictor(self._config, (self._program, self._params, self._input_names, self._output_names))
+
+
+def create_predictor(config: Config) -> Predictor:
+    """Load `config`'s model once and return a Predictor for it. Errors: the loader's
+    (ParseError for an unreadable model file, ProgramError for a missing parameter file,
+    one error listing every unsupported op), PredictorError for a device that is not
+    there, NotImplementedError for a precision other than Float32."""
+    config = copy.deepcopy(config)  # later changes to the caller's Config do not apply
+    if config._precision in _PRECISION_PASS:
+        raise NotImplementedError(f"precision {config._precision.name} needs {_PRECISION_PASS[config._precision]}, "
+                                  f"which Keel does not have yet; use PrecisionType.Float32")
+    return Predictor(config)
+
+
+def _describe(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return f"{type(value).__name__} of {len(value)}"
+    return type(value).__name__
