@@ -1,6 +1,6 @@
 """Training-step benchmarks: Keel's executor running forward + backward + optimizer ops
-vs the same math written by hand in numpy (the floor), and PyTorch eager where installed,
-interleaved in one process.
+vs the same math written by hand in numpy (the floor), interleaved in one process, and
+PyTorch eager where installed (timed in its own pass, see main()).
 
     python benchmarks/bench_training.py [--repeat 10]
 
@@ -218,11 +218,12 @@ def main(argv=None):
         ("CNN step (2x conv3x3+pool, fc128, momentum)", build_cnn, cnn_floor(cnn_x, cnn_y),
          {"x": cnn_x, "y": cnn_y[:, None]}),
     ]:
-        contenders = {"keel": keel_step(build, feed), "floor": floor}
+        t = measure({"keel": keel_step(build, feed), "floor": floor}, repeat=args.repeat, warmup=2)
         key = "mlp" if name.startswith("MLP") else "cnn"
         if key in peers:
-            contenders["torch"] = peers[key]
-        t = measure(contenders, repeat=args.repeat, warmup=2)
+            # PyTorch in a pass of its own: its OpenMP threads and numpy's OpenBLAS threads
+            # busy-wait against each other when the two alternate on 2 cores, slowing both.
+            t.update(measure({"torch": peers[key]}, repeat=args.repeat, warmup=2))
         torch_cell = f"{t['torch'] * 1e3:.1f} ms ({t['keel'] / t['torch']:.2f}x)" if "torch" in t else "not installed"
         rows.append((name, f"{t['keel'] * 1e3:.1f} ms", f"{t['floor'] * 1e3:.1f} ms",
                      f"{t['keel'] / t['floor']:.2f}x", torch_cell))

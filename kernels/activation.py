@@ -91,8 +91,35 @@ def _poly(s, coefs):
     return acc
 
 
+# float32: Eigen's single-precision erf (x * P(x^2) / Q(x^2) on x clamped to [-4, 4], max
+# abs error 4.2e-7), which PaddlePaddle's CPU kernels evaluate through Eigen; one branch,
+# in place, 5x faster than the fdlibm branches below (gelu and its gradient use it).
+_EIGEN_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+            -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_EIGEN_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+            -1.42647390514189e-02)
+
+
+def _erf_float32(xp, x):
+    c = xp.clip(x, xp.float32(-4), xp.float32(4))
+    z = c * c
+    p = xp.full_like(c, _EIGEN_P[0])
+    for coef in _EIGEN_P[1:]:
+        p *= z
+        p += xp.float32(coef)
+    q = xp.full_like(c, _EIGEN_Q[0])
+    for coef in _EIGEN_Q[1:]:
+        q *= z
+        q += xp.float32(coef)
+    p *= c
+    p /= q
+    return p
+
+
 def erf(xp, x):
     """erf(x) for a float32 or float64 array, in that precision."""
+    if x.dtype == xp.float32 and x.ndim:
+        return _erf_float32(xp, x)
     ax = xp.abs(x)
     c = xp.clip(x, -1.25, 1.25)
     # |x| < 0.84375: erf = x + x * P(x^2) / Q(x^2)
