@@ -38,3 +38,15 @@ def test_inspect_model_reports_unreadable_file(tmp_path):
     junk.write_bytes(b"\xff\x00not a program")
     r = _run(junk)
     assert r.returncode == 1 and "junk.pdmodel" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_ops_doc_is_generated_and_up_to_date():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_ops_doc.py"), "--check"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = (ROOT / "docs" / "ops.md").read_text()
+    import program  # noqa: F401
+    from program.ops import registry
+    for op_type, opdef in registry.all_ops().items():
+        if not opdef.grad_of and op_type not in ("feed", "fetch"):
+            assert f"| `{op_type}` |" in text, op_type
