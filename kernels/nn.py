@@ -453,11 +453,9 @@ def _stat_dtype(xp, dtype):
     return xp.float32 if dtype == xp.float16 else dtype
 
 
-@kernel("layer_norm", inputs=["X", "Scale", "Bias"], outputs=["Y", "Mean", "Variance"],
-        attrs=["epsilon", "begin_norm_axis"])
-def layer_norm(xp, x, scale, bias, *, epsilon, begin_norm_axis):
-    """Normalize over dims [begin_norm_axis, ...); Mean/Variance (biased) have shape
-    [prod(dims before begin_norm_axis)]; Scale/Bias hold prod(normalized dims) values."""
+def _layer_norm_rows(xp, x, begin_norm_axis):
+    """X as [prod(dims before begin_norm_axis), prod(the rest)] in its compute dtype:
+    (left, right, compute dtype, the 2-d view)."""
     axis = begin_norm_axis + x.ndim if begin_norm_axis < 0 else begin_norm_axis
     if not 0 <= axis < max(x.ndim, 1):
         raise ValueError(f"layer_norm: begin_norm_axis {begin_norm_axis} is out of range for rank {x.ndim}")
@@ -466,7 +464,15 @@ def layer_norm(xp, x, scale, bias, *, epsilon, begin_norm_axis):
         left *= d
     right = x.size // left if left else 0
     cdt = _compute_dtype(xp, x.dtype)
-    x2 = x.reshape(left, right).astype(cdt, copy=False)
+    return left, right, cdt, x.reshape(left, right).astype(cdt, copy=False)
+
+
+@kernel("layer_norm", inputs=["X", "Scale", "Bias"], outputs=["Y", "Mean", "Variance"],
+        attrs=["epsilon", "begin_norm_axis"])
+def layer_norm(xp, x, scale, bias, *, epsilon, begin_norm_axis):
+    """Normalize over dims [begin_norm_axis, ...); Mean/Variance (biased) have shape
+    [prod(dims before begin_norm_axis)]; Scale/Bias hold prod(normalized dims) values."""
+    left, right, cdt, x2 = _layer_norm_rows(xp, x, begin_norm_axis)
     mu = x2.mean(axis=1)
     centered = x2 - mu[:, None]
     var = (centered * centered).mean(axis=1)
@@ -1177,13 +1183,7 @@ def layer_norm_grad(xp, x, scale, bias, mean, variance, dy, *, epsilon, begin_no
                     need=_ALL_NORM_GRADS):
     """Mean/Variance (the biased variance, not its inverse) are per row of X viewed as
     [prod(dims before begin_norm_axis), prod(the rest)]."""
-    axis = begin_norm_axis + x.ndim if begin_norm_axis < 0 else begin_norm_axis
-    left = 1
-    for d in x.shape[:axis]:
-        left *= d
-    right = x.size // left if left else 0
-    cdt = _compute_dtype(xp, x.dtype)
-    x2 = x.reshape(left, right).astype(cdt, copy=False)
+    left, right, cdt, x2 = _layer_norm_rows(xp, x, begin_norm_axis)
     dy2 = dy.reshape(left, right).astype(cdt, copy=False)
     inv_std = (1.0 / xp.sqrt(variance.reshape(left, 1).astype(cdt) + cdt.type(epsilon)))
     xhat = (x2 - mean.reshape(left, 1).astype(cdt)) * inv_std

@@ -96,6 +96,7 @@ define("sum", inputs=[many("X")], outputs=["Out"], infer=_infer_sum,
 
 
 def _infer_mean(ctx):
+    """A 0-d result of X's dtype (mean, l1_norm)."""
     x = ctx.input("X")
     ctx.set_output("Out", [], x.dtype)
 
@@ -514,11 +515,6 @@ define("squared_l2_norm", inputs=["X"], outputs=["Out"], infer=_infer_squared_l2
        doc="Out ([1]) = sum of the squares of all elements of X")
 
 
-def _infer_l1_norm(ctx):
-    x = ctx.input("X")
-    ctx.set_output("Out", [], x.dtype)
-
-
-define("l1_norm", inputs=["X"], outputs=["Out"], infer=_infer_l1_norm,
+define("l1_norm", inputs=["X"], outputs=["Out"], infer=_infer_mean,  # a 0-d total, like mean
        grad=grad_op(["X", "Out@GRAD"], ["X@GRAD"]),
        doc="Out (0-d) = sum of the absolute values of all elements of X")

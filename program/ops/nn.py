@@ -99,12 +99,14 @@ def _conv_out(ctx, x, w, i, d, k, pad0, pad1, dil, s):
     return out
 
 
-def _infer_conv2d(ctx):
+def _conv_inputs(ctx, filter_layout):
+    """What conv2d and conv2d_transpose check alike: 4-d Input and Filter of one float
+    dtype, data_format, groups, strides and dilations. Returns (x, w, dtype, channel_last,
+    groups, strides, dilations, input channels)."""
     x, w = ctx.input("Input"), ctx.input("Filter")
     _require_rank(ctx, x, (4,), "Input")
     if w.ndim != 4:
-        ctx.fail(f"expects a 4-d Filter [out_channels, in_channels/groups, kh, kw], got {w} "
-                 f"(Input {x})")
+        ctx.fail(f"expects a 4-d Filter [{filter_layout}], got {w} (Input {x})")
     dtype = ctx.same_dtype(x, w)
     ctx.require_float(x)
     last = _channel_last(ctx, ctx.attr("data_format"))
@@ -115,6 +117,12 @@ def _infer_conv2d(ctx):
     _check_positive(ctx, "strides", strides)
     _check_positive(ctx, "dilations", dilations)
     in_c = x.shape[3] if last else x.shape[1]
+    return x, w, dtype, last, groups, strides, dilations, in_c
+
+
+def _infer_conv2d(ctx):
+    x, w, dtype, last, groups, strides, dilations, in_c = _conv_inputs(
+        ctx, "out_channels, in_channels/groups, kh, kw")
     out_c, w_c = w.shape[0], w.shape[1]
     if in_c >= 0 and in_c % groups:
         ctx.fail(f"input channels ({in_c}) must be divisible by groups ({groups}): "
@@ -160,21 +168,8 @@ define("depthwise_conv2d", inputs=["Input", "Filter"], outputs=["Output"], attrs
 
 # -- conv2d_transpose ------------------------------------------------------------------------
 def _infer_conv2d_transpose(ctx):
-    x, w = ctx.input("Input"), ctx.input("Filter")
-    _require_rank(ctx, x, (4,), "Input")
-    if w.ndim != 4:
-        ctx.fail(f"expects a 4-d Filter [in_channels, out_channels/groups, kh, kw], got {w} "
-                 f"(Input {x})")
-    dtype = ctx.same_dtype(x, w)
-    ctx.require_float(x)
-    last = _channel_last(ctx, ctx.attr("data_format"))
-    groups = ctx.attr("groups")
-    if groups <= 0:
-        _attr_fail(ctx, f"groups must be > 0, got {groups}")
-    strides, dilations = _int_list(ctx, "strides", 2), _int_list(ctx, "dilations", 2)
-    _check_positive(ctx, "strides", strides)
-    _check_positive(ctx, "dilations", dilations)
-    in_c = x.shape[3] if last else x.shape[1]
+    x, w, dtype, last, groups, strides, dilations, in_c = _conv_inputs(
+        ctx, "in_channels, out_channels/groups, kh, kw")
     if not dims_match(in_c, w.shape[0]):
         ctx.fail(f"input channels ({in_c}) must equal the filter's first dim ({w.shape[0]}): "
                  f"Input {x} ({ctx.attr('data_format')}), Filter {w}")
