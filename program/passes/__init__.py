@@ -14,6 +14,8 @@ then lowers precision (../../docs/architecture.md):
     fold_constants        ops of constants, run once with `evaluate`    (constant_folding.py)
     fold_batch_norm       batch_norm into conv2d / matmul_v2 / mul / fc (fold_batch_norm.py)
     fuse_fc               mul/matmul_v2 + bias (+ relu) -> fc           (fuse_fc.py)
+    fuse_elementwise_activation  elementwise_add + relu / scale -> fused_elemwise_activation
+                                                                  (fuse_elementwise_activation.py)
     convert_to_fp16       float16 weights and activations, casts at the boundaries (fp16.py)
 
 Each pass is verified after it runs and can be disabled by name. This package never runs
@@ -21,9 +23,7 @@ kernels itself: constant folding calls the `evaluate(op_type, inputs, attrs) -> 
 its caller injects (the tool and the Predictor build it from
 `executor.kernel_call.call_kernel`); without one it is skipped.
 
-Not here: elementwise + activation fusion (the op registry has no fused elementwise-
-activation op, such as PaddlePaddle's `fused_elemwise_activation`, to fuse into) and
-bfloat16 (numpy has no bfloat16 type for the kernels to compute in).
+Not here: bfloat16 (numpy has no bfloat16 type for the kernels to compute in).
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from program.passes.constant_folding import fold_constants
 from program.passes.dead_code import eliminate_dead_code
 from program.passes.fold_batch_norm import fold_batch_norm
 from program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS, convert_to_fp16
+from program.passes.fuse_elementwise_activation import fuse_elementwise_activation
 from program.passes.fuse_fc import fuse_fc
 from program.passes.graph import Graph, PassError
 from program.passes.remove_identity import remove_identity_ops
@@ -45,6 +46,7 @@ PASSES: dict[str, Pass] = {p.name: p for p in [
     Pass("fold_constants", fold_constants, needs_evaluate=True),
     Pass("fold_batch_norm", fold_batch_norm, group="fuse"),
     Pass("fuse_fc", fuse_fc, group="fuse"),
+    Pass("fuse_elementwise_activation", fuse_elementwise_activation, group="fuse"),
     Pass("convert_to_fp16", convert_to_fp16, group="fp16"),
 ]}
 DEFAULT_ORDER = tuple(PASSES)
@@ -55,7 +57,7 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
                        fold_max_bytes: int = 8 << 20):
     """Run the passes in DEFAULT_ORDER on a copy of (program, params); returns (program,
     params, report). `disabled`: pass names to skip. `fuse`: run the fusion passes
-    (fold_batch_norm, fuse_fc). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
+    (fold_batch_norm, fuse_fc, fuse_elementwise_activation). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
     `fp16_ops`: see program/passes/fp16.py). The inputs are not modified."""
     unknown = sorted(set(disabled) - set(PASSES))
     if unknown:

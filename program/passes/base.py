@@ -89,9 +89,9 @@ class Report:
         lines = []
         for r in self.records:
             if r.status != "ran":
-                lines.append(f"  {r.name:<20} {r.status}")
+                lines.append(f"  {r.name:<27} {r.status}")
                 continue
             what = ", ".join(f"{k} {v}" for k, v in r.changes.items()) or "no change"
-            lines.append(f"  {r.name:<20} ops {r.ops_before} -> {r.ops_after}: {what}")
+            lines.append(f"  {r.name:<27} ops {r.ops_before} -> {r.ops_after}: {what}")
         lines.append(f"  parameters: {self.params_bytes_before} -> {self.params_bytes_after} bytes")
         return "\n".join(lines)

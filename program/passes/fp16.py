@@ -28,6 +28,7 @@ FP16_FOLLOW_OPS = frozenset({
     "pool2d", "reshape2", "transpose2", "flatten_contiguous_range", "squeeze2", "unsqueeze2",
     "concat", "split", "slice", "strided_slice", "stack", "unstack", "gather", "expand_v2",
     "tile", "pad", "pad3d", "pixel_shuffle", "nearest_interp_v2", "bilinear_interp_v2", "assign",
+    "fused_elemwise_activation",
 })
 
 # Ops kept in float32 even when listed above (override with keep_fp32=...): they
