@@ -1,5 +1,13 @@
-"""tools/prune_for_inference.py: optimize a saved model, write it, verify it."""
+"""tools/prune_for_inference.py: optimize a saved model, write it, verify it.
+
+The tool runs as a subprocess, as a user runs it; each error case checks the exit status,
+a single `error: ...` line naming the culprit, no traceback, and that nothing was written.
+"""
+import errno
+import importlib.util
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,16 +17,58 @@ import pytest
 
 import program as pg
 from executor import Executor, Scope
+from program.passes import PASSES
 from proto import pb
 
 ROOT = Path(__file__).resolve().parents[1]
+TOOL = ROOT / "tools" / "prune_for_inference.py"
 FIXTURES = ROOT / "tests" / "fixtures" / "paddle"
+PASS_NAMES = list(PASSES)
 
 
 def tool(*args):
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "prune_for_inference.py"), *map(str, args)],
+    return subprocess.run([sys.executable, str(TOOL), *map(str, args)],
                           capture_output=True, text=True, timeout=300)
 
+
+def assert_error(r, status, *culprits):
+    """Exit `status`, one `error: ...` line on stderr that names every culprit, no traceback."""
+    assert r.returncode == status, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    for culprit in culprits:
+        assert culprit in lines[0], (culprit, lines[0])
+    return lines[0]
+
+
+def files_under(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")) if path.exists() else []
+
+
+def op_types(model_file) -> list[str]:
+    return [op.type for op in pg.io.load_program(model_file).global_block().ops]
+
+
+def op_totals(stdout: str) -> tuple[int, int]:
+    """(before, after) from the report's `total` row of the op counts."""
+    before, after = re.search(r"^  total +(\d+) +(\d+)$", stdout, re.M).groups()
+    return int(before), int(after)
+
+
+def param_nbytes(prefix) -> int:
+    scope = Scope()
+    program, _, _ = pg.io.load_inference_model(prefix, Executor(), scope=scope)
+    return sum(scope.get(name).nbytes for name, _, _ in pg.io.persistable_specs(program))
+
+
+def run_saved(prefix, inputs: dict) -> list[np.ndarray]:
+    exe, scope = Executor(), Scope()
+    program, feeds, fetches = pg.io.load_inference_model(prefix, exe, scope=scope)
+    return exe.run(program, feed={f: inputs[f] for f in feeds}, fetch_list=fetches, scope=scope)
+
+
+# -- what it writes ---------------------------------------------------------------------------
 
 def test_fuse_fp16_verify_writes_a_smaller_model_that_loads_and_runs(tmp_path):
     out = tmp_path / "sub" / "resblock"
@@ -27,8 +77,7 @@ def test_fuse_fp16_verify_writes_a_smaller_model_that_loads_and_runs(tmp_path):
     assert "fold_batch_norm" in r.stdout and "batch_norm_folded_into_conv 4" in r.stdout
     assert "verify: OK" in r.stdout and "tolerance 0.01" in r.stdout
     model, params = Path(f"{out}.pdmodel"), Path(f"{out}.pdiparams")
-    assert model.exists() and params.exists()
-    assert not [p for p in out.parent.iterdir() if p.name.endswith(".tmp")]  # atomic writes
+    assert files_under(out.parent) == ["resblock.pdiparams", "resblock.pdmodel"]  # no temporary files left
     assert params.stat().st_size < 0.55 * (FIXTURES / "resblock_cnn.pdiparams").stat().st_size
 
     exe, scope = Executor(), Scope()
@@ -36,6 +85,7 @@ def test_fuse_fp16_verify_writes_a_smaller_model_that_loads_and_runs(tmp_path):
     types = [op.type for op in program.global_block().ops]
     assert "batch_norm" not in types and types[0] == "feed" and types[-1] == "fetch"
     assert any(scope.get(n).dtype == np.float16 for n, _, _ in pg.io.persistable_specs(program))
+    assert program.global_block().var(feeds[0]).dtype == pb.VarType.FP32  # --keep-io-types
     io = np.load(FIXTURES / "resblock_cnn.io.npz")
     got, = exe.run(program, feed={f: io[f"in:{f}"] for f in feeds}, fetch_list=fetches, scope=scope)
     want = io["out:0"]
@@ -47,24 +97,300 @@ def test_fuse_fp16_verify_writes_a_smaller_model_that_loads_and_runs(tmp_path):
     assert names[-2:] == ["feed", "fetch"] and names[:-2] == sorted(names[:-2])
 
 
+def test_the_report_names_passes_rewrites_op_counts_parameter_bytes_and_files(tmp_path):
+    out = tmp_path / "mlp"
+    r = tool(FIXTURES / "mlp_fc", "--fuse", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^  fuse_fc +ops 8 -> 5: fc_fused 2, relu_fused 1", r.stdout, re.M), r.stdout
+    assert re.search(r"^  convert_to_fp16 +skipped", r.stdout, re.M)
+    assert re.search(r"^  mul +2 +0$", r.stdout, re.M) and re.search(r"^  fc +0 +2$", r.stdout, re.M)
+    assert op_totals(r.stdout) == (8, 5) == (len(op_types(FIXTURES / "mlp_fc.pdmodel")),
+                                             len(op_types(f"{out}.pdmodel")))
+    before, after = param_nbytes(FIXTURES / "mlp_fc"), param_nbytes(out)
+    assert f"parameters: {before} bytes in 4 tensors -> {after} bytes in 4 tensors" in r.stdout
+    for path in (f"{out}.pdmodel", f"{out}.pdiparams"):
+        assert f"  {path} ({os.path.getsize(path)} bytes)" in r.stdout
+
+
+def test_model_and_params_flags_read_the_same_model_as_the_prefix(tmp_path):
+    a = tool(FIXTURES / "lenet", "--fuse", "-o", tmp_path / "a")
+    b = tool("--model", FIXTURES / "lenet.pdmodel", "--params", FIXTURES / "lenet.pdiparams", "--fuse",
+             "-o", tmp_path / "b")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    for ext in (".pdmodel", ".pdiparams"):
+        assert (tmp_path / f"a{ext}").read_bytes() == (tmp_path / f"b{ext}").read_bytes()
+
+
+def test_a_parameter_free_model_needs_no_params_file(tmp_path):
+    out = tmp_path / "zoo"
+    r = tool("--model", FIXTURES / "ops_zoo.pdmodel", "--verify", "--inputs", FIXTURES / "ops_zoo.io.npz",
+             "--disable-pass", "fold_constants", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verify: OK" in r.stdout and re.search(r"^  fold_constants +disabled$", r.stdout, re.M)
+    assert files_under(tmp_path) == ["zoo.pdmodel"]  # no parameters, no .pdiparams (as in Paddle)
+    io = np.load(FIXTURES / "ops_zoo.io.npz")
+    got = run_saved(out, {k[3:]: io[k] for k in io.files if k.startswith("in:")})
+    for i, value in enumerate(got):
+        np.testing.assert_allclose(value, io[f"out:{i}"], rtol=1e-5, atol=1e-6)
+
+
+def test_fetch_re_prunes_to_an_intermediate_output(tmp_path):
+    out = tmp_path / "features"
+    r = tool(FIXTURES / "resblock_cnn", "--fetch", "relu_1.tmp_0", "--fuse", "--verify", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "fetches: relu_1.tmp_0" in r.stdout and "relu_1.tmp_0: max abs diff" in r.stdout
+    exe, scope = Executor(), Scope()
+    program, feeds, fetches = pg.io.load_inference_model(out, exe, scope=scope)
+    assert feeds == ["x"] and [v.name for v in fetches] == ["relu_1.tmp_0"]
+    types = [op.type for op in program.global_block().ops]
+    assert types[0] == "feed" and types[-1] == "fetch" and types.count("conv2d") == 2
+    assert not {"batch_norm", "pool2d", "matmul_v2"} & set(types)  # folded, or pruned away
+    desc = pb.ProgramDesc.FromString(Path(f"{out}.pdmodel").read_bytes())
+    names = [v.name for v in desc.blocks[0].vars]
+    assert names[-2:] == ["feed", "fetch"] and names[:-2] == sorted(names[:-2])
+
+    # the same values as the full model's intermediate
+    x = np.load(FIXTURES / "resblock_cnn.io.npz")["in:x"]
+    full, full_scope = Executor(), Scope()
+    full_program, _, _ = pg.io.load_inference_model(FIXTURES / "resblock_cnn", full, scope=full_scope)
+    want, = full.run(full_program, feed={"x": x}, fetch_list=["relu_1.tmp_0"], scope=full_scope)
+    got, = exe.run(program, feed={"x": x}, fetch_list=fetches, scope=scope)
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_feed_re_prunes_from_an_intermediate_input(tmp_path):
+    out = tmp_path / "head"
+    r = tool(FIXTURES / "mlp_fc", "--feed", "fc_0.tmp_2", "--fuse", "--verify", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert op_types(f"{out}.pdmodel") == ["feed", "fc", "softmax", "fetch"]
+    program = pg.io.load_program(f"{out}.pdmodel")
+    assert "x" not in program.global_block().vars
+    assert [n for n, _, _ in pg.io.persistable_specs(program)] == ["fc_1.b_0", "fc_1.w_0"]
+
+
 def test_fp32_verify_reports_the_differences_and_disabled_passes(tmp_path):
     out = tmp_path / "enc"
     r = tool(FIXTURES / "transformer_encoder", "--fuse", "--verify", "--disable-pass", "fuse_fc",
              "--inputs", FIXTURES / "transformer_encoder.io.npz", "-o", out)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "fuse_fc              disabled" in r.stdout
-    assert "convert_to_fp16      skipped" in r.stdout
+    assert re.search(r"^  fuse_fc +disabled$", r.stdout, re.M)
+    assert re.search(r"^  convert_to_fp16 +skipped", r.stdout, re.M)
     assert "tolerance 1e-05" in r.stdout and "verify: OK" in r.stdout
-    program = pg.io.load_program(f"{out}.pdmodel")
-    types = {op.type for op in program.global_block().ops}
+    types = set(op_types(f"{out}.pdmodel"))
     assert "fc" not in types and "dropout" not in types
 
 
-def test_unknown_pass_name_is_an_error(tmp_path):
-    r = tool(FIXTURES / "mlp_fc", "--disable-pass", "no_such_pass", "-o", tmp_path / "m")
-    assert r.returncode == 1
-    assert "no_such_pass" in r.stderr and "fuse_fc" in r.stderr
-    assert not (tmp_path / "m.pdmodel").exists()
+def test_passes_runs_only_the_named_passes(tmp_path):
+    out = tmp_path / "rb"
+    r = tool(FIXTURES / "resblock_cnn", "--passes", "fold_batch_norm", "--verify", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^  fold_batch_norm +ops \d+ -> \d+: batch_norm_folded_into_conv 4", r.stdout, re.M)
+    for name in PASS_NAMES:
+        if name != "fold_batch_norm":
+            assert re.search(rf"^  {name} +not in --passes$", r.stdout, re.M), name
+    types = op_types(f"{out}.pdmodel")
+    assert "batch_norm" not in types and "fc" not in types and "matmul_v2" in types
+    assert "tolerance 1e-05" in r.stdout and "verify: OK" in r.stdout
+
+
+def test_keep_io_types_decides_the_dtype_of_the_feeds(tmp_path):
+    for flag, dtype in (("--keep-io-types", pb.VarType.FP32), ("--no-keep-io-types", pb.VarType.FP16)):
+        out = tmp_path / flag.strip("-")
+        r = tool(FIXTURES / "mlp_fc", "--fp16", flag, "--verify", "-o", out)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "verify: OK" in r.stdout and "tolerance 0.01" in r.stdout
+        block = pg.io.load_program(f"{out}.pdmodel").global_block()
+        assert block.var("x").dtype == dtype, flag  # (softmax itself stays float32: fp16.DEFAULT_KEEP_FP32)
+
+
+def test_verify_fails_above_the_tolerance_and_writes_nothing(tmp_path):
+    inputs = tmp_path / "huge.npz"
+    np.savez(inputs, **{"in:x": np.full((2, 16), 1e5, np.float32)})  # float16 overflows
+    (tmp_path / "old.pdmodel").write_bytes(b"old model")
+    r = tool(FIXTURES / "mlp_fc", "--fp16", "--verify", "--inputs", inputs, "-o", tmp_path / "old")
+    assert_error(r, 1, "--verify", "softmax_0.tmp_0", "0.01")
+    assert "softmax_0.tmp_0: max abs diff" in r.stdout and "FAIL" in r.stdout
+    assert files_under(tmp_path) == ["huge.npz", "old.pdmodel"]
+    assert (tmp_path / "old.pdmodel").read_bytes() == b"old model"
+
+
+def test_help_documents_every_flag_and_has_an_example():
+    r = tool("--help")
+    assert r.returncode == 0
+    for flag in ["--model", "--params", "--feed", "--fetch", "--fuse", "--fp16", "--bf16", "--keep-io-types",
+                 "--no-keep-io-types", "--passes", "--disable-pass", "-o", "--out", "--verify", "--inputs",
+                 "--seed"]:
+        assert re.search(rf"(^|[ ,]){flag}\b", r.stdout, re.M), flag
+    assert "examples:" in r.stdout and "tools/prune_for_inference.py out/digits --fuse" in r.stdout
+    assert "1e-05" in r.stdout and "0.01" in r.stdout and "exit status" in r.stdout
+    assert all(name in r.stdout for name in PASS_NAMES)
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+def test_unknown_pass_names_are_an_error_listing_the_valid_ones(tmp_path):
+    for flag in ("--disable-pass", "--passes"):
+        r = tool(FIXTURES / "mlp_fc", flag, "no_such_pass", "-o", tmp_path / "out" / "m")
+        line = assert_error(r, 2, flag, "no_such_pass")
+        assert all(name in line for name in PASS_NAMES)
+    assert files_under(tmp_path) == []
+
+
+@pytest.mark.parametrize("flag, name, closest", [("--fetch", "softmax_0.tmp", "softmax_0.tmp_0"),
+                                                 ("--feed", "fc_0.tmp2", "fc_0.tmp_2")])
+def test_unknown_feed_or_fetch_names_the_closest_variables(tmp_path, flag, name, closest):
+    r = tool(FIXTURES / "mlp_fc", flag, name, "-o", tmp_path / "out" / "m")
+    line = assert_error(r, 2, flag, repr(name), closest)
+    assert line.index(closest) > line.index("closest")
+    assert files_under(tmp_path) == []
+
+
+def test_targets_the_feeds_cannot_compute_are_an_error(tmp_path):
+    r = tool(FIXTURES / "mlp_fc", "--feed", "fc_1.tmp_0", "--fetch", "fc_0.tmp_2", "-o", tmp_path / "m")
+    assert_error(r, 2, "'x'", "fc_1.tmp_0")
+    assert files_under(tmp_path) == []
+
+
+def test_bf16_is_refused_as_unsupported(tmp_path):
+    r = tool(FIXTURES / "mlp_fc", "--bf16", "-o", tmp_path / "m")
+    assert_error(r, 2, "--bf16", "bfloat16", "not supported")
+    assert files_under(tmp_path) == []
+
+
+def test_a_missing_model_file_is_an_error(tmp_path):
+    r = tool(tmp_path / "nope", "-o", tmp_path / "out" / "m")
+    assert_error(r, 1, str(tmp_path / "nope.pdmodel"))
+    assert files_under(tmp_path) == []
+
+
+def test_a_missing_params_file_is_an_error(tmp_path):
+    shutil.copy(FIXTURES / "mlp_fc.pdmodel", tmp_path / "in.pdmodel")
+    r = tool(tmp_path / "in", "-o", tmp_path / "out" / "m")
+    assert_error(r, 1, str(tmp_path / "in.pdiparams"))
+    r = tool("--model", tmp_path / "in.pdmodel", "-o", tmp_path / "out" / "m")
+    assert_error(r, 1, str(tmp_path / "in.pdmodel"), "--params")
+    assert files_under(tmp_path) == ["in.pdmodel"]
+
+
+def test_a_corrupt_model_file_is_an_error(tmp_path):
+    (tmp_path / "in.pdmodel").write_bytes((FIXTURES / "mlp_fc.pdmodel").read_bytes()[:100])
+    shutil.copy(FIXTURES / "mlp_fc.pdiparams", tmp_path / "in.pdiparams")
+    r = tool(tmp_path / "in", "-o", tmp_path / "out" / "m")
+    assert_error(r, 1, str(tmp_path / "in.pdmodel"))
+    assert files_under(tmp_path) == ["in.pdiparams", "in.pdmodel"]
+
+
+def test_a_corrupt_params_file_is_an_error(tmp_path):
+    shutil.copy(FIXTURES / "mlp_fc.pdmodel", tmp_path / "in.pdmodel")
+    (tmp_path / "in.pdiparams").write_bytes((FIXTURES / "mlp_fc.pdiparams").read_bytes()[:500])
+    r = tool(tmp_path / "in", "-o", tmp_path / "out" / "m")
+    assert_error(r, 1, str(tmp_path / "in.pdiparams"), "fc_0.w_0")
+    assert files_under(tmp_path) == ["in.pdiparams", "in.pdmodel"]
+
+
+def test_unsupported_ops_are_listed_on_one_line(tmp_path):
+    desc = pb.ProgramDesc.FromString((FIXTURES / "mlp_fc.pdmodel").read_bytes())
+    desc.blocks[0].ops[3].type = "fancy_relu"
+    desc.blocks[0].ops[6].type = "softmax_v9"
+    (tmp_path / "in.pdmodel").write_bytes(desc.SerializeToString())
+    shutil.copy(FIXTURES / "mlp_fc.pdiparams", tmp_path / "in.pdiparams")
+    r = tool(tmp_path / "in", "-o", tmp_path / "out" / "m")
+    assert_error(r, 1, str(tmp_path / "in.pdmodel"), "'fancy_relu'", "'softmax_v9'")
+    assert files_under(tmp_path) == ["in.pdiparams", "in.pdmodel"]
+
+
+def test_an_unwritable_output_directory_is_an_error(tmp_path):
+    (tmp_path / "afile").write_text("a file, not a directory")
+    r = tool(FIXTURES / "mlp_fc", "-o", tmp_path / "afile" / "sub" / "m")
+    assert_error(r, 1, str(tmp_path / "afile" / "sub"))
+    assert files_under(tmp_path) == ["afile"]
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions, not root")
+def test_a_read_only_output_directory_is_an_error(tmp_path):
+    (tmp_path / "ro").mkdir(mode=0o555)
+    try:
+        r = tool(FIXTURES / "mlp_fc", "-o", tmp_path / "ro" / "m")
+        assert_error(r, 1, str(tmp_path / "ro"))
+        assert files_under(tmp_path / "ro") == []
+    finally:
+        (tmp_path / "ro").chmod(0o755)
+
+
+def test_overwriting_the_input_is_refused(tmp_path):
+    shutil.copy(FIXTURES / "mlp_fc.pdmodel", tmp_path / "in.pdmodel")
+    shutil.copy(FIXTURES / "mlp_fc.pdiparams", tmp_path / "in.pdiparams")
+    r = tool(tmp_path / "in", "--fuse", "-o", tmp_path / "in")
+    assert_error(r, 2, "-o", "overwrite")
+    assert (tmp_path / "in.pdmodel").read_bytes() == (FIXTURES / "mlp_fc.pdmodel").read_bytes()
+
+
+def test_a_prefix_and_model_together_or_neither_are_errors(tmp_path):
+    assert_error(tool(FIXTURES / "mlp_fc", "--model", FIXTURES / "mlp_fc.pdmodel", "-o", tmp_path / "m"),
+                 2, "--model")
+    assert_error(tool("-o", tmp_path / "m"), 2, "--model")
+    assert files_under(tmp_path) == []
+
+
+def test_a_failed_program_write_leaves_the_previous_output_untouched(tmp_path, monkeypatch, capsys):
+    """The parameters are written first; when the program write then fails, neither file
+    is replaced and no temporary file remains (in process, to make the write fail)."""
+    spec = importlib.util.spec_from_file_location("prune_for_inference", TOOL)
+    prune = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, prune)
+    spec.loader.exec_module(prune)
+    (tmp_path / "m.pdmodel").write_bytes(b"old model")
+    (tmp_path / "m.pdiparams").write_bytes(b"old params")
+
+    def disk_full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", os.fspath(path))
+    monkeypatch.setattr(prune, "atomic_write", disk_full)
+    assert prune.main([str(FIXTURES / "mlp_fc"), "--fuse", "-o", str(tmp_path / "m")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert f"{tmp_path / 'm.pdmodel'}: No space left on device" in err
+    assert files_under(tmp_path) == ["m.pdiparams", "m.pdmodel"]
+    assert (tmp_path / "m.pdmodel").read_bytes() == b"old model"
+    assert (tmp_path / "m.pdiparams").read_bytes() == b"old params"
+
+
+# -- the issue's done-when check ----------------------------------------------------------------
+
+@pytest.mark.slow
+def test_digits_fused_fp16_is_smaller_and_as_accurate(tmp_path):
+    """Train the main example, prune it with --fuse --fp16 --verify, and serve the result
+    with the Predictor: fewer ops, float16 parameters at most ~55% of the bytes, and the
+    held-out accuracy within half a point of the original's."""
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "train_digits.py"), "--out", tmp_path / "digits"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    original_accuracy = float(re.fullmatch(r"test accuracy: ([\d.]+)", r.stdout.strip().splitlines()[-1])[1])
+
+    r = tool(tmp_path / "digits", "--fuse", "--fp16", "--verify", "-o", tmp_path / "deploy")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verify: OK" in r.stdout
+    assert re.search(r"^  fold_batch_norm +ops \d+ -> \d+: batch_norm_folded_into_conv 2", r.stdout, re.M)
+    assert re.search(r"^  fuse_fc +ops \d+ -> \d+: fc_fused 2", r.stdout, re.M)
+    before, after = op_totals(r.stdout)
+    assert after < before
+    assert before == len(op_types(tmp_path / "digits.pdmodel"))
+    assert after == len(op_types(tmp_path / "deploy.pdmodel"))
+    size = {name: (tmp_path / f"{name}.pdiparams").stat().st_size for name in ("digits", "deploy")}
+    assert size["deploy"] <= 0.55 * size["digits"]
+
+    from executor.inference import Config, create_predictor
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from train_digits import load_data
+    finally:
+        sys.path.pop(0)
+    _, (test_x, test_y) = load_data()
+    predictor = create_predictor(Config(str(tmp_path / "deploy.pdmodel"), str(tmp_path / "deploy.pdiparams")))
+    probs, = predictor.run([test_x])
+    accuracy = float((probs.argmax(1) == test_y[:, 0]).mean())
+    print(f"ops {before} -> {after}; params {size['digits']} -> {size['deploy']} bytes; "
+          f"accuracy {original_accuracy:.4f} -> {accuracy:.4f}")
+    assert abs(accuracy - original_accuracy) <= 0.005
 
 
 @pytest.mark.paddle

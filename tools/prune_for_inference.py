@@ -1,23 +1,31 @@
 """Optimize an inference model for deployment: prune, fold, fuse, and optionally float16.
 
-    python tools/prune_for_inference.py models/net -o out/net --fuse --fp16 --verify
+Reads a `.pdmodel` + `.pdiparams` pair (ours or PaddlePaddle's), optionally re-prunes it to
+other feed/fetch targets (program.io.inference_program), runs the passes of
+program/passes in their fixed order (dead code, identity ops, constant folding; with
+--fuse the fusions: batch_norm folding, fc, ...; with --fp16 float16 conversion), and writes
+`<out>.pdmodel` + `<out>.pdiparams` in save_inference_model's layout. It prints what each
+pass rewrote, the op counts by type and the parameter bytes before and after, and the
+files written.
 
-Reads `<in_prefix>.pdmodel` + `<in_prefix>.pdiparams` (ours or PaddlePaddle's), runs the
-passes of program/passes in their fixed order (dead code, identity ops, constant folding;
-with --fuse batch_norm folding and fc fusion; with --fp16 float16 conversion), and writes
-`<out_prefix>.pdmodel` + `.pdiparams` in save_inference_model's layout, atomically. It
-prints what each pass changed and the file sizes. With --verify it runs the original and
-the optimized model on the same random inputs (-1 dims become 2; integer feeds that index
-an embedding take values below its vocabulary size, others 0 or 1; --inputs gives them
-instead, as `in:<feed>` arrays in an .npz) and exits 1 when the largest difference of
-a float output, relative to that output's largest magnitude, exceeds 1e-5 (float32) or
-1e-2 (--fp16: float16 carries 11 bits), or when an integer output differs at all.
+Writing is all or nothing: both files go to temporary names beside their targets and are
+renamed into place (parameters, then program) only when everything before succeeded,
+--verify included; a failure leaves no output files and no directories it created.
+Every error is one `error: ...` line on stderr; exit status 2 for a bad command line
+(unknown feed/fetch or pass names, --bf16), 1 for anything else (unreadable or corrupt
+files, unsupported ops, an unwritable output, a failed --verify).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import os
+import secrets
 import sys
+import textwrap
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,139 +34,434 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from executor import Executor, Scope  # noqa: E402
 from executor.kernel_call import call_kernel  # noqa: E402
-from program.errors import KeelError  # noqa: E402
-from program.io import inference_program, load_inference_model, persistable_specs, save_params  # noqa: E402
+from program import dtypes  # noqa: E402
+from program.errors import KeelError, ProgramError, UnsupportedProgramError  # noqa: E402
+from program.io import (inference_program, load_params, load_program, persistable_specs,  # noqa: E402
+                        save_params)
 from program.io.atomic import atomic_write  # noqa: E402
 from program.passes import PASSES, optimize_inference  # noqa: E402
-from program import dtypes  # noqa: E402
+from program.program import Program  # noqa: E402
+from proto import pb  # noqa: E402
 
-TOLERANCE = {False: 1e-5, True: 1e-2}  # relative to each output's largest magnitude; by fp16
-BATCH = 2
+TOLERANCE = {"float32": 1e-5, "float16": 1e-2}  # largest |difference| / largest |expected|, per output
+BATCH = 2  # what a -1 dimension becomes in --verify's random inputs
+USAGE, FAILED = 2, 1  # exit statuses
+GROUP = {group: [p.name for p in PASSES.values() if p.group == group] for group in ("fuse", "fp16")}
+
+EPILOG = f"""\
+examples:
+  python tools/prune_for_inference.py out/digits --fuse --fp16 --verify -o deploy/digits
+  python tools/prune_for_inference.py --model net.pdmodel --params net.pdiparams \\
+      --fetch pool2d_0.tmp_0 -o deploy/features
+  python tools/prune_for_inference.py out/digits --passes fold_batch_norm -o deploy/digits
+
+passes, in the order they run:
+{textwrap.fill(', '.join(PASSES), 88, initial_indent='  ', subsequent_indent='  ')}
+  with --fuse: {', '.join(GROUP['fuse'])}; with --fp16: {', '.join(GROUP['fp16'])}
+
+--verify feeds the original (re-pruned to the same targets, not optimized) and the
+optimized model the same inputs: --inputs, or random ones (-1 dims become {BATCH}; float
+feeds standard normal; integer feeds that index an embedding below its vocabulary size,
+other integer feeds 0 or 1). Per output it prints the largest absolute difference and that
+difference relative to the output's largest magnitude, and fails when the relative
+difference exceeds {TOLERANCE['float32']:g} (float32) or {TOLERANCE['float16']:g} (when convert_to_fp16 ran:
+float16 carries 11 significant bits), or when an integer or boolean output differs.
+
+Both files are written under temporary names and renamed into place only when everything
+succeeded (--verify included): a failure writes nothing.
+
+exit status: 0 written (and verified), 1 failed (nothing written), 2 bad command line."""
 
 
-def evaluate(op_type: str, inputs: dict, attrs: dict) -> dict:
-    """One op's kernel on host arrays: what constant folding runs."""
-    return call_kernel(op_type, inputs, attrs)
+class ToolError(Exception):
+    """A failure the user can act on: printed as one `error: ...` line, exit with `status`."""
+
+    def __init__(self, message: str, status: int = FAILED):
+        super().__init__(message)
+        self.status = status
 
 
-def _load(prefix):
-    scope = Scope()
-    program, feeds, fetches = load_inference_model(prefix, Executor(), scope=scope)
-    params = {name: scope.get(name) for name, _, _ in persistable_specs(program)}
-    return program, feeds, [v.name for v in fetches], params
+@dataclass
+class Model:
+    """An inference program, its feed and fetch targets (in `col` order) and parameters."""
+    program: Program
+    feeds: list[str]
+    fetches: list[str]
+    params: dict[str, np.ndarray]
 
 
-def _save(prefix: str, program, feeds, fetches, params) -> None:
-    """save_inference_model's layout and order: the parameter file (none when there are no
-    parameters), then the program file, each written atomically."""
-    out = inference_program(program, feeds, fetches)
-    directory = os.path.dirname(prefix)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    if persistable_specs(out):
-        save_params(out, params, prefix + ".pdiparams")
-    elif os.path.exists(prefix + ".pdiparams"):
-        os.unlink(prefix + ".pdiparams")
-    atomic_write(prefix + ".pdmodel", out.serialize_to_string())
+# -- the command line ---------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = parser.add_argument_group("input (a prefix, or --model with --params)")
+    source.add_argument("prefix", nargs="?",
+                        help="the model to read: PREFIX.pdmodel and PREFIX.pdiparams (the latter only when "
+                             "the model has parameters)")
+    source.add_argument("--model", metavar="FILE", help="the program file to read, instead of a prefix")
+    source.add_argument("--params", metavar="FILE",
+                        help="with --model: its parameter file (not needed for a parameter-free model)")
+    source.add_argument("--feed", nargs="+", metavar="NAME",
+                        help="re-prune the program to take these variables as inputs "
+                             "(default: the model's own feed targets)")
+    source.add_argument("--fetch", nargs="+", metavar="NAME",
+                        help="re-prune the program to compute these variables "
+                             "(default: the model's own fetch targets)")
+
+    passes = parser.add_argument_group("passes")
+    passes.add_argument("--fuse", action="store_true",
+                        help=f"also run the fusion passes ({', '.join(GROUP['fuse'])}): batch_norm "
+                             "folded into conv2d/matmul/fc, mul/matmul + bias (+ relu) fused into fc, ...")
+    passes.add_argument("--fp16", action="store_true",
+                        help="also convert weights and activations to float16 (ops that need float32 "
+                             "stay float32, with casts at the boundaries)")
+    passes.add_argument("--bf16", action="store_true",
+                        help="bfloat16 conversion: NOT supported (no bfloat16 pass exists); "
+                             "exits with status 2 saying so")
+    passes.add_argument("--keep-io-types", action=argparse.BooleanOptionalAction, default=True,
+                        help="with --fp16: keep the feeds and fetches in their original float32 "
+                             "(default: on); --no-keep-io-types makes them float16 too")
+    passes.add_argument("--passes", nargs="+", metavar="NAME",
+                        help="run only these passes, in the standard order (naming a fusion or "
+                             "convert_to_fp16 runs it without --fuse/--fp16)")
+    passes.add_argument("--disable-pass", action="extend", nargs="+", default=[], metavar="NAME",
+                        help="skip these passes")
+
+    output = parser.add_argument_group("output and checks")
+    output.add_argument("-o", "--out", required=True, metavar="PREFIX",
+                        help="write PREFIX.pdmodel and PREFIX.pdiparams (missing directories are "
+                             "created; no .pdiparams for a parameter-free result)")
+    output.add_argument("--verify", action="store_true",
+                        help="run the original and the result on the same inputs and compare every "
+                             "output before writing (see below)")
+    output.add_argument("--inputs", metavar="NPZ",
+                        help="with --verify: the inputs, an .npz with one array per feed, named "
+                             "`in:<feed>` (or just `<feed>`)")
+    output.add_argument("--seed", type=int, default=0,
+                        help="with --verify: the seed of the random inputs (default 0)")
+    return parser
 
 
-def _random_inputs(program, feeds, params, rng) -> dict:
+def input_files(args) -> tuple[str, str | None]:
+    """(model file, params file or None) from the prefix or --model/--params."""
+    if args.prefix and (args.model or args.params):
+        raise ToolError("give a model prefix or --model/--params, not both", USAGE)
+    if args.prefix:
+        prefix = args.prefix[:-len(".pdmodel")] if args.prefix.endswith(".pdmodel") else args.prefix
+        return prefix + ".pdmodel", prefix + ".pdiparams"
+    if not args.model:
+        raise ToolError("no model given: pass a prefix (PREFIX.pdmodel) or --model FILE", USAGE)
+    return args.model, args.params
+
+
+def pass_selection(args) -> tuple[list[str], bool, bool]:
+    """(disabled pass names, fuse, fp16) for optimize_inference."""
+    for flag, names in (("--passes", args.passes or []), ("--disable-pass", args.disable_pass)):
+        unknown = [n for n in names if n not in PASSES]
+        if unknown:
+            raise ToolError(f"{flag}: unknown pass name(s) {', '.join(unknown)}; "
+                            f"the passes are {', '.join(PASSES)}", USAGE)
+    selected = set(args.passes) if args.passes else set(PASSES)
+    disabled = [n for n in PASSES if n not in selected or n in args.disable_pass]
+    runs = {PASSES[n].group for n in selected}
+    fuse = args.fuse or (args.passes is not None and "fuse" in runs)
+    fp16 = args.fp16 or (args.passes is not None and "fp16" in runs)
+    return disabled, fuse, fp16
+
+
+# -- reading ------------------------------------------------------------------------------
+
+def load_model(model_file: str, params_file: str | None) -> Model:
+    program = load_program(model_file)  # ParseError, or UnsupportedProgramError listing every problem
+    specs = persistable_specs(program)
+    params = {}
+    if specs:
+        if params_file is None:
+            raise ToolError(f"{model_file} has {len(specs)} parameter(s): give their file with --params FILE")
+        if not os.path.isfile(params_file):
+            raise ToolError(f"{params_file}: no such file ({model_file} has {len(specs)} parameter(s))")
+        params = load_params(program, params_file)  # TensorFileError names the file and the record
     block = program.global_block()
+    feeds = sorted((op for op in block.ops if op.type == "feed"), key=lambda op: op.attr("col"))
+    fetches = sorted((op for op in block.ops if op.type == "fetch"), key=lambda op: op.attr("col"))
+    return Model(program, [op.output("Out")[0] for op in feeds], [op.input("X")[0] for op in fetches], params)
+
+
+def retarget(model: Model, source: str, feeds, fetches) -> Model:
+    """The model pruned to other feed/fetch targets (None: keep the model's own)."""
+    feeds, fetches = feeds or model.feeds, fetches or model.fetches
+    if not fetches:
+        raise ToolError(f"{source} has no fetch ops: name the outputs with --fetch", USAGE)
+    block = model.program.global_block()
+    tensors = [name for name, var in block.vars.items() if var.type == pb.VarType.DENSE_TENSOR]
+    for flag, names in (("--feed", feeds), ("--fetch", fetches)):
+        for name in names:
+            if name not in block.vars:
+                closest = difflib.get_close_matches(name, tensors, n=3, cutoff=0.0)
+                raise ToolError(f"{flag} {name!r} is not a variable of {source}; the closest are "
+                                f"{', '.join(closest)}", USAGE)
+    if (feeds, fetches) == (model.feeds, model.fetches):
+        return model
+    try:
+        program = inference_program(model.program, feeds, fetches)  # feed/fetch ops are rebuilt
+    except ProgramError as e:
+        message = str(e).removeprefix("save_inference_model: ")
+        raise ToolError(f"cannot prune {source} to --feed {' '.join(feeds)} --fetch {' '.join(fetches)}: "
+                        f"{message}", USAGE) from None
+    names = [name for name, _, _ in persistable_specs(program)]
+    return Model(program, list(feeds), list(fetches), {n: model.params[n] for n in names})
+
+
+# -- writing ------------------------------------------------------------------------------
+
+class StagedOutput:
+    """The output written under temporary names beside its targets; `commit()` renames them
+    into place (parameters first, then the program). Leaving the `with` block removes any
+    temporary file left and, without a commit, the directories `write` created."""
+
+    def __init__(self, prefix: str):
+        self.model_file, self.params_file = prefix + ".pdmodel", prefix + ".pdiparams"
+        self.temp: dict[str, str] = {}  # target -> temporary file, in commit order
+        self.created_dirs: list[str] = []
+        self.committed = False
+
+    def write(self, program: Program, params: dict) -> None:
+        for target in (self.params_file, self.model_file):
+            if os.path.isdir(target):
+                raise ToolError(f"cannot write {target}: it is a directory")
+        self._make_dirs(os.path.dirname(self.model_file))
+        target = self.params_file
+        try:
+            if persistable_specs(program):
+                self.temp[target] = self._temp_name(target)
+                save_params(program, params, self.temp[target])
+            target = self.model_file
+            self.temp[target] = self._temp_name(target)
+            atomic_write(self.temp[target], program.serialize_to_string())
+        except OSError as e:  # name the target, not the temporary file
+            raise ToolError(f"cannot write {target}: {e.strerror or e}") from None
+
+    def temp_files(self) -> tuple[str, str | None]:
+        """(program, parameters or None): the written files under their temporary names."""
+        return self.temp[self.model_file], self.temp.get(self.params_file)
+
+    def commit(self) -> list[str]:
+        """Rename the files into place; returns their paths."""
+        if self.params_file not in self.temp and os.path.exists(self.params_file):
+            os.unlink(self.params_file)  # a parameter-free model has no parameter file (as in Paddle)
+        for target, temp in self.temp.items():
+            os.replace(temp, target)
+        self.committed = True
+        return list(self.temp)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for temp in self.temp.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        if not self.committed:
+            for directory in reversed(self.created_dirs):
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory)
+
+    def _make_dirs(self, directory: str) -> None:
+        missing = []
+        while directory and not os.path.exists(directory):
+            missing.append(directory)
+            directory = os.path.dirname(directory)
+        for d in reversed(missing):
+            try:
+                os.mkdir(d)
+            except OSError as e:
+                raise ToolError(f"cannot create the output directory {d}: {e.strerror or e}") from None
+            self.created_dirs.append(d)
+
+    @staticmethod
+    def _temp_name(target: str) -> str:
+        directory, base = os.path.split(target)
+        return os.path.join(directory, f".{base}.{secrets.token_hex(4)}.tmp")
+
+
+# -- verifying ----------------------------------------------------------------------------
+
+def verify_inputs(model: Model, npz: str | None, seed: int) -> dict[str, np.ndarray]:
+    if npz:
+        try:
+            data = np.load(npz, allow_pickle=False)
+        except Exception as e:  # OSError, zipfile.BadZipFile, ValueError: all say "not a readable .npz"
+            raise ToolError(f"--inputs {npz}: cannot read it as an .npz file: {e}") from None
+        with data:
+            inputs = {}
+            for feed in model.feeds:
+                key = next((k for k in (f"in:{feed}", feed) if k in data.files), None)
+                if key is None:
+                    raise ToolError(f"--inputs {npz} has no array `in:{feed}` for feed {feed!r} "
+                                    f"(it has {', '.join(data.files) or 'none'})")
+                inputs[feed] = data[key]
+            return inputs
+    rng = np.random.default_rng(seed)
+    block = model.program.global_block()
     inputs = {}
-    for name in feeds:
+    for name in model.feeds:
         var = block.var(name)
-        shape = [BATCH if d < 0 else d for d in var.shape or ()]
+        if var.shape is None:
+            raise ToolError(f"feed {name!r} has no declared shape to make a random input of: give --inputs")
+        shape = [BATCH if d < 0 else d for d in var.shape]
         dtype = dtypes.to_numpy(var.dtype)
         if dtype.kind == "f":
             inputs[name] = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind == "b":
             inputs[name] = rng.random(shape) < 0.5
         else:
-            vocab = [np.shape(params[op.input("W")[0]])[0] for op in block.ops
+            vocab = [np.shape(model.params[op.input("W")[0]])[0] for op in block.ops
                      if op.type == "lookup_table_v2" and op.input("Ids") == [name]]
             inputs[name] = rng.integers(0, min(vocab) if vocab else 2, shape).astype(dtype)
     return inputs
 
 
-def _run(prefix, inputs):
+def run_model(model: Model, inputs: dict) -> list[np.ndarray]:
     scope, exe = Scope(), Executor()
-    program, feeds, fetches = load_inference_model(prefix, exe, scope=scope)
-    return exe.run(program, feed={f: inputs[f] for f in feeds}, fetch_list=fetches, scope=scope)
+    for name, value in model.params.items():
+        scope.set(name, value)
+    block = model.program.global_block()
+    feed = {f: np.asarray(inputs[f]).astype(dtypes.to_numpy(block.var(f).dtype), copy=False)
+            for f in model.feeds}  # float16 feeds with --no-keep-io-types
+    return [np.asarray(v) for v in exe.run(model.program, feed=feed, fetch_list=model.fetches, scope=scope)]
 
 
-def _verify(in_prefix, out_prefix, inputs, fp16: bool) -> bool:
-    tol = TOLERANCE[fp16]
-    ok = True
-    for i, (want, got) in enumerate(zip(_run(in_prefix, inputs), _run(out_prefix, inputs))):
-        want, got = np.asarray(want), np.asarray(got)
+def verify(reference: Model, result: Model, inputs: dict, tolerance: float) -> list[str]:
+    """Print each output's differences; returns the outputs beyond `tolerance`."""
+    failed = []
+    with np.errstate(all="ignore"):  # float16 overflow shows as a difference (and is named below)
+        outputs = zip(reference.fetches, run_model(reference, inputs), run_model(result, inputs))
+    for name, want, got in outputs:
         if want.shape != got.shape:
-            print(f"  fetch {i}: shape {list(got.shape)}, expected {list(want.shape)}  FAIL")
-            ok = False
-            continue
-        if want.dtype.kind != "f":
+            print(f"  {name}: shape {list(got.shape)}, expected {list(want.shape)}  FAIL")
+            failed.append(name)
+        elif want.dtype.kind != "f":
             same = np.array_equal(want, got)
-            print(f"  fetch {i}: {want.dtype} values {'identical' if same else 'DIFFER'}")
-            ok &= same
-            continue
-        diff = float(np.abs(got.astype(np.float64) - want).max()) if want.size else 0.0
-        rel = diff / max(float(np.abs(want).max()) if want.size else 0.0, 1e-12)
-        good = rel <= tol
-        print(f"  fetch {i}: max abs diff {diff:.3g}, relative {rel:.3g} (tolerance {tol:g})"
-              f"{'' if good else '  FAIL'}")
-        ok &= good
-    return ok
+            print(f"  {name}: {want.dtype} values {'identical' if same else 'DIFFER  FAIL'}")
+            if not same:
+                failed.append(name)
+        else:
+            diff = float(np.abs(got.astype(np.float64) - want).max()) if want.size else 0.0
+            scale = float(np.abs(want).max()) if want.size else 0.0
+            rel = diff / max(scale, 1e-12)
+            good = rel <= tolerance  # False for NaN too
+            overflow = not np.isfinite(got).all() and np.isfinite(want).all()
+            print(f"  {name}: max abs diff {diff:.3g}, relative {rel:.3g} (tolerance {tolerance:g})"
+                  f"{', inf/NaN in the result' if overflow else ''}{'' if good else '  FAIL'}")
+            if not good:
+                failed.append(name)
+    return failed
 
 
-def _sizes(prefix) -> str:
-    parts = []
-    for ext in (".pdmodel", ".pdiparams"):
-        path = prefix + ext
-        parts.append(f"{ext[1:]} {os.path.getsize(path) if os.path.exists(path) else 0} bytes")
-    return ", ".join(parts)
+# -- the report ---------------------------------------------------------------------------
+
+def print_passes(report, selected: list[str] | None) -> None:
+    print("passes:")
+    width = max(len(r.name) for r in report.records)
+    for r in report.records:
+        if r.status == "disabled" and selected is not None and r.name not in selected:
+            print(f"  {r.name:<{width}} not in --passes")
+        elif r.status != "ran":
+            print(f"  {r.name:<{width}} {r.status}")
+        else:
+            rewrites = ", ".join(f"{k} {v}" for k, v in r.changes.items()) or "no change"
+            print(f"  {r.name:<{width}} ops {r.ops_before} -> {r.ops_after}: {rewrites}")
+
+
+def print_op_counts(before: Program, after: Program) -> None:
+    old = Counter(op.type for op in before.global_block().ops)
+    new = Counter(op.type for op in after.global_block().ops)
+    width = max(len("total"), *(len(t) for t in old | new))
+    print(f"ops by type:{' ' * (width - 8)}before  after")
+    for op_type in sorted(old | new):
+        print(f"  {op_type:<{width}} {old[op_type]:>6} {new[op_type]:>6}")
+    print(f"  {'total':<{width}} {sum(old.values()):>6} {sum(new.values()):>6}")
+
+
+def param_bytes(params: dict) -> int:
+    return sum(np.asarray(v).nbytes for v in params.values())
+
+
+def print_params(before: dict, after: dict) -> None:
+    old, new = param_bytes(before), param_bytes(after)
+    share = f" ({100 * new / old:.1f}%)" if old else ""
+    print(f"parameters: {old} bytes in {len(before)} tensors -> {new} bytes in {len(after)} tensors{share}")
+
+
+# -- main ---------------------------------------------------------------------------------
+
+def one_line(e: Exception) -> str:
+    if isinstance(e, UnsupportedProgramError):  # "<file> cannot be run by Keel (n problem(s)):" + a list
+        return str(e).splitlines()[0].rstrip(":") + ": " + "; ".join(e.problems)
+    if isinstance(e, OSError) and e.filename and e.strerror:
+        return f"{e.filename}: {e.strerror}"
+    return " ".join(line.strip() for line in str(e).splitlines() if line.strip())
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("in_prefix", help="the model to read: <in_prefix>.pdmodel/.pdiparams")
-    parser.add_argument("-o", "--out", required=True, help="the prefix to write")
-    parser.add_argument("--fuse", action="store_true", help="fold batch_norm, fuse fc")
-    parser.add_argument("--fp16", action="store_true", help="float16 weights and activations")
-    parser.add_argument("--keep-io-types", action=argparse.BooleanOptionalAction, default=True,
-                        help="with --fp16, keep feeds and fetches float32 (default: on)")
-    parser.add_argument("--disable-pass", action="extend", nargs="+", default=[], metavar="NAME",
-                        help=f"skip passes by name: {', '.join(PASSES)}")
-    parser.add_argument("--verify", action="store_true", help="compare outputs before and after")
-    parser.add_argument("--inputs", help="with --verify: an .npz of `in:<feed>` arrays to use")
-    parser.add_argument("--seed", type=int, default=0, help="with --verify: the random inputs' seed")
-    args = parser.parse_args(argv)
-    in_prefix, out_prefix = os.fspath(args.in_prefix), os.fspath(args.out)
-    if os.path.abspath(in_prefix) == os.path.abspath(out_prefix):
-        parser.error("the output prefix must differ from the input prefix")
-
+    args = build_parser().parse_args(argv)
     try:
-        program, feeds, fetches, params = _load(in_prefix)
-        new, new_params, report = optimize_inference(
-            program, params, disabled=args.disable_pass, evaluate=evaluate, fuse=args.fuse,
-            fp16=args.fp16, keep_io_types=args.keep_io_types)
-        _save(out_prefix, new, feeds, fetches, new_params)
-    except (KeelError, ValueError, OSError) as e:
+        return optimize(args)
+    except ToolError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"passes on {in_prefix}:")
-    print(report)
-    print(f"in:  {_sizes(in_prefix)}")
-    print(f"out: {_sizes(out_prefix)}")
-    if not args.verify:
-        return 0
-    if args.inputs:
-        with np.load(args.inputs, allow_pickle=False) as data:
-            inputs = {f: data[f"in:{f}"] for f in feeds}
-    else:
-        inputs = _random_inputs(program, feeds, params, np.random.default_rng(args.seed))
-    print("verify:")
-    ok = _verify(in_prefix, out_prefix, inputs, args.fp16)
-    print("verify: OK" if ok else "verify: FAILED")
-    return 0 if ok else 1
+        return e.status
+    except (KeelError, OSError, ValueError, KeyError) as e:  # unreadable, corrupt or unsupported input; I/O
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        return FAILED
+
+
+def optimize(args) -> int:
+    if args.bf16:
+        raise ToolError("--bf16: bfloat16 conversion is not supported: program.passes has no bfloat16 pass "
+                        "(numpy has no bfloat16 type for the kernels to compute in); use --fp16", USAGE)
+    model_file, params_file = input_files(args)
+    out = os.fspath(args.out)
+    out = out[:-len(".pdmodel")] if out.endswith(".pdmodel") else out
+    inputs_files = {os.path.abspath(f) for f in (model_file, params_file) if f}
+    if inputs_files & {os.path.abspath(out + ".pdmodel"), os.path.abspath(out + ".pdiparams")}:
+        raise ToolError(f"-o {out} would overwrite the input model; choose another prefix", USAGE)
+    disabled, fuse, fp16 = pass_selection(args)
+
+    original = load_model(model_file, params_file)
+    reference = retarget(original, model_file, args.feed, args.fetch)
+    program, params, report = optimize_inference(
+        reference.program, reference.params, disabled=disabled, evaluate=call_kernel, fuse=fuse,
+        fp16=fp16, keep_io_types=args.keep_io_types)
+    result_program = inference_program(program, reference.feeds, reference.fetches)
+    result_params = {n: params[n] for n, _, _ in persistable_specs(result_program)}
+
+    print(f"model: {model_file}" + (f" + {params_file}" if original.params else ""))
+    print(f"feeds: {', '.join(reference.feeds)}; fetches: {', '.join(reference.fetches)}")
+    print_passes(report, args.passes)
+    print_op_counts(original.program, result_program)
+    print_params(original.params, result_params)
+
+    inputs = verify_inputs(reference, args.inputs, args.seed) if args.verify else None
+    with StagedOutput(out) as staged:
+        staged.write(result_program, result_params)
+        if args.verify:
+            fp16_ran = report["convert_to_fp16"].status == "ran"
+            tolerance = TOLERANCE["float16" if fp16_ran else "float32"]
+            source = f"--inputs {args.inputs}" if args.inputs else f"random inputs, seed {args.seed}"
+            print(f"verify ({source}):")
+            failed = verify(reference, load_model(*staged.temp_files()), inputs, tolerance)
+            if failed:
+                print("verify: FAILED")
+                raise ToolError(f"--verify: {', '.join(failed)} differ(s) from the original beyond the "
+                                f"tolerance {tolerance:g}; nothing written")
+            print("verify: OK")
+        written = staged.commit()
+    print("wrote:")
+    for path in written:
+        print(f"  {path} ({os.path.getsize(path)} bytes)")
+    return 0
 
 
 if __name__ == "__main__":
