@@ -71,3 +71,46 @@ def test_our_inference_model_runs_in_paddle_static_executor(tmp_path):
         program, feeds, fetches = paddle.static.load_inference_model(prefix, exe)
         got, = exe.run(program, feed={feeds[0]: xb}, fetch_list=fetches)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "momentum"])
+def test_our_training_program_runs_in_paddle_static_executor(optimizer):
+    """A training program Keel builds with minimize (backward ops, update ops, op_role
+    attributes) runs in PaddlePaddle's executor from the same parameters and gives Keel's
+    loss trajectory and final parameters."""
+    paddle.enable_static()
+    make = {"sgd": lambda: pg.optimizer.SGD(0.1), "adam": lambda: pg.optimizer.Adam(0.01),
+            "momentum": lambda: pg.optimizer.Momentum(0.05, momentum=0.9, use_nesterov=True)}[optimizer]
+    main, startup = pg.Program(), pg.Program()
+    startup.random_seed = 9
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        x = pg.data("x", [-1, 1, 6, 6])
+        label = pg.data("label", [-1, 1], "int64")
+        # no conv bias before batch_norm: it cancels, its gradient is rounding noise, and
+        # Adam's normalized steps would turn that noise into diverging bias values
+        h = pg.nn.batch_norm(pg.nn.conv2d(x, 3, 3, padding=1, bias_attr=False), act="relu")
+        h = pg.flatten(pg.nn.pool2d(h, 2, "avg", 2))
+        logits = pg.nn.fc(pg.nn.fc(h, 8, activation="tanh"), 4)
+        loss = pg.mean(pg.nn.softmax_with_cross_entropy(logits, label))
+        make().minimize(loss)
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    persistables = [v.name for v in main.global_block().vars.values() if v.persistable]
+    initial = {n: np.array(scope.get(n)) for n in persistables}
+    rng = np.random.default_rng(3)
+    batches = [{"x": rng.standard_normal((5, 1, 6, 6)).astype(np.float32), "label": rng.integers(0, 4, (5, 1))}
+               for _ in range(6)]
+    ours = [float(exe.run(main, feed=b, fetch_list=[loss], scope=scope)[0]) for b in batches]
+
+    theirs_program = paddle.static.Program.parse_from_string(main.serialize_to_string())
+    pexe = paddle.static.Executor(paddle.CPUPlace())
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        for name, value in initial.items():
+            paddle.static.global_scope().var(name).get_tensor().set(value, paddle.CPUPlace())
+        theirs = [float(np.asarray(pexe.run(theirs_program, feed=b, fetch_list=[loss.name])[0])) for b in batches]
+        final = {n: np.array(paddle.static.global_scope().find_var(n).get_tensor()) for n in persistables}
+    np.testing.assert_allclose(theirs, ours, rtol=1e-5)
+    for name in persistables:
+        want = np.asarray(scope.get(name))
+        np.testing.assert_allclose(final[name], want, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(want).max())),
+                                   err_msg=name)
