@@ -352,8 +352,11 @@ def _softmax(xp, x, *, axis):
         return xp.ones_like(x)
     if x.size == 0:
         return x.copy()
-    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
-    e /= xp.sum(e, axis=axis, keepdims=True)
+    # array methods, not xp.max/xp.sum: numpy's function wrappers cost more than a small
+    # row's arithmetic
+    e = x - x.max(axis=axis, keepdims=True)
+    xp.exp(e, out=e)
+    e /= e.sum(axis=axis, keepdims=True)
     return e
 
 

@@ -392,8 +392,10 @@ def fc(xp, inp, w, bias, *, in_num_col_dims=1, activation_type="", padding_weigh
     out = _matmul(xp, _flatten_2d(inp, in_num_col_dims), w)
     if bias is not None:
         out += bias.reshape(-1)
-    if activation_type == "relu":
-        out = xp.where(out > 0, out, xp.zeros((), dtype=out.dtype))
+    if activation_type == "relu":  # out > 0 ? out : 0 (NaN -> 0, -0 -> +0), in place
+        zero = xp.zeros((), dtype=out.dtype)
+        xp.fmax(zero, out, out=out)
+        out += zero
     return out.reshape(inp.shape[:in_num_col_dims] + (w.shape[1],))
 
 

@@ -1,0 +1,328 @@
+"""Inference-latency benchmark: Keel's Predictor without and with the inference passes,
+vs ONNX Runtime (CPU) running the same networks with the same weights.
+
+    pip install onnx onnxruntime      # benchmark-only peers, not Keel dependencies
+    python benchmarks/bench_inference.py [--repeat 100] [--transformer-batch 8] [--profile]
+
+Models (the training benchmarks' shapes), at batch 1 and batch 64:
+- MLP: x[N,784] -> fc 1024 relu -> fc 1024 relu -> fc 10 -> softmax;
+- CNN: x[N,1,28,28] -> conv3x3(16)+relu+maxpool2 -> conv3x3(32)+relu+maxpool2 -> fc 128 relu
+  -> fc 10;
+- Transformer encoder layer: x[N,128,256], 4 heads of 64, post-norm (LN(x + attn), then
+  LN(h + FFN)), FFN 256 -> 1024 (exact erf gelu) -> 256. Batch 1 and 8 (the training
+  benchmark's batch; batch 64 takes ~0.5 s a call here, --transformer-batch changes it).
+
+Each Keel model is built with program/nn layers, initialized by its startup program (the
+biases, zero there, get small random values so the check below sees them), saved with
+save_inference_model to a temporary directory and loaded twice with create_predictor:
+`switch_ir_optim(False)` (the program as saved) and `switch_ir_optim(True)` (the passes of
+program/passes at load, DEFAULT_ORDER: dead code, identities, constant folding, fusions).
+The ONNX model is written op by op with onnx.helper (Gemm, Conv, MaxPool, Flatten, MatMul,
+Add, Reshape, Transpose, Softmax, Erf-based GELU, LayerNormalization at opset 17) with the
+weights read from the Keel scope. Before timing, the three must agree: max |difference|
+<= 1e-4 x the output's largest magnitude (asserted).
+
+A timed call is what a server does per request: Keel `copy_from_cpu` + `run()` +
+`copy_to_cpu()`; ORT `session.run`. Medians over `repeat` calls (fewer for slow calls:
+about 2 s per contender). The two Keel predictors are interleaved (common.measure): that
+gives the passes' speedup. Interleaving can cost both some cache warmth at batch 1 (two
+copies of the weights alternate; the MLP's are 7 MB), so for the comparison with ONNX
+Runtime, Keel with passes and ORT are timed in blocks of their own (measure_blocks:
+blocks of repeat/5 calls, alternating, 2 untimed calls first). ORT is never interleaved
+call by call with Keel: its thread pool (intra_op_num_threads = the machine's cores,
+sequential execution) spin-waits, and interleaved with numpy's OpenBLAS threads on a
+2-core machine each slowed the other (2.5x at batch 64, 5x and more at batch 1, here).
+--profile prints, per model and batch, the median time of each op of the Keel predictor
+with passes, summed by op type, and what a call costs around the ops.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import measure, table  # noqa: E402
+
+import program as pg  # noqa: E402
+from executor import Config, Executor, Scope, create_predictor  # noqa: E402
+
+try:
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError:  # pragma: no cover
+    sys.exit("bench_inference.py needs onnx and onnxruntime: pip install onnx onnxruntime")
+
+T, D, H, F = 128, 256, 4, 1024   # transformer: sequence, width, heads, FFN width
+DH = D // H
+EPS = 1e-5
+RNG = np.random.default_rng(0)
+
+
+# -- Keel models: each returns (input var, output var); parameters are named for ONNX ---------
+def _fc(h, size, name, act=None, k=1):
+    return pg.nn.fc(h, size, num_flatten_dims=k, activation=act,
+                    weight_attr=pg.ParamAttr(name=name + ".w"), bias_attr=pg.ParamAttr(name=name + ".b"))
+
+
+def keel_mlp():
+    x = pg.data("x", [-1, 784])
+    h = _fc(_fc(x, 1024, "fc1", "relu"), 1024, "fc2", "relu")
+    return x, pg.softmax(_fc(h, 10, "fc3"))
+
+
+def keel_cnn():
+    x = pg.data("x", [-1, 1, 28, 28])
+    h = x
+    for name, c in (("conv1", 16), ("conv2", 32)):
+        h = pg.nn.conv2d(h, c, 3, padding=1, act="relu", param_attr=pg.ParamAttr(name=name + ".w"),
+                         bias_attr=pg.ParamAttr(name=name + ".b"))
+        h = pg.nn.pool2d(h, 2, "max", 2)
+    return x, _fc(_fc(h, 128, "fc1", "relu"), 10, "fc2")
+
+
+def keel_transformer():
+    x = pg.data("x", [-1, T, D])
+
+    def heads(h):  # [N, T, D] -> [N, H, T, DH]
+        return pg.transpose(pg.reshape(h, [0, 0, H, DH]), [0, 2, 1, 3])
+
+    def norm(h, name):
+        return pg.nn.layer_norm(h, begin_norm_axis=2, epsilon=EPS, param_attr=pg.ParamAttr(name=name + ".w"),
+                                bias_attr=pg.ParamAttr(name=name + ".b"))
+
+    q, k, v = (heads(_fc(x, D, n, k=2)) for n in ("q", "k", "v"))
+    p = pg.softmax(pg.scale(pg.matmul(q, k, transpose_y=True), 1 / math.sqrt(DH)))
+    ctx = pg.reshape(pg.transpose(pg.matmul(p, v), [0, 2, 1, 3]), [0, 0, D])
+    h1 = norm(x + _fc(ctx, D, "o", k=2), "ln1")
+    return x, norm(h1 + _fc(_fc(h1, F, "ff1", "gelu", k=2), D, "ff2", k=2), "ln2")
+
+
+# -- the same networks in ONNX ----------------------------------------------------------------
+class OnnxGraph:
+    """A tiny builder: `g.op("Relu", a)` appends a node and returns its output name."""
+
+    def __init__(self, weights):
+        self.nodes, self.inits, self.w, self.n = [], [], weights, 0
+
+    def const(self, name, value=None):
+        value = self.w[name] if value is None else value
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def op(self, kind, *inputs, **attrs):
+        self.n += 1
+        out = f"{kind.lower()}_{self.n}"
+        self.nodes.append(helper.make_node(kind, list(inputs), [out], **attrs))
+        return out
+
+    def model(self, x_shape, out, out_shape):
+        graph = helper.make_graph(
+            self.nodes, "keel_bench", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        onnx.checker.check_model(model)
+        return model.SerializeToString()
+
+
+def onnx_mlp(w):
+    g = OnnxGraph(w)
+    h = "x"
+    for i, act in ((1, True), (2, True), (3, False)):
+        h = g.op("Gemm", h, g.const(f"fc{i}.w"), g.const(f"fc{i}.b"))
+        h = g.op("Relu", h) if act else h
+    return g.model(["N", 784], g.op("Softmax", h, axis=-1), ["N", 10])
+
+
+def onnx_cnn(w):
+    g = OnnxGraph(w)
+    h = "x"
+    for name in ("conv1", "conv2"):
+        h = g.op("Relu", g.op("Conv", h, g.const(name + ".w"), g.const(name + ".b"), pads=[1, 1, 1, 1]))
+        h = g.op("MaxPool", h, kernel_shape=[2, 2], strides=[2, 2])
+    h = g.op("Relu", g.op("Gemm", g.op("Flatten", h, axis=1), g.const("fc1.w"), g.const("fc1.b")))
+    return g.model(["N", 1, 28, 28], g.op("Gemm", h, g.const("fc2.w"), g.const("fc2.b")), ["N", 10])
+
+
+def onnx_transformer(w):
+    g = OnnxGraph(w)
+    split, merge = g.const("split", np.array([0, 0, H, DH])), g.const("merge", np.array([0, 0, D]))
+
+    def fc(h, name):
+        return g.op("Add", g.op("MatMul", h, g.const(name + ".w")), g.const(name + ".b"))
+
+    def heads(h):
+        return g.op("Transpose", g.op("Reshape", h, split), perm=[0, 2, 1, 3])
+
+    def norm(h, name):
+        return g.op("LayerNormalization", h, g.const(name + ".w"), g.const(name + ".b"), axis=-1, epsilon=EPS)
+
+    q, k, v = (heads(fc("x", n)) for n in ("q", "k", "v"))
+    s = g.op("Mul", g.op("MatMul", q, g.op("Transpose", k, perm=[0, 1, 3, 2])),
+             g.const("scale", np.float32(1 / math.sqrt(DH))))
+    ctx = g.op("MatMul", g.op("Softmax", s, axis=-1), v)
+    ctx = g.op("Reshape", g.op("Transpose", ctx, perm=[0, 2, 1, 3]), merge)
+    h1 = norm(g.op("Add", "x", fc(ctx, "o")), "ln1")
+    u = fc(h1, "ff1")  # gelu(u) = u * 0.5 * (1 + erf(u / sqrt 2))
+    erf = g.op("Erf", g.op("Mul", u, g.const("rsqrt2", np.float32(math.sqrt(0.5)))))
+    gelu = g.op("Mul", u, g.op("Mul", g.op("Add", erf, g.const("one", np.float32(1))),
+                                g.const("half", np.float32(0.5))))
+    return g.model(["N", T, D], norm(g.op("Add", h1, fc(gelu, "ff2")), "ln2"), ["N", T, D])
+
+
+MODELS = [("MLP 784-1024-1024-10", keel_mlp, onnx_mlp, (784,)),
+          ("CNN 2x conv3x3+pool, fc128", keel_cnn, onnx_cnn, (1, 28, 28)),
+          (f"Transformer layer {T}x{D}, {H} heads", keel_transformer, onnx_transformer, (T, D))]
+
+
+# -- setting up the contenders ------------------------------------------------------------------
+def build(keel_model, onnx_model, workdir):
+    """(Keel predictor without passes, with passes, ORT session) on the same weights."""
+    main, startup = pg.Program(), pg.Program()
+    startup.random_seed = 1
+    with pg.unique_name.guard(), pg.program_guard(main, startup):
+        x, out = keel_model()
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    names = [v.name for v in main.global_block().all_parameters()]
+    for name in names:
+        if name.endswith(".b"):
+            scope.set(name, (0.1 * RNG.standard_normal(scope.get(name).shape)).astype(np.float32))
+    weights = {n: np.asarray(scope.get(n)) for n in names}
+    prefix = os.path.join(workdir, keel_model.__name__)
+    pg.io.save_inference_model(prefix, [x], [out], exe, program=main, scope=scope)
+    predictors = []
+    for optim in (False, True):
+        cfg = Config(prefix)
+        cfg.switch_ir_optim(optim)
+        predictors.append(create_predictor(cfg))
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = os.cpu_count() or 2
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(onnx_model(weights), opts, providers=["CPUExecutionProvider"])
+    return predictors[0], predictors[1], session
+
+
+def keel_call(predictor, x):
+    inp = predictor.get_input_handle(predictor.get_input_names()[0])
+    out = predictor.get_output_handle(predictor.get_output_names()[0])
+
+    def call():
+        inp.copy_from_cpu(x)
+        predictor.run()
+        return out.copy_to_cpu()
+    return call
+
+
+def ort_call(session, x):
+    name = session.get_outputs()[0].name
+    return lambda: session.run([name], {"x": x})[0]
+
+
+def check(calls, label):
+    """The three agree to 1e-4 of the output's scale."""
+    ref = calls["ort"]()
+    scale = float(np.abs(ref).max())
+    for name in ("keel", "keel+passes"):
+        got = calls[name]()
+        assert got.shape == ref.shape, f"{label}: {name} shape {got.shape}, ORT {ref.shape}"
+        diff = float(np.abs(got - ref).max())
+        assert diff <= 1e-4 * scale, f"{label}: {name} differs from ORT by {diff:.3g} (scale {scale:.3g})"
+
+
+def repeats(fn, wanted, budget_s=2.0):
+    """`wanted` calls, fewer for slow ones (at most ~budget_s per contender, at least 10)."""
+    t0 = time.perf_counter()
+    fn()
+    return max(10, min(wanted, int(budget_s / max(time.perf_counter() - t0, 1e-6))))
+
+
+def measure_blocks(contenders: dict, repeat: int, rounds: int = 5) -> dict[str, float]:
+    """Median seconds per call, each contender timed in blocks of its own (repeat / rounds
+    calls), the blocks alternating so that slow drifts of the machine hit all alike. Before
+    a block: a pause, for the other's threads (OpenBLAS's and ORT's spin a while after
+    work) to go idle, and 2 untimed calls to re-warm caches and thread pools."""
+    times = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            time.sleep(0.2)
+            fn(), fn()
+            for _ in range(max(3, repeat // rounds)):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(ts)) for name, ts in times.items()}
+
+
+def profile(predictor, x, label, repeat):
+    """Median time of each op of the predictor's compiled plan, summed by op type, and what
+    a whole call adds around the ops (handles, feed check, fetch copies)."""
+    call = keel_call(predictor, x)
+    call()
+    plan = next(p for entry in predictor._executor._plans.values() for p in entry[2].values())
+    feed = predictor.get_input_names()[0]
+    params = {n: predictor._scope.find_scope(n)._vars[n] for n in plan.scope_reads if n != feed}
+    per_step, whole = [[] for _ in plan.steps], []
+    for _ in range(repeat):
+        env = {**params, feed: x}
+        for times, step in zip(per_step, plan.steps):
+            t0 = time.perf_counter()
+            step.run(env)
+            times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        call()
+        whole.append(time.perf_counter() - t0)
+    by_type = {}
+    for times, step in zip(per_step, plan.steps):
+        kind = step.op.type + ("+" + step.op.attr("activation_type") if step.op.type == "fc"
+                               and step.op.attr("activation_type") else "")
+        n, t = by_type.get(kind, (0, 0.0))
+        by_type[kind] = (n + 1, t + float(np.median(times)))
+    ops, call_t = sum(t for _, t in by_type.values()), float(np.median(whole))
+    print(f"\n{label}: call {call_t * 1e3:.3f} ms = ops {ops * 1e3:.3f} ms "
+          f"+ around the ops {(call_t - ops) * 1e3:.3f} ms")
+    for kind, (n, t) in sorted(by_type.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {kind:26s} x{n:<2d} {t * 1e3:8.3f} ms  {t / call_t:4.0%}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=100)
+    parser.add_argument("--transformer-batch", type=int, default=8)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for label, keel_model, onnx_model, shape in MODELS:
+            plain, optimized, session = build(keel_model, onnx_model, workdir)
+            big = args.transformer_batch if keel_model is keel_transformer else 64
+            for batch in (1, big):
+                x = RNG.standard_normal((batch, *shape)).astype(np.float32)
+                calls = {"keel": keel_call(plain, x), "keel+passes": keel_call(optimized, x),
+                         "ort": ort_call(session, x)}
+                check(calls, f"{label}, batch {batch}")
+                n = repeats(calls["keel"], args.repeat)
+                t = measure({k: calls[k] for k in ("keel", "keel+passes")}, repeat=n)
+                solo = measure_blocks({k: calls[k] for k in ("keel+passes", "ort")}, repeat=n)
+                rows.append((label, batch, f"{t['keel'] * 1e3:.3f} ms", f"{t['keel+passes'] * 1e3:.3f} ms",
+                             f"{t['keel'] / t['keel+passes']:.2f}x", f"{solo['keel+passes'] * 1e3:.3f} ms",
+                             f"{solo['ort'] * 1e3:.3f} ms", f"{solo['keel+passes'] / solo['ort']:.2f}x"))
+                if args.profile:
+                    profile(optimized, x, f"{label}, batch {batch}, Keel with passes", n)
+    print(table(f"Inference latency (medians; ORT {ort.__version__}, {os.cpu_count()} intra-op threads)",
+                rows, ("model", "batch", "Keel (no passes)", "Keel (passes)", "speedup from passes",
+                       "Keel (passes) alone", "ONNX Runtime", "Keel(passes)/ORT")))
+    print("Keel (no passes) and Keel (passes): interleaved call by call; Keel (passes) alone and ONNX "
+          "Runtime: in alternating blocks of their own (see the docstring); the ratio is of those two.")
+
+
+if __name__ == "__main__":
+    main()
