@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from executor.errors import ExecutionError, FeedError
 from executor.kernel_call import MissingKernelError, bind, specialize
 from program import dtypes
@@ -196,7 +198,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             donated = (free_intermediates and isinstance(first, str) and first in produced
                        and last_use.get(first) == pos and first not in fetch_set
                        and first not in feed_set and first not in writes and not persistable(first))
-            fast = specialize(kdef, op.attrs, tuple(s is not None for s in in_specs), donated, xp)
+            fast = specialize(kdef, op.attrs, tuple(_declared_dtype(block, s) for s in in_specs), donated, xp)
         if fast is not None:
             fn, in_specs = fast, [s for s in in_specs if s is not None]
         else:
@@ -223,6 +225,18 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
     return Plan(steps, frozenset(feed_set), tuple(fetch_names), tuple(scope_reads), tuple(p_writes),
                 block, _feed_specs(block, feed_set), tuple(persistable(n) for n in fetch_names),
                 levels, level_frees)
+
+
+def _declared_dtype(block, spec):
+    """The numpy dtype a bound input slot declares (its first variable's), None if empty or
+    unknown. (Kernels' specializations use it only to choose a path; the values decide.)"""
+    if spec is None:
+        return None
+    name = spec if isinstance(spec, str) else next((n for n in spec if n is not None), None)
+    var = block.find_var(name) if name is not None else None
+    if var is None or var.dtype is None:
+        return np.dtype("V") if name is not None else None
+    return np.dtype(dtypes.to_numpy(var.dtype))
 
 
 def _feed_specs(block, feed_names) -> dict:

@@ -30,7 +30,7 @@ def _specialize_binary(op_type):
     fall back to a fresh array). Anything else takes the general kernel."""
     def specialize(xp, attrs, present, donated):
         name = _UFUNCS.get(op_type)
-        if name is None or present != (True, True):
+        if name is None or tuple(p is not None for p in present) != (True, True):
             return None
         ufunc, axis, general = getattr(xp, name), attrs.get("axis", -1), _GENERAL[op_type]
 

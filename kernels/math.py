@@ -48,7 +48,7 @@ def _normalize_axis(axis: int, ndim: int) -> int:
 def _specialize_scale(xp, attrs, present, donated):
     """The common `y = x * s + b` with attribute values: one ufunc call, into X's buffer
     when it is donated (float X; other dtypes take the general kernel)."""
-    if present != (True, False, False) or not attrs.get("bias_after_scale", True):
+    if tuple(p is not None for p in present) != (True, False, False) or not attrs.get("bias_after_scale", True):
         return None
     s, b = float(attrs.get("scale", 1.0)), float(attrs.get("bias", 0.0))
     add, multiply = xp.add, xp.multiply
@@ -59,7 +59,10 @@ def _specialize_scale(xp, attrs, present, donated):
     # One closure per case, so the per-call work is a dtype test and one ufunc call.
     if b == 0 or s == 1:
         ufunc, operand = (multiply, s) if b == 0 else (add, b)
-        if donated:
+        if donated and present[0] is not None and present[0].kind == "f":
+            def run(x):  # declared float and donated: no checks left (numpy refuses a bad cast)
+                return ufunc(x, operand, out=x)
+        elif donated:
             def run(x):
                 if x.dtype.kind == "f" and x.ndim:
                     return ufunc(x, operand, out=x)

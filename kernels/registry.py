@@ -20,8 +20,9 @@ and never imports `program` or `executor`. Its signature names what it consumes:
   binds, so a gradient kernel can skip work nobody reads (conv2d_grad's Input@GRAD for
   the first layer);
 - `specialize(xp, attrs, present, donated)` (optional) returns a faster callable for one
-  op, or None: `attrs` are the bound attribute values, `present` says which input slots
-  the op binds (the callable takes just those, in order), and `donated` says the first
+  op, or None: `attrs` are the bound attribute values, `present` gives per input slot the
+  declared numpy dtype of what the op binds there (None: the slot is empty; the callable
+  takes just the bound ones, in order), and `donated` says the first
   input is an intermediate nobody reads afterwards, so the result may be written into
   its buffer (`out=`). The executor uses it for the cheap elementwise ops where the
   generic call's overhead and a fresh allocation cost as much as the arithmetic;
