@@ -1,5 +1,7 @@
 """Shape-inference test helpers: append one op to a fresh program and read back the
 shapes and dtypes its rule gave the outputs."""
+import pytest
+
 import program as pg
 from program import dtypes
 
@@ -28,3 +30,15 @@ def build(op_type, inputs, outputs=None, attrs=None):
 
 def out(op_type, inputs, attrs=None):
     return build(op_type, inputs, None, attrs)["Out"]
+
+
+def expect_error(cls, fn, *fragments):
+    """fn (a one-line lambda) must raise `cls` whose message has every fragment and points
+    at the lambda's line (the user's line that created the op)."""
+    with pytest.raises(cls) as info:
+        fn()
+    msg = str(info.value)
+    for fragment in fragments:
+        assert fragment in msg, f"{fragment!r} not in {msg!r}"
+    assert f"op created at {fn.__code__.co_filename}:{fn.__code__.co_firstlineno}" in msg, msg
+    return msg

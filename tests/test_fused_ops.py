@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import program as pg
+from inference_run import run
 from executor import Executor, Scope
 from executor.kernel_call import bind, call_kernel
 from kernels import fused as fused_kernels
@@ -375,13 +376,6 @@ def test_a_program_with_the_fused_op_round_trips_and_verifies():
 
 
 # -- the pass -----------------------------------------------------------------------------------------------
-def run(program, params, feed):
-    scope = Scope()
-    for name, value in params.items():
-        scope.set(name, value)
-    fetches = sorted((op for op in program.global_block().ops if op.type == "fetch"),
-                     key=lambda op: op.attr("col"))
-    return Executor().run(program, feed=feed, fetch_list=[op.input("X")[0] for op in fetches], scope=scope)
 
 
 def build(fn, feed_names, seed=0, magnitude=1.0):

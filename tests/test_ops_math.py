@@ -3,24 +3,12 @@
 import pytest
 
 import program as pg
-from shapecheck import build, out
+from shapecheck import build, expect_error, out
 from program.errors import AttrError, DTypeError, ShapeError, SlotError, UndefinedVariableError
 from program.ops import registry
 from proto import pb
 
 F32, F64, I32, I64, BOOL = "float32", "float64", "int32", "int64", "bool"
-
-
-def expect_error(cls, fn, *fragments):
-    """fn (a one-line lambda) must raise `cls` whose message has every fragment and points
-    at the lambda's line in this file."""
-    with pytest.raises(cls) as info:
-        fn()
-    msg = str(info.value)
-    for fragment in fragments:
-        assert fragment in msg, f"{fragment!r} not in {msg!r}"
-    assert f"op created at {__file__}:{fn.__code__.co_firstlineno}" in msg, msg
-    return msg
 
 
 @pytest.fixture

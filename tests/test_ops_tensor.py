@@ -3,7 +3,7 @@ each appended to a fresh program."""
 import pytest
 
 import program as pg
-from shapecheck import build, out
+from shapecheck import build, expect_error, out
 from program.errors import AttrError, DTypeError, ShapeError, SlotError
 from program.ops import registry
 from proto import pb
@@ -14,18 +14,6 @@ XS = {"Out": 1, "XShape": 1}
 
 def shape_of(op_type, inputs, attrs=None, outputs=None):
     return build(op_type, inputs, outputs or {"Out": 1}, attrs)["Out"][0]
-
-
-def expect_error(cls, fn, *fragments):
-    """fn (a one-line lambda) must raise `cls` whose message has every fragment and points
-    at the lambda's line in this file."""
-    with pytest.raises(cls) as info:
-        fn()
-    msg = str(info.value)
-    for fragment in fragments:
-        assert fragment in msg, f"{fragment!r} not in {msg!r}"
-    assert f"op created at {__file__}:{fn.__code__.co_firstlineno}" in msg, msg
-    return msg
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import program as pg
+from inference_run import run
 from executor import Executor, Scope
 from executor.kernel_call import call_kernel
 from program.passes import PASSES, PassError, optimize_inference
@@ -20,13 +21,6 @@ FP16_RTOL = 1e-2   # float16 keeps 11 bits: ~5e-4 per rounding; these models sta
 
 
 # -- helpers ------------------------------------------------------------------------------
-def run(program, params, feed):
-    scope = Scope()
-    for name, value in params.items():
-        scope.set(name, value)
-    fetches = sorted((op for op in program.global_block().ops if op.type == "fetch"),
-                     key=lambda op: op.attr("col"))
-    return Executor().run(program, feed=feed, fetch_list=[op.input("X")[0] for op in fetches], scope=scope)
 
 
 def rel_diff(got, want) -> float:
