@@ -394,7 +394,8 @@ def test_digits_fused_fp16_is_smaller_and_as_accurate(tmp_path):
 
 
 @pytest.mark.paddle
-@pytest.mark.parametrize("name", ["lenet", "resblock_cnn", "mobilenet_v2", "mlp_fc", "transformer_encoder"])
+@pytest.mark.parametrize("name", ["lenet", "resblock_cnn", "mobilenet_v2", "shufflenet_v2", "mlp_fc",
+                                  "mlp_linear", "transformer_encoder"])
 def test_optimized_float32_models_run_in_paddle(name, tmp_path):
     """The fused float32 result (fc ops, folded batch_norm, new parameters) is still a
     PaddlePaddle model: its static executor loads it and computes the recorded outputs.
