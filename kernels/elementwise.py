@@ -25,8 +25,9 @@ _UFUNCS = {"elementwise_add": "add", "elementwise_sub": "subtract", "elementwise
 
 def _specialize_binary(op_type):
     """One ufunc call when Paddle's `axis` means plain numpy broadcasting (axis -1, or Y
-    aligned with X's trailing dims, as fc's bias add), written into X's buffer when X is
-    donated and the result has X's shape (numpy refuses with ValueError otherwise, and we
+    aligned with X's trailing dims, as fc's bias add; with a donated X any axis, Y being
+    reshaped to line up), written into X's buffer when X is donated and the result has
+    X's shape (numpy refuses with ValueError otherwise, and we
     fall back to a fresh array). Anything else takes the general kernel."""
     def specialize(xp, attrs, present, donated):
         name = _UFUNCS.get(op_type)
@@ -36,7 +37,9 @@ def _specialize_binary(op_type):
 
         def run(x, y):
             if axis != -1 and axis != x.ndim - y.ndim:
-                return general(xp, x, y, axis=axis)
+                if not donated or y.ndim > x.ndim:
+                    return general(xp, x, y, axis=axis)
+                x, y = align(x, y, axis)  # Y reshaped to line up at `axis` (conv's bias add)
             if donated and x.dtype.kind == "f" and x.ndim and x.dtype == y.dtype:
                 try:
                     return ufunc(x, y, out=x)

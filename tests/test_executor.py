@@ -235,3 +235,17 @@ def test_donated_buffers_never_clobber_feeds_fetches_or_persistables():
     again = exe.run(main, feed={"x": xv}, fetch_list=[y, out, v], scope=scope)
     for a, b in zip((got_y, got_out, got_v), again):
         np.testing.assert_array_equal(a, b)
+
+
+def test_donated_add_with_paddle_axis_matches_the_general_kernel():
+    """A conv-style bias add (Y [C] at axis 1 of X [N, C, H, W]) into a donated buffer."""
+    main = pg.Program()
+    with pg.unique_name.guard(), pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [2, 3, 4, 4])
+        b = pg.data("b", [3])
+        h = x * 2.0                                   # an intermediate: donated to the add
+        out = pg.elementwise_add(h, b, axis=1)
+    xv = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32)
+    bv = np.array([1.0, -2.0, 3.0], np.float32)
+    got, = Executor().run(main, feed={"x": xv, "b": bv}, fetch_list=[out], scope=Scope())
+    np.testing.assert_allclose(got, xv * 2 + bv[None, :, None, None], rtol=1e-6)
