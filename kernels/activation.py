@@ -160,7 +160,7 @@ def _specialize_relu(xp, attrs, present, donated):
         return None
 
     def run(x):  # relu into the donated buffer
-        if x.dtype.kind != "f" or x.ndim == 0:
+        if x.dtype.kind != "f" or x.ndim == 0 or x.base is not None:  # a view may be shared
             return relu(xp, x)
         zero = _zero(xp, x)
         xp.fmax(zero, x, out=x)

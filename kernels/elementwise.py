@@ -40,7 +40,7 @@ def _specialize_binary(op_type):
                 if not donated or y.ndim > x.ndim:
                     return general(xp, x, y, axis=axis)
                 x, y = align(x, y, axis)  # Y reshaped to line up at `axis` (conv's bias add)
-            if donated and x.dtype.kind == "f" and x.ndim and x.dtype == y.dtype:
+            if donated and x.base is None and x.dtype.kind == "f" and x.ndim and x.dtype == y.dtype:
                 try:
                     return ufunc(x, y, out=x)
                 except ValueError:  # Y broadcasts X to a bigger shape

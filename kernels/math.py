@@ -60,11 +60,13 @@ def _specialize_scale(xp, attrs, present, donated):
     if b == 0 or s == 1:
         ufunc, operand = (multiply, s) if b == 0 else (add, b)
         if donated and present[0] is not None and present[0].kind == "f":
-            def run(x):  # declared float and donated: no checks left (numpy refuses a bad cast)
-                return ufunc(x, operand, out=x)
+            def run(x):  # declared float and donated (numpy refuses a bad cast)
+                # a view may share its buffer with a live value (add's gradient is a view
+                # of Out@GRAD): only an array owning its memory is written in place
+                return ufunc(x, operand, out=x if x.base is None else None)
         elif donated:
             def run(x):
-                if x.dtype.kind == "f" and x.ndim:
+                if x.dtype.kind == "f" and x.ndim and x.base is None:
                     return ufunc(x, operand, out=x)
                 return general(x)
         else:
@@ -77,7 +79,7 @@ def _specialize_scale(xp, attrs, present, donated):
     def run(x):
         if x.dtype.kind != "f" or not x.ndim:
             return general(x)
-        out = multiply(x, s, out=x if donated else None)
+        out = multiply(x, s, out=x if donated and x.base is None else None)
         out += b
         return out
     return run

@@ -24,7 +24,9 @@ and never imports `program` or `executor`. Its signature names what it consumes:
   declared numpy dtype of what the op binds there (None: the slot is empty; the callable
   takes just the bound ones, in order), and `donated` says the first
   input is an intermediate nobody reads afterwards, so the result may be written into
-  its buffer (`out=`). The executor uses it for the cheap elementwise ops where the
+  its buffer (`out=`) if the array owns its memory (`x.base is None`: a view, such as
+  elementwise_add_grad's X@GRAD of Out@GRAD, may share its buffer with a live value).
+  Kernels never return an input object itself. The executor uses it for the cheap elementwise ops where the
   generic call's overhead and a fresh allocation cost as much as the arithmetic;
 - `inplace` maps an output slot to the input slot whose buffer the kernel may reuse
   (optimizer ParamOut/Param, batch_norm MeanOut/Mean): the executor hands over the

@@ -249,3 +249,37 @@ def test_donated_add_with_paddle_axis_matches_the_general_kernel():
     bv = np.array([1.0, -2.0, 3.0], np.float32)
     got, = Executor().run(main, feed={"x": xv, "b": bv}, fetch_list=[out], scope=Scope())
     np.testing.assert_allclose(got, xv * 2 + bv[None, :, None, None], rtol=1e-6)
+
+
+def test_donation_skips_views_that_share_a_buffer():
+    """elementwise_add_grad's X@GRAD and Y@GRAD are views of Out@GRAD: a later op donated
+    one of them must not write into the buffer the other (fetched) still shows."""
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()), pg.unique_name.guard():
+        a, b = pg.data("a", [2, 3]), pg.data("b", [2, 3])
+        a.stop_gradient = b.stop_gradient = False
+        da, db = pg.gradients([pg.mean(a + b)], [a, b])
+        s = da * 2.0
+    feed = {"a": np.ones((2, 3), np.float32), "b": np.ones((2, 3), np.float32)}
+    got_db, got_s = Executor().run(main, feed=feed, fetch_list=[db, s], scope=Scope())
+    np.testing.assert_allclose(got_db, np.full((2, 3), 1 / 6), rtol=1e-6)
+    np.testing.assert_allclose(got_s, np.full((2, 3), 1 / 3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["mlp", "cnn", "transformer"])
+def test_kernels_never_return_an_input_object(family):
+    """Donation relies on it: two variables of a run never hold the same array object
+    (a view is a different object and is never written in place)."""
+    from test_model_families import build
+    main, startup, _, _, loss, feed = build(family)
+    exe, scope = Executor(keep_intermediates=True), Scope()
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    seen = {}
+    for name in scope:
+        var = main.global_block().find_var(name)
+        if var is None or var.persistable or name in feed:
+            continue
+        value = scope.get(name)
+        assert id(value) not in seen, f"{name} and {seen.get(id(value))} are the same array"
+        seen[id(value)] = name
