@@ -452,24 +452,18 @@ _logical("logical_or", lambda xp, x, y: xp.logical_or(x, y))
 _logical("logical_xor", lambda xp, x, y: xp.logical_xor(x, y))
 
 
-@kernel("logical_not", inputs=["X"], outputs=["Out"])
-def logical_not(xp, x):
-    return xp.asarray(xp.logical_not(x))
+def _bool_unary(op_type, ufunc_name):
+    """A bool-valued elementwise test of X (logical_not, isfinite, isinf, isnan)."""
+    @kernel(op_type, inputs=["X"], outputs=["Out"])
+    def run(xp, x):
+        return xp.asarray(getattr(xp, ufunc_name)(x))
+    run.__name__ = op_type
+    return run
 
 
-@kernel("isfinite_v2", inputs=["X"], outputs=["Out"])
-def isfinite_v2(xp, x):
-    return xp.asarray(xp.isfinite(x))
-
-
-@kernel("isinf_v2", inputs=["X"], outputs=["Out"])
-def isinf_v2(xp, x):
-    return xp.asarray(xp.isinf(x))
-
-
-@kernel("isnan_v2", inputs=["X"], outputs=["Out"])
-def isnan_v2(xp, x):
-    return xp.asarray(xp.isnan(x))
+for _type, _ufunc in [("logical_not", "logical_not"), ("isfinite_v2", "isfinite"),
+                      ("isinf_v2", "isinf"), ("isnan_v2", "isnan")]:
+    _bool_unary(_type, _ufunc)
 
 
 @kernel("where", inputs=["Condition", "X", "Y"], outputs=["Out"])

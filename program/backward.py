@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from program import op_role
+from program import dtypes, op_role
 from program.errors import OpError, ProgramError
 from program.ops import registry
 from program.ops.registry import NOT_DIFFERENTIABLE, GradOp, GradRule, grad_name
@@ -270,7 +270,6 @@ def _ones_like(var: Variable, attrs_role: int) -> GradOp:
     PaddlePaddle writes for the loss), `fill_any_like` when a dim is unknown."""
     out = {"Out": [grad_name(var.name)]}
     shape = list(var.shape or ())
-    from program import dtypes
     if all(d >= 0 for d in shape):
         return GradOp("fill_constant", {}, out, {"shape": shape, "value": 1.0, "dtype": var.dtype,
                                                  "op_role": attrs_role})
