@@ -1,6 +1,7 @@
 """The Executor: runs a program's block through a compiled, cached Plan."""
 from __future__ import annotations
 
+import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -182,12 +183,13 @@ class Executor:
             return self._run_checked(plan, env)
         if self._pool is not None and plan.has_parallel_levels:
             return self._run_concurrent(plan, env)
-        i = 0
+        runs = iter(plan.runs)
         try:
-            for i, run in enumerate(plan.runs):
+            for run in runs:
                 run(env)
-        except Exception as e:
-            raise self._step_error(plan.steps[i], env, e) from e
+        except Exception as e:  # the failed step is the last one taken from `runs`
+            failed = len(plan.runs) - operator.length_hint(runs) - 1
+            raise self._step_error(plan.steps[failed], env, e) from e
 
     def _run_concurrent(self, plan, env):
         steps = plan.steps

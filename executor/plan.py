@@ -21,6 +21,7 @@ import numpy as np
 
 from executor.errors import ExecutionError, FeedError
 from executor.kernel_call import MissingKernelError, bind, specialize
+from kernels.registry import UfuncCall
 from program import dtypes
 from program.ops import registry as op_registry
 from proto import pb
@@ -126,6 +127,29 @@ def _make_step(fn, in_specs, out_specs, frees):
     return step
 
 
+def _ufunc_step(call, a, out):
+    """The step of an op specialized to one ufunc call (kernels.registry.UfuncCall), made
+    here rather than through the kernel: the hot path of chains of cheap elementwise ops.
+    A donated input is popped (this is its last use) and written into if it owns its
+    memory (a view may share its buffer with a live value)."""
+    ufunc, c = call.ufunc, call.operand
+    if call.into_input and c is not None:
+        def step(env):
+            x = env.pop(a)
+            env[out] = ufunc(x, c, out=x if x.base is None else None)
+    elif call.into_input:
+        def step(env):
+            x = env.pop(a)
+            env[out] = ufunc(x, out=x if x.base is None else None)
+    elif c is not None:
+        def step(env):
+            env[out] = ufunc(env[a], c)
+    else:
+        def step(env):
+            env[out] = ufunc(env[a])
+    return step
+
+
 def _bind_empty_inputs(fn, kdef, in_specs):
     """Bind empty optional inputs (None) by keyword when they all come after the given
     ones, so `scale(X)` is called as fn(x) and takes the fast path."""
@@ -203,14 +227,19 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             fn, in_specs = fast, [s for s in in_specs if s is not None]
         else:
             fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
+        frees = tuple(frees_at.get(pos, ()))
+        inline = isinstance(fn, UfuncCall) and _declared_rank(block, in_specs[0]) and (
+            frees == (in_specs[0],) if fn.into_input else not frees)
+        if inline:
+            step_fns = (_ufunc_step(fn, in_specs[0], out_specs[0]),) * 2
+        else:
+            step_fns = (_make_step(fn, in_specs, out_specs, frees), _make_step(fn, in_specs, out_specs, ()))
         for n in reads:
             if n not in produced and n not in scope_reads:
                 scope_reads.append(n)
         produced.update(writes)
         p_writes.extend(n for n in writes if persistable(n) and n not in p_writes)
-        frees = tuple(frees_at.get(pos, ()))
-        steps.append(Step(i, op, _make_step(fn, in_specs, out_specs, frees),
-                          _make_step(fn, in_specs, out_specs, ()), reads, writes, frees))
+        steps.append(Step(i, op, *step_fns, reads, writes, frees))
 
     levels = _levels(steps)
     level_of = {pos: lv for lv, members in enumerate(levels) for pos in members}
@@ -237,6 +266,12 @@ def _declared_dtype(block, spec):
     if var is None or var.dtype is None:
         return np.dtype("V") if name is not None else None
     return np.dtype(dtypes.to_numpy(var.dtype))
+
+
+def _declared_rank(block, name) -> int:
+    """The declared rank of variable `name` (0 when unknown)."""
+    var = block.find_var(name) if isinstance(name, str) else None
+    return len(var.shape) if var is not None and var.shape is not None else 0
 
 
 def _feed_specs(block, feed_names) -> dict:

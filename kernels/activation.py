@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from kernels.registry import kernel
+from kernels.registry import UfuncCall, kernel
 
 # -- dtype plumbing --------------------------------------------------------------------------
 
@@ -31,10 +31,18 @@ def _finish(xp, y, dtype):
     return y if y.dtype == dtype else y.astype(dtype)
 
 
-def _float_unary(op_type, compute, attrs=()):
+def _float_unary(op_type, compute, attrs=(), ufunc=None):
     """Register `compute(xp, x, **attrs)` as a kernel computed in floating point and returned
-    in x's dtype (for an integer x, truncated toward zero as C++'s conversion does)."""
-    @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=list(attrs))
+    in x's dtype (for an integer x, truncated toward zero as C++'s conversion does).
+    `ufunc`: the name of the array module's ufunc that `compute` is, for float32/64 X; the
+    executor then calls it directly, into a donated X's buffer."""
+    def specialize(xp, attrs, present, donated):
+        if present[0] is not None and present[0].kind == "f" and present[0].itemsize >= 4:
+            return UfuncCall(getattr(xp, ufunc), into_input=donated)
+        return None
+
+    @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=list(attrs),
+            specialize=specialize if ufunc else None)
     def run(xp, x, **kw):
         return _finish(xp, compute(xp, _float_in(xp, x), **kw), x.dtype)
     run.__name__ = op_type
@@ -212,7 +220,7 @@ def _gelu(xp, x, *, approximate):
 
 _float_unary("gelu", _gelu, ["approximate"])
 _float_unary("erf", erf)
-_float_unary("tanh", lambda xp, x: xp.tanh(x))
+_float_unary("tanh", lambda xp, x: xp.tanh(x), ufunc="tanh")
 _float_unary("sigmoid", _sigmoid)
 _float_unary("silu", lambda xp, x: x * _sigmoid(xp, x))
 _float_unary("swish", lambda xp, x, *, beta=1.0: x * _sigmoid(xp, x * beta), ["beta"])
@@ -276,7 +284,7 @@ _float_unary("celu", _celu, ["alpha"])
 for _op, _fn in [("exp", "exp"), ("expm1", "expm1"), ("log", "log"), ("log2", "log2"),
                  ("log10", "log10"), ("log1p", "log1p"), ("sqrt", "sqrt"), ("sin", "sin"),
                  ("cos", "cos")]:
-    _float_unary(_op, lambda xp, x, _fn=_fn: getattr(xp, _fn)(x))
+    _float_unary(_op, lambda xp, x, _fn=_fn: getattr(xp, _fn)(x), ufunc=_fn)
 _float_unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x))
 _float_unary("reciprocal", lambda xp, x: 1 / x)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from kernels.elementwise import align, sum_to
-from kernels.registry import kernel
+from kernels.registry import UfuncCall, kernel
 
 # VarType numbers (framework.proto) -> dtype names. Kept here: kernels never import `program`.
 _VARTYPE_DTYPES = {
@@ -59,12 +59,11 @@ def _specialize_scale(xp, attrs, present, donated):
     # One closure per case, so the per-call work is a dtype test and one ufunc call.
     if b == 0 or s == 1:
         ufunc, operand = (multiply, s) if b == 0 else (add, b)
-        if donated and present[0] is not None and present[0].kind == "f":
-            def run(x):  # declared float and donated (numpy refuses a bad cast)
-                # a view may share its buffer with a live value (add's gradient is a view
-                # of Out@GRAD): only an array owning its memory is written in place
-                return ufunc(x, operand, out=x if x.base is None else None)
-        elif donated:
+        if present[0] is not None and present[0].kind == "f":
+            # declared float: the executor makes the call itself (into X's buffer when
+            # donated; numpy refuses a bad cast should the value not be float after all)
+            return UfuncCall(ufunc, operand, into_input=donated)
+        if donated:
             def run(x):
                 if x.dtype.kind == "f" and x.ndim and x.base is None:
                     return ufunc(x, operand, out=x)

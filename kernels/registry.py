@@ -27,7 +27,10 @@ and never imports `program` or `executor`. Its signature names what it consumes:
   its buffer (`out=`) if the array owns its memory (`x.base is None`: a view, such as
   elementwise_add_grad's X@GRAD of Out@GRAD, may share its buffer with a live value).
   Kernels never return an input object itself. The executor uses it for the cheap elementwise ops where the
-  generic call's overhead and a fresh allocation cost as much as the arithmetic;
+  generic call's overhead and a fresh allocation cost as much as the arithmetic. Where
+  the fast path is a single ufunc call, `specialize` returns a `UfuncCall` instead of a
+  callable, and the executor makes that call in the op's step itself (one Python call
+  per op fewer);
 - `inplace` maps an output slot to the input slot whose buffer the kernel may reuse
   (optimizer ParamOut/Param, batch_norm MeanOut/Mean): the executor hands over the
   array and the kernel may write into it.
@@ -66,6 +69,24 @@ class KernelDef:
     def kwarg(self, attr: str) -> str:
         """The keyword under which attribute `attr` is passed."""
         return attr + "_" if keyword.iskeyword(attr) else attr
+
+
+@dataclass(frozen=True)
+class UfuncCall:
+    """A specialized op that is one ufunc call on its single input x: `ufunc(x)`, or
+    `ufunc(x, operand)` with a constant operand, written into x's buffer when `into_input`
+    (x donated) and x owns its memory. Only for calls whose result has x's dtype."""
+    ufunc: Callable
+    operand: object = None
+    into_input: bool = False
+
+    def __call__(self, x):
+        """The same call, for callers that do not inline it (a 0-d x gets a 0-d array
+        back, not a numpy scalar)."""
+        args = (x,) if self.operand is None else (x, self.operand)
+        if self.into_input and x.base is None:
+            return self.ufunc(*args, out=x)
+        return self.ufunc(*args, out=x.copy() if x.ndim == 0 else None)
 
 
 _KERNELS: dict[str, KernelDef] = {}

@@ -283,3 +283,52 @@ def test_kernels_never_return_an_input_object(family):
         value = scope.get(name)
         assert id(value) not in seen, f"{name} and {seen.get(id(value))} are the same array"
         seen[id(value)] = name
+
+
+def test_a_failing_later_op_is_named_by_its_own_index():
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [-1, 3], need_check_feed=True)
+    b.create_var("y", [-1, 3], need_check_feed=True)
+    for name in ("s", "t", "z"):
+        b.create_var(name)
+    b.append_op("scale", {"X": "x"}, {"Out": "s"}, {"scale": 2.0})
+    b.append_op("tanh", {"X": "s"}, {"Out": "t"})
+    b.append_op("elementwise_add", {"X": "t", "Y": "y"}, {"Out": "z"})
+    with pytest.raises(ExecutionError, match=r"elementwise_add \(op 2\)"):
+        Executor().run(p, feed={"x": np.ones((2, 3), np.float32), "y": np.ones((3, 3), np.float32)},
+                       fetch_list=["z"])
+
+
+UFUNC_OPS = ["tanh", "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op_type", UFUNC_OPS + ["scale_add", "scale_mul"])
+def test_ops_the_executor_calls_as_one_ufunc_match_their_kernels(op_type, dtype):
+    """scale and the plain unary math ops are made by the executor as one ufunc call
+    (kernels.registry.UfuncCall), into a donated buffer where there is one: the results
+    equal the general kernel's, for a fed input (not donated, left untouched), an
+    intermediate (donated) and a 0-d input."""
+    from executor.kernel_call import call_kernel
+    op, attrs = {"scale_add": ("scale", {"bias": 0.5}), "scale_mul": ("scale", {"scale": 3.0})}.get(
+        op_type, (op_type, {}))
+    for shape in ([2, 3], []):
+        p = pg.Program()
+        b = p.global_block()
+        b.create_var("x", shape, dtype, need_check_feed=True)
+        for name in ("fed_out", "mid", "donated_out"):
+            b.create_var(name, shape, dtype)
+        b.append_op(op, {"X": "x"}, {"Out": "fed_out"}, attrs)          # X is a feed
+        b.append_op("scale", {"X": "x"}, {"Out": "mid"}, {"scale": 0.5})  # an intermediate...
+        b.append_op(op, {"X": "mid"}, {"Out": "donated_out"}, attrs)     # ...donated here
+        xv = np.random.default_rng(0).uniform(0.2, 2.0, shape).astype(dtype)
+        before = xv.copy()
+        fed_out, donated_out = Executor().run(p, feed={"x": xv}, fetch_list=["fed_out", "donated_out"],
+                                              scope=Scope())
+        np.testing.assert_array_equal(xv, before)
+        want_fed = call_kernel(op, {"X": before}, attrs)["Out"]
+        want_donated = call_kernel(op, {"X": before * np.asarray(0.5, dtype)}, attrs)["Out"]
+        for got, want in ((fed_out, want_fed), (donated_out, want_donated)):
+            assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
