@@ -59,11 +59,35 @@ class Executor:
             fetch_names = tuple(item.name if isinstance(item, Variable) else item for item in fetch_list)
 
         plan = self._plan(program, block_idx, feed, fetch_names)
+        return self._run_plan(plan, program, feed, scope, return_numpy)
+
+    def prepare(self, program: Program, feed_names, fetch_list, scope=None, *, return_numpy: bool = True,
+                block_idx: int = 0, check_feed: bool = True):
+        """`run` for one program, set of feed names and fetch targets, resolved once: returns
+        `call(feed) -> [values]`, for loops that run the same thing many times (a server's
+        requests). The plan is recompiled should the program change. `check_feed=False`
+        skips the feed checks, for callers that checked the values with `check_feed`
+        already (the Predictor's input handles do)."""
+        scope = scope if scope is not None else global_scope()
+        feed_names = frozenset(feed_names)
+        fetch_names = tuple(item.name if isinstance(item, Variable) else item for item in fetch_list)
+        compiled = [None, None]  # program revision, plan
+
+        def call(feed: dict) -> list:
+            if feed.keys() != feed_names:
+                raise FeedError(f"this prepared run takes feeds {sorted(feed_names)}, got {sorted(feed)}")
+            if compiled[0] != program.revision:
+                compiled[:] = program.revision, self._plan(program, block_idx, feed, fetch_names)
+            return self._run_plan(compiled[1], program, feed, scope, return_numpy, check_feed)
+        return call
+
+    def _run_plan(self, plan, program, feed, scope, return_numpy, check_feed=True):
         if program.lr_schedules:
             self._write_learning_rates(program, scope)
-        env = self._prepare_env(plan, feed, scope)
+        env = self._prepare_env(plan, feed, scope, check_feed)
         self._execute(plan, env)
 
+        fetch_names = plan.fetch_names
         for name in (env if self.keep_intermediates else plan.persistable_writes):
             scope.set(name, env[name])
         results = []
@@ -137,10 +161,11 @@ class Executor:
         return {op.attr("col"): op.output("Out")[0] for op in block.ops if op.type == "feed"}
 
     # -- feeding ----------------------------------------------------------------------------
-    def _prepare_env(self, plan, feed, scope) -> dict:
-        env = {}
-        for name, value in feed.items():
-            env[name] = self.check_feed(name, plan.feed_specs[name], value)
+    def _prepare_env(self, plan, feed, scope, check_feed=True) -> dict:
+        if check_feed:
+            env = {name: self.check_feed(name, plan.feed_specs[name], value) for name, value in feed.items()}
+        else:
+            env = dict(feed)
         for name in plan.scope_reads:
             if name in env:
                 continue

@@ -299,6 +299,9 @@ class Predictor:
         block = self._program.global_block()
         self._inputs = {n: Tensor(self, block.var(n), True) for n in self._input_names}
         self._outputs = {n: Tensor(self, block.var(n), False) for n in self._output_names}
+        # the input handles check what they are given, so the run does not check again
+        self._run_program = self._executor.prepare(self._program, self._input_names, self._output_names,
+                                                   self._scope, return_numpy=False, check_feed=False)
 
     def _load(self):
         config = self._config
@@ -372,13 +375,12 @@ class Predictor:
                                      f"for {self._input_names}, got {_describe(inputs)}")
             for name, value in zip(self._input_names, inputs):
                 self._inputs[name].copy_from_cpu(value)
-        missing = [n for n in self._input_names if self._inputs[n]._value is None]
-        if missing:
+        feed = {n: handle._value for n, handle in self._inputs.items()}
+        if any(value is None for value in feed.values()):
+            missing = [n for n, value in feed.items() if value is None]
             raise PredictorError(f"run(): input(s) {missing} not set; call "
                                  f"get_input_handle(name).copy_from_cpu(array) first, or run([arrays])")
-        feed = {n: self._inputs[n]._value for n in self._input_names}
-        outs = self._executor.run(self._program, feed=feed, fetch_list=self._output_names,
-                                  scope=self._scope, return_numpy=False)
+        outs = self._run_program(feed)
         for name, value in zip(self._output_names, outs):
             self._outputs[name]._value = value
         if inputs is not None:

@@ -15,6 +15,7 @@ At run time a step is one closure call (see `_make_step`).
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,14 @@ def _make_step(fn, in_specs, out_specs, frees):
     dedicated closure: this is the executor's hot path."""
     simple_ins = all(isinstance(s, str) for s in in_specs)
     single_out = len(out_specs) == 1 and isinstance(out_specs[0], str)
+    if simple_ins and single_out and len(in_specs) > 2:  # fc(Input, W, Bias), ...
+        out, get = out_specs[0], operator.itemgetter(*in_specs)
+
+        def step(env):
+            env[out] = fn(*get(env))
+            for f in frees:
+                del env[f]
+        return step
     if simple_ins and single_out and len(in_specs) in (1, 2):
         out = out_specs[0]
         if len(in_specs) == 1:

@@ -385,8 +385,32 @@ def mul(xp, x, y, *, x_num_col_dims=1, y_num_col_dims=1):
     return out.reshape(x.shape[:x_num_col_dims] + y.shape[y_num_col_dims:])
 
 
+def _specialize_fc(xp, attrs, present, donated):
+    """float32/float64 fc with a bias and unpadded W: matmul, bias and ReLU in place, with
+    no flattening when Input has in_num_col_dims + 1 dims (numpy's matmul takes the leading
+    dims as the flattened rows). Other inputs take the general kernel."""
+    dtype = present[0]
+    if (attrs["padding_weights"] or dtype is None or dtype.kind != "f" or dtype.itemsize < 4
+            or present[1] != dtype or present[2] is None):
+        return None
+    rank, relu, matmul = attrs["in_num_col_dims"] + 1, attrs["activation_type"] == "relu", xp.matmul
+    zero = xp.zeros((), dtype=dtype)
+
+    def run(inp, w, bias):
+        if (inp.ndim != rank or inp.dtype != dtype or w.ndim != 2 or bias.ndim > 2
+                or bias.size != bias.shape[-1]):
+            return fc(xp, inp, w, bias, **attrs)
+        out = matmul(inp, w)
+        out += bias
+        if relu:  # out > 0 ? out : 0 (NaN -> 0, -0 -> +0)
+            xp.fmax(zero, out, out=out)
+            out += zero
+        return out
+    return run
+
+
 @kernel("fc", inputs=["Input", "W", "Bias"], outputs=["Out"],
-        attrs=["in_num_col_dims", "activation_type", "padding_weights"])
+        attrs=["in_num_col_dims", "activation_type", "padding_weights"], specialize=_specialize_fc)
 def fc(xp, inp, w, bias, *, in_num_col_dims=1, activation_type="", padding_weights=False):
     """PaddlePaddle's fused fully-connected op: flatten(Input) @ W + Bias, then ReLU when
     activation_type is "relu" (any other value is ignored, as in Paddle's FCFunctor). With

@@ -332,3 +332,57 @@ def test_ops_the_executor_calls_as_one_ufunc_match_their_kernels(op_type, dtype)
         for got, want in ((fed_out, want_fed), (donated_out, want_donated)):
             assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
             np.testing.assert_array_equal(got, want)
+
+
+def test_prepared_run_matches_run_checks_feeds_and_follows_program_changes():
+    p, x = _chain_program()
+    exe, scope = Executor(), Scope()
+    call = exe.prepare(p, ["x"], ["c", "d"], scope)
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for got, want in zip(call({"x": xv}), exe.run(p, feed={"x": xv}, fetch_list=["c", "d"], scope=scope)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(FeedError, match="'x'.*shape"):
+        call({"x": np.ones((2, 4), np.float32)})
+    with pytest.raises(FeedError, match=r"takes feeds \['x'\], got \['y'\]"):
+        call({"y": xv})
+    # the program changes after prepare: the next call compiles it again
+    c_before, _ = call({"x": xv})
+    p.global_block().append_op("scale", {"X": "c"}, {"Out": "c"}, {"scale": 2.0})
+    c_after, _ = call({"x": xv})
+    np.testing.assert_array_equal(c_after, 2 * c_before)
+
+
+def test_prepared_run_without_feed_checks_takes_values_as_given():
+    p, _ = _chain_program()
+    call = Executor().prepare(p, ["x"], ["c"], Scope(), check_feed=False)
+    xv = np.arange(6, dtype=np.float64).reshape(2, 3)  # not cast to the declared float32
+    c, = call({"x": xv})
+    assert c.dtype == np.float64
+    np.testing.assert_array_equal(c, (2 * xv) ** 2 - xv)
+
+
+@pytest.mark.parametrize("in_shape,num_col_dims,bias_shape,act", [
+    ([4, 6], 1, [5], "relu"), ([4, 6], 1, [1, 5], ""), ([2, 3, 6], 2, [5], "relu"),
+    ([2, 3, 2], 1, [5], "relu"), ([4, 6], 1, [5], "gelu")])
+def test_executors_fc_path_matches_the_fc_kernel(in_shape, num_col_dims, bias_shape, act):
+    """fc's specialized path (matmul, bias and ReLU in place, no flattening where the rank
+    allows) gives the general kernel's results, NaN and -0 handling included."""
+    from executor.kernel_call import call_kernel
+    k = int(np.prod(in_shape[num_col_dims:]))
+    p = pg.Program()
+    b = p.global_block()
+    for name, shape in (("x", in_shape), ("w", [k, 5]), ("bias", bias_shape)):
+        b.create_var(name, shape, "float32", need_check_feed=True)
+    b.create_var("out", None, "float32")
+    attrs = {"in_num_col_dims": num_col_dims, "activation_type": act}
+    b.append_op("fc", {"Input": "x", "W": "w", "Bias": "bias"}, {"Out": "out"}, attrs)
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal(in_shape).astype(np.float32),
+            "w": rng.standard_normal((k, 5)).astype(np.float32),
+            "bias": rng.standard_normal(bias_shape).astype(np.float32)}
+    feed["x"].flat[0] = np.nan
+    got, = Executor().run(p, feed=feed, fetch_list=["out"], scope=Scope())
+    want = call_kernel("fc", {"Input": feed["x"], "W": feed["w"], "Bias": feed["bias"]}, attrs)["Out"]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
