@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from kernels.blocked import elementwise
 from kernels.registry import UfuncCall, kernel
 
 # -- dtype plumbing --------------------------------------------------------------------------
@@ -31,22 +32,24 @@ def _finish(xp, y, dtype):
     return y if y.dtype == dtype else y.astype(dtype)
 
 
-def _float_unary(op_type, compute, attrs=(), ufunc=None):
+def _float_unary(op_type, compute, attrs=(), ufunc=None, per_element=True):
     """Register `compute(xp, x, **attrs)` as a kernel computed in floating point and returned
     in x's dtype (for an integer x, truncated toward zero as C++'s conversion does).
     `ufunc`: the name of the array module's ufunc that `compute` is, for float32/64 X; the
-    executor then calls it directly, into a donated X's buffer."""
+    executor then calls it directly, into a donated X's buffer. `per_element=False` for a
+    formula that mixes elements (softmax), which must not be evaluated in blocks."""
     def specialize(xp, attrs, present, donated):
         if present[0] is not None and present[0].kind == "f" and present[0].itemsize >= 4:
             return UfuncCall(getattr(xp, ufunc), into_input=donated)
         return None
 
-    @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=list(attrs),
-            specialize=specialize if ufunc else None)
     def run(xp, x, **kw):
         return _finish(xp, compute(xp, _float_in(xp, x), **kw), x.dtype)
     run.__name__ = op_type
-    return run
+    if per_element:
+        run = elementwise(run)
+    return kernel(op_type, inputs=["X"], outputs=["Out"], attrs=list(attrs),
+                  specialize=specialize if ufunc else None)(run)
 
 
 def _zero(xp, x):
@@ -378,8 +381,8 @@ def _log_softmax(xp, x, *, axis):
     return shifted
 
 
-_float_unary("softmax", _softmax, ["axis"])
-_float_unary("log_softmax", _log_softmax, ["axis"])
+_float_unary("softmax", _softmax, ["axis"], per_element=False)
+_float_unary("log_softmax", _log_softmax, ["axis"], per_element=False)
 
 
 # == gradients =====================================================================================
@@ -395,6 +398,7 @@ def _grad_kernel(op_type, reads, compute, attrs=()):
     """Register `<op>_grad` reading `reads` ("X" or "Out") and Out@GRAD: `compute(xp, a,
     dout, **attrs)` on float arrays, the result returned in a's dtype."""
     @kernel(op_type + "_grad", inputs=[reads, "Out@GRAD"], outputs=["X@GRAD"], attrs=list(attrs))
+    @elementwise
     def run(xp, a, dout, **kw):
         return _finish(xp, compute(xp, _float_in(xp, a), dout, **kw), a.dtype)
     run.__name__ = op_type + "_grad"
@@ -439,6 +443,7 @@ _GELU_K3 = _GELU_K * 0.044715 * 3
 
 
 @kernel("gelu_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=["approximate"])
+@elementwise
 def gelu_grad(xp, x, dout, *, approximate=False):
     xc = _float_in(xp, x)
     x2 = xc * xc

