@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from executor.errors import ExecutionError, FeedError, NonFiniteError
+from executor.memory import tune_malloc
 from executor.place import CPUPlace
 from executor.plan import compile_plan
 from executor.random_state import RandomState
@@ -29,6 +30,7 @@ class Executor:
 
     def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
                  seed: int | None = None, keep_intermediates: bool = False):
+        tune_malloc()  # freed arrays stay mapped for the next step (executor/memory.py)
         self.keep_intermediates = keep_intermediates
         self.place = place or CPUPlace()
         self.xp = self.place.xp

@@ -386,3 +386,21 @@ def test_executors_fc_path_matches_the_fc_kernel(in_shape, num_col_dims, bias_sh
     assert got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("setting,expected", [(None, "True"), ("0", "False")])
+def test_malloc_tuning_applies_on_glibc_and_can_be_turned_off(setting, expected):
+    """Executor() keeps freed memory mapped (executor/memory.py) unless KEEL_TUNE_MALLOC=0."""
+    import os
+    import subprocess
+    import sys
+    import platform
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    env = {k: v for k, v in os.environ.items() if k != "KEEL_TUNE_MALLOC"}
+    if setting is not None:
+        env["KEEL_TUNE_MALLOC"] = setting
+    code = "from executor import Executor; from executor import memory; Executor(); print(memory._tuned)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.stdout.strip() == expected
