@@ -226,14 +226,15 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         reads = tuple(op.input_arg_names)
         writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY)
         fast = None
-        if kdef.specialize is not None:
+        # a specialized callable gives the first output only: for ops that bind just that one
+        if kdef.specialize is not None and all(spec is None for spec in out_specs[1:]):
             first = in_specs[0] if in_specs else None
             donated = (free_intermediates and isinstance(first, str) and first in produced
                        and last_use.get(first) == pos and first not in fetch_set
                        and first not in feed_set and first not in writes and not persistable(first))
             fast = specialize(kdef, op.attrs, tuple(_declared_dtype(block, s) for s in in_specs), donated, xp)
         if fast is not None:
-            fn, in_specs = fast, [s for s in in_specs if s is not None]
+            fn, in_specs, out_specs = fast, [s for s in in_specs if s is not None], out_specs[:1]
         else:
             fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
         frees = tuple(frees_at.get(pos, ()))

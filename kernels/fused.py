@@ -91,8 +91,36 @@ def _unary(xp, name, x, scale, in_place=False):
     return _finish(xp, UNARY[name](xp, xf, scale), x.dtype)
 
 
+def _specialize(xp, attrs, present, donated):
+    """relu(X + Y) and scale * (X + Y) on float32/float64, as the passes fuse them: the sum
+    written into X's buffer when X is donated, owns its memory and has the sum's shape, then
+    the functor in place. Other dtypes, pairs and shapes take the general kernel."""
+    functors, axis = tuple(attrs["functor_list"]), attrs["axis"]
+    dtype = present[0]
+    if (functors not in (("relu", "elementwise_add"), ("scale", "elementwise_add")) or dtype is None
+            or dtype.kind != "f" or dtype.itemsize < 4 or present[1] != dtype):
+        return None
+    relu, scale = functors[0] == "relu", dtype.type(float(xp.float32(attrs["scale"])))
+    add, multiply, greater, zero = xp.add, xp.multiply, xp.greater, dtype.type(0)
+
+    def run(x, y):
+        if x.dtype != dtype or y.dtype != dtype or x.ndim == 0:
+            return fused_elemwise_activation(xp, x, y, **attrs, need=_OUT_ONLY)[0]
+        xa, ya = align(x, y, axis)
+        into_x = (donated and xa is x and x.base is None and ya.ndim <= x.ndim
+                  and all(a >= b for a, b in zip(x.shape[::-1], ya.shape[::-1])))  # the sum has X's shape
+        t = add(xa, ya, out=x if into_x else None)
+        if relu:
+            return multiply(t, greater(t, zero), out=t)
+        return multiply(t, scale, out=t)
+    return run
+
+
+_OUT_ONLY = frozenset({"Out"})
+
+
 @kernel("fused_elemwise_activation", inputs=["X", "Y"], outputs=["Out", "IntermediateOut"],
-        attrs=["functor_list", "axis", "scale", "save_intermediate_out"])
+        attrs=["functor_list", "axis", "scale", "save_intermediate_out"], specialize=_specialize)
 def fused_elemwise_activation(xp, x, y, *, functor_list, axis=-1, scale=0.0,
                               save_intermediate_out=False,
                               need=frozenset({"Out", "IntermediateOut"})):

@@ -315,7 +315,11 @@ def _swap_last(a):
 def _matmul(xp, a, b):
     """a @ b; float16 is multiplied in float32 (as cuBLAS accumulates) and rounded back."""
     if a.dtype == xp.float16 and b.dtype == xp.float16:
-        return xp.asarray(xp.matmul(a.astype(xp.float32), b.astype(xp.float32))).astype(xp.float16)
+        return xp.asarray(_matmul(xp, a.astype(xp.float32), b.astype(xp.float32))).astype(xp.float16)
+    if a.ndim > 2 and b.ndim == 2 and a.size and a.flags.c_contiguous:
+        # a stack of matrices times one matrix is one GEMM over all the rows (numpy would
+        # loop over the stack: 10-20% slower for a [8, 128, 256] x [256, 1024] product)
+        return xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
     return xp.asarray(xp.matmul(a, b))
 
 
@@ -386,9 +390,9 @@ def mul(xp, x, y, *, x_num_col_dims=1, y_num_col_dims=1):
 
 
 def _specialize_fc(xp, attrs, present, donated):
-    """float32/float64 fc with a bias and unpadded W: matmul, bias and ReLU in place, with
-    no flattening when Input has in_num_col_dims + 1 dims (numpy's matmul takes the leading
-    dims as the flattened rows). Other inputs take the general kernel."""
+    """float32/float64 fc with a bias and unpadded W, Input of in_num_col_dims + 1 dims:
+    one GEMM over all rows, then bias and ReLU in place. Other inputs take the general
+    kernel."""
     dtype = present[0]
     if (attrs["padding_weights"] or dtype is None or dtype.kind != "f" or dtype.itemsize < 4
             or present[1] != dtype or present[2] is None):
@@ -397,15 +401,16 @@ def _specialize_fc(xp, attrs, present, donated):
     zero = xp.zeros((), dtype=dtype)
 
     def run(inp, w, bias):
-        if (inp.ndim != rank or inp.dtype != dtype or w.ndim != 2 or bias.ndim > 2
+        if (inp.ndim != rank or inp.dtype != dtype or w.ndim != 2 or bias.ndim not in (1, 2)
                 or bias.size != bias.shape[-1]):
             return fc(xp, inp, w, bias, **attrs)
-        out = matmul(inp, w)
+        rows = inp.reshape(-1, inp.shape[-1]) if rank > 2 and inp.size and inp.flags.c_contiguous else inp
+        out = matmul(rows, w)
         out += bias
         if relu:  # out > 0 ? out : 0 (NaN -> 0, -0 -> +0)
             xp.fmax(zero, out, out=out)
             out += zero
-        return out
+        return out.reshape(inp.shape[:-1] + w.shape[1:])
     return run
 
 

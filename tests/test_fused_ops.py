@@ -264,6 +264,40 @@ def test_kernel_equals_the_separate_ops(functors, xs, ys, axis):
         np.testing.assert_array_equal(got["IntermediateOut"], want_inter)
 
 
+@pytest.mark.parametrize("functors", [("relu", "elementwise_add"), ("scale", "elementwise_add")], ids=",".join)
+@pytest.mark.parametrize("xs, ys, axis", SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # the NaN and -inf sums
+def test_the_executors_fast_path_gives_the_kernels_bits(functors, xs, ys, axis, dtype):
+    """relu/scale of a sum as the passes fuse it runs through the kernel's specialized path
+    (the sum written into a donated X): the same bits as the general kernel, -0.0 and NaN
+    included, with X fed (not donated) and X an intermediate (donated)."""
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", list(xs), dtype, need_check_feed=True)
+    b.create_var("y", list(ys), dtype, need_check_feed=True)
+    for name in ("fed_out", "mid", "donated_out"):
+        b.create_var(name, None, dtype)
+    attrs = {"functor_list": list(functors), "axis": axis, "scale": SCALE}
+    b.append_op(OP, {"X": "x", "Y": "y"}, {"Out": "fed_out"}, attrs)
+    b.append_op("scale", {"X": "x"}, {"Out": "mid"}, {"scale": 1.0, "bias": 0.5})
+    b.append_op(OP, {"X": "mid", "Y": "y"}, {"Out": "donated_out"}, attrs)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-3, 3, xs).astype(dtype)
+    y = np.asarray(rng.uniform(-3, 3, ys).astype(dtype))
+    if x.size > 2:
+        x.flat[0], x.flat[1] = np.nan, -np.inf
+    before = x.copy()
+    fed_out, donated_out = Executor().run(p, feed={"x": x, "y": y}, fetch_list=["fed_out", "donated_out"],
+                                          scope=Scope())
+    np.testing.assert_array_equal(x, before)
+    for got, xin in ((fed_out, before), (donated_out, before + np.asarray(0.5, dtype))):
+        want = call_kernel(OP, {"X": xin, "Y": y}, attrs)["Out"]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_tanh_and_sigmoid_differ_from_the_separate_ops_only_where_paddle_clips():
     x = np.array([6.0, 6.6, 8.0, 12.0, 13.5, 20.0, -50.0], np.float32)
     tanh = fused(x, np.zeros_like(x), ("tanh", "elementwise_add"))["Out"]
