@@ -77,7 +77,7 @@ def build(fn, feed_names, seed=0):
 def test_passes_run_in_the_documented_order_and_unknown_names_are_refused():
     assert list(PASSES) == ["eliminate_dead_code", "remove_identity", "fold_constants",
                             "fold_batch_norm", "fuse_fc", "fuse_elementwise_activation",
-                            "convert_to_fp16"]
+                            "convert_to_fp16", "column_major_weights"]
     for p in PASSES.values():
         assert "Matches" in p.doc and "afe" in p.doc  # what it matches, and why it is safe
     program, params, _, _ = load_fixture("mlp_fc")
@@ -370,3 +370,36 @@ def test_shared_intermediates_are_not_fused():
     infer, params = build(model, ["x"])
     new, _, changes = PASSES["fuse_fc"](infer, params)
     assert changes == {} and op_types(new) == op_types(infer)
+
+
+def test_gemm_weights_are_stored_column_major_with_the_same_values(tmp_path):
+    """column_major_weights: the right-hand matrices of fc/mul/matmul_v2 become Fortran-
+    ordered arrays of the same values; a weight also read otherwise, a transposed product's
+    weight and the outputs are left as they are; the saved params file is unchanged."""
+    def model(block):
+        x = pg.data("x", [-1, 6])
+        h = pg.nn.fc(x, 5, activation="relu")                  # mul + add + relu -> fc
+        w = block.create_parameter("wt", [4, 5], "float32")    # read transposed
+        t = pg.matmul(h, w, transpose_y=True)
+        shared = block.create_parameter("shared", [4, 4], "float32")
+        u = pg.matmul(t, shared)
+        v = pg.matmul(shared, pg.data("y", [4, 2]))            # also read as a left operand
+        return [u, v]
+    program, params = build(model, ["x", "y"])
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((3, 6)).astype(np.float32), "y": rng.standard_normal((4, 2)).astype(np.float32)}
+    expected = run(program, params, feed)
+    new, new_params, report = optimize(program, params)
+    assert report.changes("column_major_weights") == {"weights_column_major": 1}
+    (fc_w,) = [op.input("W")[0] for op in new.global_block().ops if op.type == "fc"]
+    assert new_params[fc_w].flags.f_contiguous and not new_params[fc_w].flags.c_contiguous
+    np.testing.assert_array_equal(new_params[fc_w], params[fc_w])
+    assert new_params["wt"].flags.c_contiguous and new_params["shared"].flags.c_contiguous
+    assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+    from program.io.tensor_file import save_combined
+    save_combined(tmp_path / "moved", {fc_w: new_params[fc_w]})
+    save_combined(tmp_path / "kept", {fc_w: params[fc_w]})
+    assert (tmp_path / "moved").read_bytes() == (tmp_path / "kept").read_bytes()
+    # disabled by name: nothing moves
+    _, kept, report = optimize(program, params, disabled=["column_major_weights"])
+    assert report["column_major_weights"].status == "disabled" and kept[fc_w].flags.c_contiguous

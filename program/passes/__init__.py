@@ -17,6 +17,7 @@ then lowers precision (../../docs/architecture.md):
     fuse_elementwise_activation  elementwise_add + relu / scale -> fused_elemwise_activation
                                                                   (fuse_elementwise_activation.py)
     convert_to_fp16       float16 weights and activations, casts at the boundaries (fp16.py)
+    column_major_weights  GEMM weights stored column-major (memory layout only)  (weight_layout.py)
 
 Each pass is verified after it runs and can be disabled by name. This package never runs
 kernels itself: constant folding calls the `evaluate(op_type, inputs, attrs) -> outputs`
@@ -38,6 +39,7 @@ from program.passes.fuse_elementwise_activation import fuse_elementwise_activati
 from program.passes.fuse_fc import fuse_fc
 from program.passes.graph import Graph, PassError
 from program.passes.remove_identity import remove_identity_ops
+from program.passes.weight_layout import column_major_weights
 from program.program import Program
 
 PASSES: dict[str, Pass] = {p.name: p for p in [
@@ -48,6 +50,7 @@ PASSES: dict[str, Pass] = {p.name: p for p in [
     Pass("fuse_fc", fuse_fc, group="fuse"),
     Pass("fuse_elementwise_activation", fuse_elementwise_activation, group="fuse"),
     Pass("convert_to_fp16", convert_to_fp16, group="fp16"),
+    Pass("column_major_weights", column_major_weights),
 ]}
 DEFAULT_ORDER = tuple(PASSES)
 
