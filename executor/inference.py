@@ -39,6 +39,7 @@ from program import dtypes
 from program.errors import KeelError
 from program.io.inference_model import load_inference_model
 from program.io.program_file import persistable_specs
+from program.passes import PASSES, optimize_inference
 
 
 class PredictorError(KeelError, ValueError):
@@ -76,8 +77,6 @@ class DataType(enum.Enum):
 
 # Precisions the Predictor cannot run yet, and what they need.
 _PRECISION_PASS = {
-    PrecisionType.Half: "the float16 pass (program.passes' convert_to_fp16, PaddlePaddle's "
-                        "auto_mixed_precision_pass) wired into the Predictor",
     PrecisionType.Bfloat16: "a bfloat16 pass (PaddlePaddle's auto_mixed_precision_pass) and bfloat16 kernels",
     PrecisionType.Int8: "int8 quantization passes",
 }
@@ -96,7 +95,11 @@ class Config:
     `set_cpu_math_library_num_threads(n)` (how many independent ops may run at once),
     `enable_low_precision_io()` (only meaningful with a reduced precision, as in
     PaddlePaddle), and `enable_mkldnn()`, accepted and ignored (Keel's CPU kernels are
-    numpy; there is no oneDNN). Only PrecisionType.Float32 runs for now."""
+    numpy; there is no oneDNN). Precision Float32, or Half: the program is converted at
+    load by the convert_to_fp16 pass (PaddlePaddle's auto_mixed_precision_pass), with its
+    inputs and outputs kept float32 unless `enable_low_precision_io()`; the conversion
+    runs even with `switch_ir_optim(False)`, as the precision asks for it. Bfloat16 and
+    Int8 are not implemented."""
 
     Precision = PrecisionType
 
@@ -292,6 +295,7 @@ class Predictor:
     def __init__(self, config: Config, _shared=None):
         self._config = config
         self._executor = Executor(config._place(), num_threads=config.cpu_math_library_num_threads())
+        self._report = None  # the inference passes' report, when they ran at load
         if _shared is None:
             _shared = self._load()
         self._program, self._params, self._input_names, self._output_names = _shared
@@ -316,23 +320,24 @@ class Predictor:
         return program, params, list(feeds), [v.name for v in fetches]
 
     def _optimize(self, program, scope):
-        """The hook for the inference passes: when `ir_optim` is on and `program.passes`
-        provides `optimize_inference`, run it on the program and the parameters in `scope`
-        (host copies; folded constants come back as new parameters, replacing the old ones)
-        and return the optimized program. Otherwise: the program as loaded."""
-        if not self._config.ir_optim():
+        """The inference passes (program.passes), when `ir_optim` is on, on the program and
+        the parameters in `scope` (host copies; folded constants come back as new
+        parameters, replacing the old ones); precision Half adds the float16 conversion
+        (alone when `ir_optim` is off). Returns the program to run; the passes' report is
+        kept as `_report` (None when no pass ran)."""
+        config = self._config
+        half = config._precision is PrecisionType.Half
+        if not config.ir_optim() and not half:
             return program
-        try:
-            from program.passes import optimize_inference
-        except ImportError as e:
-            if e.name != "program.passes":
-                raise  # the passes exist but fail to import: a bug to see, not to hide
-            return program  # no inference passes: run the program as loaded
+        disabled = set(config._deleted_passes)
+        if not config.ir_optim():
+            disabled |= set(PASSES) - {"convert_to_fp16"}
         exe = self._executor
         names = [name for name, _, _ in persistable_specs(program)]
         params = {name: exe.to_host(scope.get(name)) for name in names}
-        program, params, _report = optimize_inference(program, params, evaluate=call_kernel,
-                                                      disabled=tuple(self._config._deleted_passes))
+        program, params, self._report = optimize_inference(
+            program, params, evaluate=call_kernel, disabled=tuple(sorted(disabled)), fp16=half,
+            keep_io_types=not config._low_precision_io)
         scope.erase(names)
         for name, value in params.items():
             scope.set(name, exe.xp.asarray(value))
@@ -397,7 +402,7 @@ def create_predictor(config: Config) -> Predictor:
     """Load `config`'s model once and return a Predictor for it. Errors: the loader's
     (ParseError for an unreadable model file, ProgramError for a missing parameter file,
     one error listing every unsupported op), PredictorError for a device that is not
-    there, NotImplementedError for a precision other than Float32."""
+    there, NotImplementedError for precision Bfloat16 or Int8."""
     config = copy.deepcopy(config)  # later changes to the caller's Config do not apply
     if config._precision in _PRECISION_PASS:
         raise NotImplementedError(f"precision {config._precision.name} needs {_PRECISION_PASS[config._precision]}, "
