@@ -20,7 +20,9 @@ from executor import Executor, Scope  # noqa: E402
 
 def per_op_overhead(n_ops: int = 1000):
     """1,000 chained `y = y + 1` on a [4] tensor (each a `scale` op, as PaddlePaddle builds
-    it) vs the floor: a Python loop over 1,000 pre-bound np.add(y, 1, out=y)."""
+    it) vs the floor: a Python loop over 1,000 pre-bound np.add(y, 1, out=y). The
+    executor runs such a chain of one-ufunc ops on dead intermediates as one chained call
+    (executor/plan.py), so a second row gives the cost of ops that are steps of their own."""
     main = pg.Program()
     with pg.unique_name.guard(), pg.program_guard(main, pg.Program()):
         y0 = pg.data("y", [4])
@@ -45,14 +47,35 @@ def per_op_overhead(n_ops: int = 1000):
         for f in adds:
             f(buf, 1, out=buf)
 
+    # The same with a second tensor operand (y = y + one, elementwise_add): these ops do
+    # not chain into one run (see executor/plan.py), so this is the cost of a plain step.
+    main2 = pg.Program()
+    with pg.unique_name.guard(), pg.program_guard(main2, pg.Program()):
+        y2 = pg.data("y", [4])
+        step = pg.data("one", [4])
+        for _ in range(n_ops):
+            y2 = y2 + step
+    feed2 = {"y": feed["y"], "one": np.ones(4, np.float32)}
+    result, = exe.run(main2, feed=feed2, fetch_list=[y2], scope=scope)
+    assert np.allclose(result, n_ops)
+    ones = np.ones(4, np.float32)
+
+    def floor2():
+        for f in adds:
+            f(buf, ones, out=buf)
+
     t = measure({"executor": lambda: exe.run(main, feed=feed, fetch_list=[y], scope=scope),
-                 "floor": floor}, repeat=30)
+                 "floor": floor,
+                 "executor2": lambda: exe.run(main2, feed=feed2, fetch_list=[y2], scope=scope),
+                 "floor2": floor2}, repeat=30)
     # The fixed cost is timed on its own: right after 1,000 other calls the first few
     # microseconds go to cold caches, which is not what a run of a small program costs.
     t.update(measure({"one_op_run": lambda: exe.run(one, feed={"a": feed["y"]}, fetch_list=[b], scope=scope)},
                      repeat=200))
     ex, fl = t["executor"] / n_ops * 1e6, t["floor"] / n_ops * 1e6
+    ex2, fl2 = t["executor2"] / n_ops * 1e6, t["floor2"] / n_ops * 1e6
     return [("per-op cost, 1000 chained scale ops", f"{ex:.2f} us", f"{fl:.2f} us", f"{ex / fl:.2f}x", "<= 2x"),
+            ("per-op cost, 1000 y = y + one (no chaining)", f"{ex2:.2f} us", f"{fl2:.2f} us", f"{ex2 / fl2:.2f}x", ""),
             ("fixed cost of run() for a 1-op program", f"{t['one_op_run'] * 1e6:.1f} us", "", "", "< 20 us")]
 
 

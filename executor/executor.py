@@ -10,7 +10,7 @@ import numpy as np
 from executor.errors import ExecutionError, FeedError, NonFiniteError
 from executor.memory import tune_malloc
 from executor.place import CPUPlace
-from executor.plan import compile_plan
+from executor.plan import ChainFailure, compile_plan
 from executor.random_state import RandomState
 from executor.scope import global_scope
 from program.default import default_main_program
@@ -215,7 +215,9 @@ class Executor:
             for run in runs:
                 run(env)
         except Exception as e:  # the failed step is the last one taken from `runs`
-            failed = len(plan.runs) - operator.length_hint(runs) - 1
+            failed = plan.run_starts[len(plan.runs) - operator.length_hint(runs) - 1]
+            if isinstance(e, ChainFailure):
+                failed, e = failed + e.offset, e.error
             raise self._step_error(plan.steps[failed], env, e) from e
 
     def _run_concurrent(self, plan, env):

@@ -40,6 +40,7 @@ class Step:
     reads: tuple      # variable names read
     writes: tuple     # variable names written
     frees: tuple      # names dropped after this step
+    ufunc: tuple | None = None  # (UfuncCall, input name, output name) when the step inlines one
 
 
 @dataclass
@@ -56,7 +57,18 @@ class Plan:
     level_frees: list = field(default_factory=list)  # names to drop after each level
 
     def __post_init__(self):
-        self.runs = [step.run for step in self.steps]  # the serial hot loop calls these
+        # The serial hot loop calls `runs`: one per step, except that a run of inlined ufunc
+        # steps, each consuming the previous one's dead output, is one chained call
+        # (`_chain_step`). run_starts[i]: the position of runs[i]'s first step.
+        self.runs, self.run_starts = [], []
+        pos = 0
+        while pos < len(self.steps):
+            end = pos + 1
+            while end < len(self.steps) and _chains(self.steps[end - 1], self.steps[end]):
+                end += 1
+            self.runs.append(self.steps[pos].run if end == pos + 1 else _chain_step(self.steps[pos:end]))
+            self.run_starts.append(pos)
+            pos = end
 
     @property
     def has_parallel_levels(self) -> bool:
@@ -159,6 +171,48 @@ def _ufunc_step(call, a, out):
     return step
 
 
+def _chains(prev, step) -> bool:
+    """`step` inlines a ufunc written into its input, which is `prev`'s inlined output
+    (dead after `step`: only a donated input is written into)."""
+    return (prev.ufunc is not None and step.ufunc is not None and step.ufunc[0].into_input
+            and step.ufunc[1] == prev.ufunc[2])
+
+
+class ChainFailure(Exception):
+    """A call of a chained step failed: `offset` says which of its steps."""
+
+    def __init__(self, offset: int, error: Exception):
+        super().__init__(offset, error)
+        self.offset, self.error = offset, error
+
+
+def _chain_step(steps):
+    """One run for consecutive inlined ufunc steps, each writing into the previous one's
+    output (so the values in between never enter the environment): one loop iteration and
+    one ufunc call per op, the cost of the floor. A failure is raised as ChainFailure with
+    the failing step's offset, its input placed in the environment for the error message."""
+    (first, a, _), out = steps[0].ufunc, steps[-1].ufunc[2]
+    ufunc, c, into = first.ufunc, first.operand, first.into_input
+    rest = tuple((s.ufunc[0].ufunc, s.ufunc[0].operand) for s in steps[1:])
+    inputs = [s.ufunc[1] for s in steps]
+
+    def step(env):
+        x = env.pop(a) if into else env[a]
+        call = None
+        try:
+            mine = x if into and x.base is None else None
+            x = ufunc(x, out=mine) if c is None else ufunc(x, c, out=mine)
+            for call in rest:  # x is owned by this chain now: written in place
+                f, k = call
+                x = f(x, out=x) if k is None else f(x, k, out=x)
+        except Exception as e:
+            offset = 0 if call is None else 1 + next(i for i, r in enumerate(rest) if r is call)
+            env[inputs[offset]] = x
+            raise ChainFailure(offset, e) from e
+        env[out] = x
+    return step
+
+
 def _bind_empty_inputs(fn, kdef, in_specs):
     """Bind empty optional inputs (None) by keyword when they all come after the given
     ones, so `scale(X)` is called as fn(x) and takes the fast path."""
@@ -244,12 +298,13 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             step_fns = (_ufunc_step(fn, in_specs[0], out_specs[0]),) * 2
         else:
             step_fns = (_make_step(fn, in_specs, out_specs, frees), _make_step(fn, in_specs, out_specs, ()))
+        ufunc = (fn, in_specs[0], out_specs[0]) if inline else None
         for n in reads:
             if n not in produced and n not in scope_reads:
                 scope_reads.append(n)
         produced.update(writes)
         p_writes.extend(n for n in writes if persistable(n) and n not in p_writes)
-        steps.append(Step(i, op, *step_fns, reads, writes, frees))
+        steps.append(Step(i, op, *step_fns, reads, writes, frees, ufunc))
 
     levels = _levels(steps)
     level_of = {pos: lv for lv, members in enumerate(levels) for pos in members}

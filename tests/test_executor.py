@@ -404,3 +404,33 @@ def test_malloc_tuning_applies_on_glibc_and_can_be_turned_off(setting, expected)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.stdout.strip() == expected
+
+
+def _sqrt_scale_log(factor):
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [-1, 3], "float32", need_check_feed=True)
+    for name in ("s", "r", "n", "y"):
+        b.create_var(name, [-1, 3], "float32")
+    b.append_op("scale", {"X": "x"}, {"Out": "s"}, {"scale": 2.0})   # reads the feed: its own run
+    b.append_op("sqrt", {"X": "s"}, {"Out": "r"})
+    b.append_op("scale", {"X": "r"}, {"Out": "n"}, {"scale": factor})
+    b.append_op("log", {"X": "n"}, {"Out": "y"})
+    return p
+
+
+def test_chained_ufunc_steps_run_as_one_and_a_failure_names_its_own_op():
+    """sqrt -> scale -> log on dead intermediates runs as one chained call of the serial
+    loop (plan.runs) and gives the ops' values; an error inside the chain still names the
+    op that failed, its index and its input's shape."""
+    exe = Executor()
+    xv = np.array([[1.0, 2.0, 8.0]], np.float32)
+    y, = exe.run(_sqrt_scale_log(3.0), feed={"x": xv}, fetch_list=["y"], scope=Scope())
+    np.testing.assert_allclose(y, np.log(np.sqrt(xv * 2) * 3), rtol=1e-6)
+    plan = next(pl for entry in exe._plans.values() for pl in entry[2].values())
+    assert len(plan.steps) == 4 and plan.run_starts == [0, 1]            # sqrt, scale, log: one run
+    with np.errstate(invalid="raise"):
+        with pytest.raises(ExecutionError, match=r"sqrt \(op 1\).*s\[1, 3\]"):
+            exe.run(_sqrt_scale_log(3.0), feed={"x": -xv}, fetch_list=["y"], scope=Scope())
+        with pytest.raises(ExecutionError, match=r"log \(op 3\).*n\[1, 3\]"):
+            exe.run(_sqrt_scale_log(-1.0), feed={"x": xv}, fetch_list=["y"], scope=Scope())
