@@ -24,14 +24,14 @@ weights read from the Keel scope. Before timing, the three must agree: max |diff
 
 A timed call is what a server does per request: Keel `copy_from_cpu` + `run()` +
 `copy_to_cpu()`; ORT `session.run`. Medians over `repeat` calls (fewer for slow calls:
-about 2 s per contender). The two Keel predictors are interleaved (common.measure): that
-gives the passes' speedup. Interleaving can cost both some cache warmth at batch 1 (two
-copies of the weights alternate; the MLP's are 7 MB), so for the comparison with ONNX
-Runtime, Keel with passes and ORT are timed in blocks of their own (measure_blocks:
-blocks of repeat/5 calls, alternating, 2 untimed calls first). ORT is never interleaved
-call by call with Keel: its thread pool (intra_op_num_threads = the machine's cores,
-sequential execution) spin-waits, and interleaved with numpy's OpenBLAS threads on a
-2-core machine each slowed the other (2.5x at batch 64, 5x and more at batch 1, here).
+about 2 s per contender). Each contender (Keel without passes, with passes, ORT) is timed
+in blocks of its own (measure_blocks: blocks of repeat/5 calls, alternating, 2 untimed
+calls first), as a server calling one model would run. Interleaving call by call costs
+cache warmth at batch 1 (two copies of the MLP's 7 MB of weights alternate, which moved
+the passes' measured speedup between 0.9x and 1.2x from run to run), and ORT's thread
+pool (intra_op_num_threads = the machine's cores, sequential execution) spin-waits:
+interleaved with numpy's OpenBLAS threads on a 2-core machine each slowed the other
+(2.5x at batch 64, 5x and more at batch 1, here).
 --profile prints, per model and batch, the median time of each op of the Keel predictor
 with passes, summed by op type, and what a call costs around the ops.
 """
@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import measure, table  # noqa: E402
+from common import table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Config, Executor, Scope, create_predictor  # noqa: E402
@@ -310,18 +310,16 @@ def main(argv=None):
                          "ort": ort_call(session, x)}
                 check(calls, f"{label}, batch {batch}")
                 n = repeats(calls["keel"], args.repeat)
-                t = measure({k: calls[k] for k in ("keel", "keel+passes")}, repeat=n)
-                solo = measure_blocks({k: calls[k] for k in ("keel+passes", "ort")}, repeat=n)
+                t = measure_blocks(calls, repeat=n)
                 rows.append((label, batch, f"{t['keel'] * 1e3:.3f} ms", f"{t['keel+passes'] * 1e3:.3f} ms",
-                             f"{t['keel'] / t['keel+passes']:.2f}x", f"{solo['keel+passes'] * 1e3:.3f} ms",
-                             f"{solo['ort'] * 1e3:.3f} ms", f"{solo['keel+passes'] / solo['ort']:.2f}x"))
+                             f"{t['keel'] / t['keel+passes']:.2f}x", f"{t['ort'] * 1e3:.3f} ms",
+                             f"{t['keel+passes'] / t['ort']:.2f}x"))
                 if args.profile:
                     profile(optimized, x, f"{label}, batch {batch}, Keel with passes", n)
     print(table(f"Inference latency (medians; ORT {ort.__version__}, {os.cpu_count()} intra-op threads)",
                 rows, ("model", "batch", "Keel (no passes)", "Keel (passes)", "speedup from passes",
-                       "Keel (passes) alone", "ONNX Runtime", "Keel(passes)/ORT")))
-    print("Keel (no passes) and Keel (passes): interleaved call by call; Keel (passes) alone and ONNX "
-          "Runtime: in alternating blocks of their own (see the docstring); the ratio is of those two.")
+                       "ONNX Runtime", "Keel(passes)/ORT")))
+    print("Each contender timed in alternating blocks of its own (see the docstring).")
 
 
 if __name__ == "__main__":
