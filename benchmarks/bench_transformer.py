@@ -81,11 +81,13 @@ _Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37
 def erf(x):
     c = np.clip(x, np.float32(-4), np.float32(4))
     z = c * c
-    p, q = np.full_like(c, _P[0]), np.full_like(c, _Q[0])
-    for coef in _P[1:]:
+    p, q = z * np.float32(_P[0]), z * np.float32(_Q[0])
+    p += np.float32(_P[1])
+    q += np.float32(_Q[1])
+    for coef in _P[2:]:
         p *= z
         p += np.float32(coef)
-    for coef in _Q[1:]:
+    for coef in _Q[2:]:
         q *= z
         q += np.float32(coef)
     p *= c

@@ -114,12 +114,15 @@ _EIGEN_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
 def _erf_float32(xp, x):
     c = xp.clip(x, xp.float32(-4), xp.float32(4))
     z = c * c
-    p = xp.full_like(c, _EIGEN_P[0])
-    for coef in _EIGEN_P[1:]:
+    # Horner's rule, its first step (P0 * z) in one pass rather than filling P0 first
+    p = z * xp.float32(_EIGEN_P[0])
+    p += xp.float32(_EIGEN_P[1])
+    for coef in _EIGEN_P[2:]:
         p *= z
         p += xp.float32(coef)
-    q = xp.full_like(c, _EIGEN_Q[0])
-    for coef in _EIGEN_Q[1:]:
+    q = z * xp.float32(_EIGEN_Q[0])
+    q += xp.float32(_EIGEN_Q[1])
+    for coef in _EIGEN_Q[2:]:
         q *= z
         q += xp.float32(coef)
     p *= c
