@@ -40,7 +40,8 @@ class Step:
     reads: tuple      # variable names read
     writes: tuple     # variable names written
     frees: tuple      # names dropped after this step
-    ufunc: tuple | None = None  # (UfuncCall, input name, output name) when the step inlines one
+    ufunc: tuple | None = None  # (UfuncCall, X, Y or None, Out, drop Y after) when the step inlines one
+    clobbers: tuple = ()        # a donated input, whose buffer the step may overwrite
 
 
 @dataclass
@@ -148,13 +149,28 @@ def _make_step(fn, in_specs, out_specs, frees):
     return step
 
 
-def _ufunc_step(call, a, out):
+def _ufunc_step(call, a, b, out, pop_b):
     """The step of an op specialized to one ufunc call (kernels.registry.UfuncCall), made
-    here rather than through the kernel: the hot path of chains of cheap elementwise ops.
-    A donated input is popped (this is its last use) and written into if it owns its
-    memory (a view may share its buffer with a live value)."""
+    here rather than through the kernel: the hot path of cheap elementwise ops. A donated
+    input `a` is popped (this is its last use) and written into if it owns its memory (a
+    view may share its buffer with a live value) and the result has its shape. `b`: the
+    second input of a binary call (dropped after when `pop_b`: its last use)."""
     ufunc, c = call.ufunc, call.operand
-    if call.into_input and c is not None:
+    if call.binary and call.into_input:
+        def step(env):
+            x, y = env.pop(a), env[b]
+            try:
+                env[out] = ufunc(x, y, out=x if x.base is None else None)
+            except ValueError:  # y broadcasts x to a bigger shape
+                env[out] = ufunc(x, y)
+            if pop_b:
+                del env[b]
+    elif call.binary:
+        def step(env):
+            env[out] = ufunc(env[a], env[b])
+            if pop_b:
+                del env[b]
+    elif call.into_input and c is not None:
         def step(env):
             x = env.pop(a)
             env[out] = ufunc(x, c, out=x if x.base is None else None)
@@ -171,11 +187,24 @@ def _ufunc_step(call, a, out):
     return step
 
 
+def _inlinable(call, in_specs, frees, block) -> bool:
+    """Whether the plan makes `call` (a UfuncCall) in the step itself: X declared with a
+    rank (so the result is an array, not a numpy scalar), a binary call's Y another
+    variable, and the step frees only X (exactly when donated) and Y."""
+    if not isinstance(call, UfuncCall) or not _declared_rank(block, in_specs[0]):
+        return False
+    a = in_specs[0]
+    b = in_specs[1] if call.binary and len(in_specs) == 2 and isinstance(in_specs[1], str) else None
+    if call.binary and (b is None or b == a):
+        return False
+    return (a in frees) == call.into_input and set(frees) <= {a, b}
+
+
 def _chains(prev, step) -> bool:
-    """`step` inlines a ufunc written into its input, which is `prev`'s inlined output
-    (dead after `step`: only a donated input is written into)."""
+    """`step` inlines a ufunc written into its first input, which is `prev`'s inlined
+    output (dead after `step`: only a donated input is written into)."""
     return (prev.ufunc is not None and step.ufunc is not None and step.ufunc[0].into_input
-            and step.ufunc[1] == prev.ufunc[2])
+            and step.ufunc[1] == prev.ufunc[3])
 
 
 class ChainFailure(Exception):
@@ -189,24 +218,37 @@ class ChainFailure(Exception):
 def _chain_step(steps):
     """One run for consecutive inlined ufunc steps, each writing into the previous one's
     output (so the values in between never enter the environment): one loop iteration and
-    one ufunc call per op, the cost of the floor. A failure is raised as ChainFailure with
-    the failing step's offset, its input placed in the environment for the error message."""
-    (first, a, _), out = steps[0].ufunc, steps[-1].ufunc[2]
-    ufunc, c, into = first.ufunc, first.operand, first.into_input
-    rest = tuple((s.ufunc[0].ufunc, s.ufunc[0].operand) for s in steps[1:])
+    one ufunc call per op, about the cost of the floor. A failure is raised as
+    ChainFailure with the failing step's offset, its input placed in the environment for
+    the error message."""
+    first, a = steps[0].ufunc[:2]
+    into = first.into_input
+    # per step: (ufunc, constant operand or None, second input or None, drop it after)
+    calls = tuple((call.ufunc, call.operand, b if call.binary else None, pop_b)
+                  for call, _, b, _, pop_b in (s.ufunc for s in steps))
     inputs = [s.ufunc[1] for s in steps]
+    out = steps[-1].ufunc[3]
 
     def step(env):
         x = env.pop(a) if into else env[a]
+        target = x if into and x.base is None else None  # after the first call: x itself
         call = None
         try:
-            mine = x if into and x.base is None else None
-            x = ufunc(x, out=mine) if c is None else ufunc(x, c, out=mine)
-            for call in rest:  # x is owned by this chain now: written in place
-                f, k = call
-                x = f(x, out=x) if k is None else f(x, k, out=x)
+            for call in calls:
+                f, k, name, pop = call
+                if name is None:
+                    x = f(x, out=target) if k is None else f(x, k, out=target)
+                else:
+                    y = env[name]
+                    try:
+                        x = f(x, y, out=target)
+                    except ValueError:  # y broadcasts x to a bigger shape
+                        x = f(x, y)
+                    if pop:
+                        del env[name]
+                target = x
         except Exception as e:
-            offset = 0 if call is None else 1 + next(i for i, r in enumerate(rest) if r is call)
+            offset = next(i for i, c in enumerate(calls) if c is call)
             env[inputs[offset]] = x
             raise ChainFailure(offset, e) from e
         env[out] = x
@@ -279,7 +321,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         out_specs = [_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None) for s in kdef.outputs]
         reads = tuple(op.input_arg_names)
         writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY)
-        fast = None
+        fast, clobbers = None, ()
         # a specialized callable gives the first output only: for ops that bind just that one
         if kdef.specialize is not None and all(spec is None for spec in out_specs[1:]):
             first = in_specs[0] if in_specs else None
@@ -289,22 +331,24 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             fast = specialize(kdef, op.attrs, tuple(_declared_dtype(block, s) for s in in_specs), donated, xp)
         if fast is not None:
             fn, in_specs, out_specs = fast, [s for s in in_specs if s is not None], out_specs[:1]
+            clobbers = (first,) if donated else ()  # its buffer may be overwritten
         else:
             fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
         frees = tuple(frees_at.get(pos, ()))
-        inline = isinstance(fn, UfuncCall) and _declared_rank(block, in_specs[0]) and (
-            frees == (in_specs[0],) if fn.into_input else not frees)
-        if inline:
-            step_fns = (_ufunc_step(fn, in_specs[0], out_specs[0]),) * 2
+        ufunc = None
+        if _inlinable(fn, in_specs, frees, block):
+            b = in_specs[1] if fn.binary else None
+            ufunc = (fn, in_specs[0], b, out_specs[0], b in frees)
+            # the concurrent runner's variant drops nothing (it frees per level)
+            step_fns = (_ufunc_step(*ufunc), _make_step(fn, in_specs, out_specs, ()))
         else:
             step_fns = (_make_step(fn, in_specs, out_specs, frees), _make_step(fn, in_specs, out_specs, ()))
-        ufunc = (fn, in_specs[0], out_specs[0]) if inline else None
         for n in reads:
             if n not in produced and n not in scope_reads:
                 scope_reads.append(n)
         produced.update(writes)
         p_writes.extend(n for n in writes if persistable(n) and n not in p_writes)
-        steps.append(Step(i, op, *step_fns, reads, writes, frees, ufunc))
+        steps.append(Step(i, op, *step_fns, reads, writes, frees, ufunc, clobbers))
 
     levels = _levels(steps)
     level_of = {pos: lv for lv, members in enumerate(levels) for pos in members}
@@ -366,8 +410,8 @@ def _slot_spec(names, slot):
 
 def _levels(steps) -> list[list[int]]:
     """Group steps into waves that can run concurrently: a step waits for the last writer of
-    what it reads (RAW), the readers of what it overwrites (WAR) and the previous writer of
-    what it writes (WAW)."""
+    what it reads (RAW), the readers of what it overwrites (WAR: its outputs, and a donated
+    input whose buffer it writes into) and the previous writer of what it writes (WAW)."""
     level_of: list[int] = []
     last_write: dict[str, int] = {}
     last_reads: dict[str, int] = {}
@@ -379,6 +423,9 @@ def _levels(steps) -> list[list[int]]:
         for n in step.writes:
             if n in last_write:
                 level = max(level, level_of[last_write[n]] + 1)
+            if n in last_reads:
+                level = max(level, last_reads[n] + 1)
+        for n in step.clobbers:  # overwriting a donated buffer: after its other readers (WAR)
             if n in last_reads:
                 level = max(level, last_reads[n] + 1)
         level_of.append(level)

@@ -74,20 +74,26 @@ class KernelDef:
 
 @dataclass(frozen=True)
 class UfuncCall:
-    """A specialized op that is one ufunc call on its single input x: `ufunc(x)`, or
-    `ufunc(x, operand)` with a constant operand, written into x's buffer when `into_input`
-    (x donated) and x owns its memory. Only for calls whose result has x's dtype."""
+    """A specialized op that is one ufunc call on its first input x: `ufunc(x)`,
+    `ufunc(x, operand)` with a constant operand, or `ufunc(x, y)` with the op's second
+    input y when `binary`; written into x's buffer when `into_input` (x donated), x owns
+    its memory and the result has x's shape. Only for calls whose result has x's dtype."""
     ufunc: Callable
     operand: object = None
     into_input: bool = False
+    binary: bool = False
 
-    def __call__(self, x):
-        """The same call, for callers that do not inline it (a 0-d x gets a 0-d array
-        back, not a numpy scalar)."""
-        args = (x,) if self.operand is None else (x, self.operand)
+    def __call__(self, x, y=None):
+        """The same call, for callers that do not inline it (a 0-d result is a 0-d array,
+        not a numpy scalar)."""
+        args = (x, y) if self.binary else (x,) if self.operand is None else (x, self.operand)
         if self.into_input and x.base is None:
-            return self.ufunc(*args, out=x)
-        return self.ufunc(*args, out=x.copy() if x.ndim == 0 else None)
+            try:
+                return self.ufunc(*args, out=x)
+            except ValueError:  # y broadcasts x to a bigger shape
+                pass
+        zero_d = x.ndim == 0 and (y is None or y.ndim == 0)
+        return self.ufunc(*args, out=x.copy() if zero_d else None)
 
 
 _KERNELS: dict[str, KernelDef] = {}

@@ -105,6 +105,33 @@ def test_concurrent_and_serial_runs_agree():
     par_exe.close()
 
 
+def test_a_step_writing_into_a_donated_buffer_waits_for_its_other_readers():
+    """t is read by exp (not its last use) and by the scale after it, which writes into
+    t's buffer: the two must not share a level of the concurrent runner, and the values
+    equal the serial run's."""
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [-1, 64], "float32", need_check_feed=True)
+    for name in ("t", "u", "v", "w"):
+        b.create_var(name, [-1, 64], "float32")
+    b.append_op("scale", {"X": "x"}, {"Out": "t"}, {"scale": 2.0})
+    b.append_op("exp", {"X": "t"}, {"Out": "u"})
+    b.append_op("scale", {"X": "t"}, {"Out": "v"}, {"bias": 1.0})   # t's last use: donated
+    b.append_op("elementwise_add", {"X": "u", "Y": "v"}, {"Out": "w"})
+    xv = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)
+    serial, = Executor().run(p, feed={"x": xv}, fetch_list=["w"], scope=Scope())
+    np.testing.assert_allclose(serial, np.exp(2 * xv) + 2 * xv + 1, rtol=1e-5, atol=1e-6)
+    par_exe = Executor(num_threads=2)
+    plan = par_exe._plan(p, 0, {"x": None}, ["w"])
+    assert plan.steps[2].clobbers == ("t",)
+    level_of = {pos: lv for lv, members in enumerate(plan.levels) for pos in members}
+    assert level_of[2] > level_of[1]
+    for _ in range(20):
+        parallel, = par_exe.run(p, feed={"x": xv}, fetch_list=["w"], scope=Scope())
+        np.testing.assert_array_equal(serial, parallel)
+    par_exe.close()
+
+
 # -- feeds --------------------------------------------------------------------------------
 def test_unknown_feed_name():
     p, x = _chain_program()
@@ -434,3 +461,42 @@ def test_chained_ufunc_steps_run_as_one_and_a_failure_names_its_own_op():
             exe.run(_sqrt_scale_log(3.0), feed={"x": -xv}, fetch_list=["y"], scope=Scope())
         with pytest.raises(ExecutionError, match=r"log \(op 3\).*n\[1, 3\]"):
             exe.run(_sqrt_scale_log(-1.0), feed={"x": xv}, fetch_list=["y"], scope=Scope())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_binary_ufunc_steps_inline_chain_and_broadcast_like_the_kernels(dtype):
+    """elementwise add/sub/mul with axis -1 are made in the step (and chained): a Y that
+    broadcasts X to a bigger shape falls back to a fresh array, a Y read for the last time
+    is dropped, feeds and fetched values keep their values; results equal the kernels'."""
+    from executor.kernel_call import call_kernel
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [-1, 1], dtype, need_check_feed=True)      # [N, 1]
+    b.create_var("y", [-1, 5], dtype, need_check_feed=True)      # [N, 5]
+    b.create_var("r", [5], dtype, need_check_feed=True)          # a row
+    for name in ("t", "s", "m", "d", "o"):
+        b.create_var(name, [-1, 5] if name != "t" else [-1, 1], dtype)
+    b.append_op("scale", {"X": "x"}, {"Out": "t"}, {"scale": 3.0})           # [N, 1], donated next
+    b.append_op("elementwise_add", {"X": "t", "Y": "y"}, {"Out": "s"})      # broadcasts t: fresh
+    b.append_op("elementwise_mul", {"X": "s", "Y": "r"}, {"Out": "m"})      # in place into s
+    b.append_op("elementwise_sub", {"X": "m", "Y": "y"}, {"Out": "d"})      # y's last use
+    b.append_op("elementwise_add", {"X": "d", "Y": "r"}, {"Out": "o"})
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((4, 1)).astype(dtype), "y": rng.standard_normal((4, 5)).astype(dtype),
+            "r": rng.standard_normal(5).astype(dtype)}
+    before = {k: v.copy() for k, v in feed.items()}
+    exe = Executor()
+    o, s = exe.run(p, feed=feed, fetch_list=["o", "s"], scope=Scope())
+    for k in feed:
+        np.testing.assert_array_equal(feed[k], before[k])
+    k = lambda op, x, y: call_kernel(op, {"X": x, "Y": y}, {"axis": -1})["Out"]  # noqa: E731
+    want_s = k("elementwise_add", before["x"] * np.asarray(3.0, dtype), before["y"])
+    want_o = k("elementwise_add", k("elementwise_sub", k("elementwise_mul", want_s, before["r"]), before["y"]),
+               before["r"])
+    np.testing.assert_array_equal(s, want_s)
+    np.testing.assert_array_equal(o, want_o)
+    assert o.dtype == dtype
+    # s is fetched, so the mul does not write into it: ops 1 and 2 are separate runs
+    plan = next(pl for entry in exe._plans.values() for pl in entry[2].values())
+    assert [st.ufunc is not None for st in plan.steps] == [False, True, True, True, True]
+    assert plan.run_starts == [0, 1, 2]  # scale reads a feed; add writes s (fetched); mul, sub, add chain
