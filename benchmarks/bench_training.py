@@ -1,6 +1,7 @@
 """Training-step benchmarks: Keel's executor running forward + backward + optimizer ops
 vs the same math written by hand in numpy (the floor), interleaved in one process, and
-PyTorch eager where installed (timed in its own pass, see main()).
+PyTorch eager and PaddlePaddle's static executor where installed (each timed in a pass of
+its own, see main(); PaddlePaddle builds legacy programs, see paddle_peer.py).
 
     python benchmarks/bench_training.py [--repeat 10]
 
@@ -18,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import measure, table  # noqa: E402
+import paddle_peer  # noqa: E402
+from common import measure, peer_cell, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
@@ -202,6 +204,33 @@ def torch_steps(mlp_x, mlp_y, cnn_x, cnn_y):
     return {"mlp": step(mlp, mopt, tensors[0], tensors[1]), "cnn": step(cnn, copt, tensors[2], tensors[3])}
 
 
+def paddle_steps(mlp_x, mlp_y, cnn_x, cnn_y):
+    """PaddlePaddle's static executor on the same networks (its own initialization), where
+    installed: {"mlp": step, "cnn": step}."""
+    paddle = paddle_peer.load()
+    if paddle is None:
+        return {}
+    static, F = paddle.static, paddle.nn.functional
+
+    def mlp():
+        x, y = static.data("x", [-1, 784], "float32"), static.data("y", [-1, 1], "int64")
+        h = static.nn.fc(static.nn.fc(x, 1024, activation="relu"), 1024, activation="relu")
+        loss = paddle.mean(F.softmax_with_cross_entropy(static.nn.fc(h, 10), y))
+        paddle.optimizer.Adam(1e-3).minimize(loss)
+        return loss
+
+    def cnn():
+        x, y = static.data("x", [-1, 1, 28, 28], "float32"), static.data("y", [-1, 1], "int64")
+        h = F.max_pool2d(static.nn.conv2d(x, 16, 3, padding=1, act="relu"), 2, 2)
+        h = F.max_pool2d(static.nn.conv2d(h, 32, 3, padding=1, act="relu"), 2, 2)
+        h = static.nn.fc(h, 128, activation="relu")
+        loss = paddle.mean(F.softmax_with_cross_entropy(static.nn.fc(h, 10), y))
+        paddle.optimizer.Momentum(0.01, momentum=0.9).minimize(loss)
+        return loss
+    return {"mlp": paddle_peer.training_step(paddle, mlp, {"x": mlp_x, "y": mlp_y[:, None]}),
+            "cnn": paddle_peer.training_step(paddle, cnn, {"x": cnn_x, "y": cnn_y[:, None]})}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=10)
@@ -211,6 +240,7 @@ def main(argv=None):
     cnn_x = RNG.standard_normal((64, 1, 28, 28)).astype(np.float32)
     cnn_y = RNG.integers(0, 10, 64)
     peers = torch_steps(mlp_x, mlp_y, cnn_x, cnn_y)
+    paddle_peers = paddle_steps(mlp_x, mlp_y, cnn_x, cnn_y)
     rows = []
     for name, build, floor, feed in [
         ("MLP step (784-1024-1024-10, Adam)", build_mlp, mlp_floor(mlp_x, mlp_y),
@@ -224,11 +254,14 @@ def main(argv=None):
             # PyTorch in a pass of its own: its OpenMP threads and numpy's OpenBLAS threads
             # busy-wait against each other when the two alternate on 2 cores, slowing both.
             t.update(measure({"torch": peers[key]}, repeat=args.repeat, warmup=2))
-        torch_cell = f"{t['torch'] * 1e3:.1f} ms ({t['keel'] / t['torch']:.2f}x)" if "torch" in t else "not installed"
+        if key in paddle_peers:  # likewise
+            t.update(measure({"paddle": paddle_peers[key]}, repeat=args.repeat, warmup=2))
         rows.append((name, f"{t['keel'] * 1e3:.1f} ms", f"{t['floor'] * 1e3:.1f} ms",
-                     f"{t['keel'] / t['floor']:.2f}x", torch_cell))
+                     f"{t['keel'] / t['floor']:.2f}x", peer_cell(t, "torch"), peer_cell(t, "paddle")))
     print(table("Training-step benchmarks (medians; ratio = Keel / numpy floor)", rows,
-                ("workload", "Keel", "numpy floor", "ratio", "PyTorch eager (Keel/torch)")))
+                ("workload", "Keel", "numpy floor", "ratio", "PyTorch eager (Keel/torch)",
+                 "PaddlePaddle static (Keel/paddle)")))
+
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Training-step benchmark for one Transformer encoder layer: Keel's executor vs the same
-math written by hand in numpy (forward, backward and Adam: the floor) and PyTorch eager
-where installed, interleaved in one process (medians).
+math written by hand in numpy (forward, backward and Adam: the floor), and PyTorch eager
+and PaddlePaddle's static executor where installed, in one process (medians).
 
     python benchmarks/bench_transformer.py [--repeat 10]
 
@@ -13,9 +13,10 @@ Before timing, all three start from Keel's initialized parameters and one step i
 numpy and Keel must agree on the loss, every gradient and every updated parameter to 1e-4
 relative (PyTorch's loss is checked too), so the floor is known to compute the same math.
 
-Keel and the floor are interleaved; PyTorch is timed in a pass of its own, because its
-OpenMP threads and numpy's OpenBLAS threads busy-wait against each other when the two
-alternate (on 2 cores that doubled PyTorch's time and added ~15% to the numpy contenders).
+Keel and the floor are interleaved; PyTorch and PaddlePaddle (its own initialization, not
+checked) are timed in passes of their own, because PyTorch's OpenMP threads and numpy's
+OpenBLAS threads busy-wait against each other when the two alternate (on 2 cores that
+doubled PyTorch's time and added ~15% to the numpy contenders).
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import measure, table  # noqa: E402
+import paddle_peer  # noqa: E402
+from common import measure, peer_cell, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
@@ -203,6 +205,41 @@ def torch_step(params, x, y):
     return step
 
 
+def paddle_step(x, y):
+    """PaddlePaddle's static executor on the same layer (its own initialization), where
+    installed; None otherwise."""
+    paddle = paddle_peer.load()
+    if paddle is None:
+        return None
+    static, F_ = paddle.static, paddle.nn.functional
+
+    def build():
+        xv, yv = static.data("x", [-1, T, D], "float32"), static.data("y", [-1, 1], "int64")
+
+        def fc(h, size):
+            return static.nn.fc(h, size, num_flatten_dims=2)
+
+        def heads(h):
+            return paddle.transpose(paddle.reshape(h, [0, 0, H, DH]), [0, 2, 1, 3])
+
+        def norm(h):
+            return static.nn.layer_norm(h, begin_norm_axis=2, epsilon=EPS)
+
+        q, k, v = heads(fc(xv, D)), heads(fc(xv, D)), heads(fc(xv, D))
+        s = paddle_peer.append(paddle, "matmul_v2", {"X": q, "Y": k}, {"trans_x": False, "trans_y": True})
+        p = F_.softmax(paddle.scale(s, 1 / math.sqrt(DH)))
+        ctx = paddle_peer.append(paddle, "matmul_v2", {"X": p, "Y": v}, {"trans_x": False, "trans_y": False})
+        ctx = paddle.reshape(paddle.transpose(ctx, [0, 2, 1, 3]), [0, 0, D])
+        h1 = norm(xv + fc(ctx, D))
+        u = paddle_peer.append(paddle, "gelu", {"X": fc(h1, F)}, {"approximate": False})
+        h2 = norm(h1 + fc(u, D))
+        logits = static.nn.fc(paddle.mean(h2, axis=1), C)
+        loss = paddle.mean(F_.softmax_with_cross_entropy(logits, yv))
+        paddle.optimizer.Adam(1e-3).minimize(loss)
+        return loss
+    return paddle_peer.training_step(paddle, build, {"x": x, "y": y[:, None]})
+
+
 # -- correctness, then timing -----------------------------------------------------------------
 def rel(a, b, floor=1e-30):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), floor))
@@ -258,13 +295,15 @@ def main(argv=None):
                  "floor": floor}, repeat=args.repeat, warmup=2)
     if peer is not None:  # a pass of its own: see the docstring
         t.update(measure({"torch": peer}, repeat=args.repeat, warmup=2))
-    torch_cell = (f"{t['torch'] * 1e3:.1f} ms ({t['keel'] / t['torch']:.2f}x)" if "torch" in t
-                  else "not installed")
+    paddle_peer_step = paddle_step(x, y)
+    if paddle_peer_step is not None:  # likewise
+        t.update(measure({"paddle": paddle_peer_step}, repeat=args.repeat, warmup=2))
     rows = [(f"Transformer layer step ({B}x{T}x{D}, {H} heads, FFN {F} gelu, Adam)",
              f"{t['keel'] * 1e3:.1f} ms", f"{t['floor'] * 1e3:.1f} ms",
-             f"{t['keel'] / t['floor']:.2f}x", torch_cell)]
+             f"{t['keel'] / t['floor']:.2f}x", peer_cell(t, "torch"), peer_cell(t, "paddle"))]
     print(table("Training-step benchmark (medians; ratio = Keel / numpy floor)", rows,
-                ("workload", "Keel", "numpy floor", "ratio", "PyTorch eager (Keel/torch)")))
+                ("workload", "Keel", "numpy floor", "ratio", "PyTorch eager (Keel/torch)",
+                 "PaddlePaddle static (Keel/paddle)")))
 
 
 if __name__ == "__main__":

@@ -27,3 +27,8 @@ def table(title: str, rows: list[tuple], headers: tuple) -> str:
     out = [f"\n{title}", line(headers), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
     return "\n".join(out)
+
+
+def peer_cell(t: dict, peer: str) -> str:
+    """A table cell for a peer's median in `t` and Keel's ratio to it."""
+    return f"{t[peer] * 1e3:.1f} ms ({t['keel'] / t[peer]:.2f}x)" if peer in t else "not installed"
