@@ -27,8 +27,9 @@ def _specialize_binary(op_type):
     """One ufunc call when Paddle's `axis` means plain numpy broadcasting (axis -1, or Y
     aligned with X's trailing dims, as fc's bias add; with a donated X any axis, Y being
     reshaped to line up), written into X's buffer when X is donated and the result has
-    X's shape (numpy refuses with ValueError otherwise, and we
-    fall back to a fresh array). Anything else takes the general kernel."""
+    X's shape (numpy refuses with ValueError otherwise, and we fall back to a fresh
+    array). With axis -1 and both inputs declared float32/float64 of one dtype, that call
+    is a UfuncCall the executor makes itself. Anything else takes the general kernel."""
     def specialize(xp, attrs, present, donated):
         name = _UFUNCS.get(op_type)
         if name is None or tuple(p is not None for p in present) != (True, True):
