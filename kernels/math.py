@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from kernels.elementwise import align, sum_to
 from kernels.registry import UfuncCall, kernel
 
@@ -312,6 +314,46 @@ def _swap_last(a):
     return a.swapaxes(-1, -2)
 
 
+# How numpy's BLAS (OpenBLAS) multiplies a few rows a [M, K] by a large matrix b [K, N] fast,
+# measured on 2 cores for K x N from 256x1024 to 4096x1024 (benchmarks/bench_inference.py
+# shows the effect on whole models). OpenBLAS's GEMM copies ("packs") all of b on every
+# call, which for a few rows costs more than the arithmetic: M = 2 took 3-4x as long as a
+# matrix-vector product, longer than M = 8.
+_BIG_B = 1 << 18        # elements of b from which the rules below pay (1 MiB of float32)
+_ROWS_AS_VECTORS = 6    # 2-6 rows: one matrix-vector product per row (no packing): 0.3-0.9x
+_FEW_ROWS = 32          # 7-32 rows by a column-major b: the transposed product, 0.6-1.0x
+
+
+def _gemm(xp, a, b, bias=None):
+    """a @ b (+ bias, broadcast over the rows) for 2-D a and b, as a new row-major array.
+
+    For a few rows and a large b (CPU only, see _BIG_B): 2-6 rows are a stack of matrix-
+    vector products, and 7-32 rows by a column-major b (program/passes/weight_layout.py
+    stores large weights so, for batch-1 speed) are computed as (b.T @ a.T).T, the bias
+    added while the transposed result is copied into the row-major output. The values are
+    the same product; only the summation order inside BLAS may differ, as between any two
+    BLAS calls."""
+    m = a.shape[0]
+    if xp is np and 2 <= m <= _FEW_ROWS and b.size >= _BIG_B:
+        if m <= _ROWS_AS_VECTORS:
+            out = xp.matmul(a[:, None, :], b)[:, 0, :]
+        elif b.flags.f_contiguous and not b.flags.c_contiguous:
+            t = xp.matmul(b.T, a.T)
+            out = xp.empty(t.shape[::-1], dtype=t.dtype)
+            if bias is None:
+                out[...] = t.T
+            else:
+                xp.add(t.T, bias, out=out)
+            return out
+        else:
+            out = xp.matmul(a, b)
+    else:
+        out = xp.asarray(xp.matmul(a, b))
+    if bias is not None:
+        out += bias
+    return out
+
+
 def _matmul(xp, a, b):
     """a @ b; float16 is multiplied in float32 (as cuBLAS accumulates) and rounded back."""
     if a.dtype == xp.float16 and b.dtype == xp.float16:
@@ -319,7 +361,9 @@ def _matmul(xp, a, b):
     if a.ndim > 2 and b.ndim == 2 and a.size and a.flags.c_contiguous:
         # a stack of matrices times one matrix is one GEMM over all the rows (numpy would
         # loop over the stack: 10-20% slower for a [8, 128, 256] x [256, 1024] product)
-        return xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+        return _gemm(xp, a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+    if a.ndim == 2 and b.ndim == 2:
+        return _gemm(xp, a, b)
     return xp.asarray(xp.matmul(a, b))
 
 
@@ -397,7 +441,7 @@ def _specialize_fc(xp, attrs, present, donated):
     if (attrs["padding_weights"] or dtype is None or dtype.kind != "f" or dtype.itemsize < 4
             or present[1] != dtype or present[2] is None):
         return None
-    rank, relu, matmul = attrs["in_num_col_dims"] + 1, attrs["activation_type"] == "relu", xp.matmul
+    rank, relu = attrs["in_num_col_dims"] + 1, attrs["activation_type"] == "relu"
     zero = xp.zeros((), dtype=dtype)
 
     def run(inp, w, bias):
@@ -405,8 +449,11 @@ def _specialize_fc(xp, attrs, present, donated):
                 or bias.size != bias.shape[-1]):
             return fc(xp, inp, w, bias, **attrs)
         rows = inp.reshape(-1, inp.shape[-1]) if rank > 2 and inp.size and inp.flags.c_contiguous else inp
-        out = matmul(rows, w)
-        out += bias
+        if rows.ndim == 2:
+            out = _gemm(xp, rows, w, bias.reshape(-1))
+        else:
+            out = _matmul(xp, rows, w)
+            out += bias.reshape(-1)
         if relu:  # out > 0 ? out : 0 (NaN -> 0, -0 -> +0)
             xp.fmax(zero, out, out=out)
             out += zero

@@ -390,23 +390,29 @@ def test_prepared_run_without_feed_checks_takes_values_as_given():
 
 @pytest.mark.parametrize("in_shape,num_col_dims,bias_shape,act", [
     ([4, 6], 1, [5], "relu"), ([4, 6], 1, [1, 5], ""), ([2, 3, 6], 2, [5], "relu"),
-    ([2, 3, 2], 1, [5], "relu"), ([4, 6], 1, [5], "gelu")])
-def test_executors_fc_path_matches_the_fc_kernel(in_shape, num_col_dims, bias_shape, act):
+    ([2, 3, 2], 1, [5], "relu"), ([4, 6], 1, [5], "gelu"),
+    # W [512, 512] is large enough for the few-row formulations of kernels/math.py `_gemm`
+    ([1, 512], 1, [512], "relu"), ([4, 512], 1, [512], "relu"), ([20, 512], 1, [1, 512], "relu"),
+    ([40, 512], 1, [512], "")])
+@pytest.mark.parametrize("w_order", ["C", "F"])
+def test_executors_fc_path_matches_the_fc_kernel(in_shape, num_col_dims, bias_shape, act, w_order):
     """fc's specialized path (matmul, bias and ReLU in place, no flattening where the rank
-    allows) gives the general kernel's results, NaN and -0 handling included."""
+    allows) gives the general kernel's results, NaN and -0 handling included, also with W
+    column-major as column_major_weights stores it and for the few-row formulations."""
     from executor.kernel_call import call_kernel
-    k = int(np.prod(in_shape[num_col_dims:]))
+    k, n = int(np.prod(in_shape[num_col_dims:])), bias_shape[-1]
     p = pg.Program()
     b = p.global_block()
-    for name, shape in (("x", in_shape), ("w", [k, 5]), ("bias", bias_shape)):
+    for name, shape in (("x", in_shape), ("w", [k, n]), ("bias", bias_shape)):
         b.create_var(name, shape, "float32", need_check_feed=True)
     b.create_var("out", None, "float32")
     attrs = {"in_num_col_dims": num_col_dims, "activation_type": act}
     b.append_op("fc", {"Input": "x", "W": "w", "Bias": "bias"}, {"Out": "out"}, attrs)
     rng = np.random.default_rng(0)
     feed = {"x": rng.standard_normal(in_shape).astype(np.float32),
-            "w": rng.standard_normal((k, 5)).astype(np.float32),
+            "w": rng.standard_normal((k, n)).astype(np.float32),
             "bias": rng.standard_normal(bias_shape).astype(np.float32)}
+    feed["w"] = np.asarray(feed["w"], order=w_order)
     feed["x"].flat[0] = np.nan
     got, = Executor().run(p, feed=feed, fetch_list=["out"], scope=Scope())
     want = call_kernel("fc", {"Input": feed["x"], "W": feed["w"], "Bias": feed["bias"]}, attrs)["Out"]

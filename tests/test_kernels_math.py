@@ -723,6 +723,30 @@ def test_fc(in_shape, n, with_bias, act, padding):
     np.testing.assert_allclose(res.reshape(rows, 5), ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 6, 7, 32, 33])
+@pytest.mark.parametrize("k,n", [(12, 9), (512, 512)])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_of_a_few_rows_by_row_and_column_major_matrices(rows, k, n, order, dtype):
+    """Few-row products by a large right-hand matrix take other BLAS formulations (kernels/
+    math.py `_gemm`: 2-6 rows one matrix-vector product each, 7-32 rows by a column-major
+    matrix, as column_major_weights stores weights, the transposed product). Through
+    matmul_v2, mul, matmul and fc, 2-D and stacked, they give the product (an einsum in
+    float64, no BLAS) as row-major arrays of the input dtype."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((rows, k)).astype(dtype)
+    w = np.asarray(rng.standard_normal((k, n)).astype(dtype), order=order)
+    b = rng.standard_normal(n).astype(dtype)
+    ref = np.einsum("ik,kj->ij", x.astype(np.float64), w.astype(np.float64))
+    results = [out("matmul_v2", {"X": x, "Y": w}), out("mul", {"X": x, "Y": w}),
+               out("matmul", {"X": x, "Y": w}), out("matmul_v2", {"X": x.reshape(1, rows, k), "Y": w})[0],
+               out("fc", {"Input": x, "W": w, "Bias": b}) - b]
+    scale = np.sqrt(k)  # the size of an entry of the product
+    for res in results:
+        assert res.dtype == dtype and res.shape == (rows, n) and res.flags.c_contiguous
+        np.testing.assert_allclose(res, ref, rtol=tol(dtype)["rtol"], atol=tol(dtype)["rtol"] * scale)
+
+
 # ---------------------------------------------------------------------------------------------
 # Comparisons, logic, where, isfinite
 # ---------------------------------------------------------------------------------------------

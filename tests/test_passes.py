@@ -373,8 +373,8 @@ def test_shared_intermediates_are_not_fused():
 
 
 def test_gemm_weights_are_stored_column_major_with_the_same_values(tmp_path):
-    """column_major_weights: the right-hand matrices of fc/mul/matmul_v2 become Fortran-
-    ordered arrays of the same values; a weight also read otherwise, a transposed product's
+    """column_major_weights: the right-hand matrices (of at least column_major_min_bytes)
+    of fc/mul/matmul_v2 become Fortran-ordered arrays of the same values; a weight also read otherwise, a transposed product's
     weight and the outputs are left as they are; the saved params file is unchanged."""
     def model(block):
         x = pg.data("x", [-1, 6])
@@ -389,7 +389,10 @@ def test_gemm_weights_are_stored_column_major_with_the_same_values(tmp_path):
     rng = np.random.default_rng(0)
     feed = {"x": rng.standard_normal((3, 6)).astype(np.float32), "y": rng.standard_normal((4, 2)).astype(np.float32)}
     expected = run(program, params, feed)
-    new, new_params, report = optimize(program, params)
+    # weights under column_major_min_bytes (2 MiB by default) keep their layout
+    _, kept, report = optimize(program, params)
+    assert report.changes("column_major_weights") == {} and all(a.flags.c_contiguous for a in kept.values())
+    new, new_params, report = optimize(program, params, column_major_min_bytes=5 * 6 * 4)
     assert report.changes("column_major_weights") == {"weights_column_major": 1}
     (fc_w,) = [op.input("W")[0] for op in new.global_block().ops if op.type == "fc"]
     assert new_params[fc_w].flags.f_contiguous and not new_params[fc_w].flags.c_contiguous
@@ -401,5 +404,5 @@ def test_gemm_weights_are_stored_column_major_with_the_same_values(tmp_path):
     save_combined(tmp_path / "kept", {fc_w: params[fc_w]})
     assert (tmp_path / "moved").read_bytes() == (tmp_path / "kept").read_bytes()
     # disabled by name: nothing moves
-    _, kept, report = optimize(program, params, disabled=["column_major_weights"])
+    _, kept, report = optimize(program, params, disabled=["column_major_weights"], column_major_min_bytes=0)
     assert report["column_major_weights"].status == "disabled" and kept[fc_w].flags.c_contiguous

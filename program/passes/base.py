@@ -22,12 +22,14 @@ class PassOptions:
     """What passes may need besides the program: `evaluate(op_type, inputs, attrs) ->
     outputs` runs one op's kernel (slot -> array or list of arrays, both ways; constant
     folding needs it and is skipped without it); the fp16 pass's settings; the largest
-    constant (bytes) folding may create when it is bigger than the constants it replaces."""
+    constant (bytes) folding may create when it is bigger than the constants it replaces;
+    the smallest GEMM weight (bytes) column_major_weights moves."""
     evaluate: Callable | None = None
     keep_io_types: bool = True
     keep_fp32: frozenset | None = None   # None: fp16.DEFAULT_KEEP_FP32
     fp16_ops: frozenset | None = None    # None: fp16.FP16_OPS
     fold_max_bytes: int = 8 << 20
+    column_major_min_bytes: int = 2 << 20
 
 
 @dataclass(frozen=True)

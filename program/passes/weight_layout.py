@@ -21,21 +21,27 @@ def _reads_as_gemm_rhs(op, name: str) -> bool:
 
 
 def column_major_weights(graph, options) -> dict:
-    """Matches: a 2-D float constant (a parameter no op writes) read only as the plain
-    right-hand matrix of `fc` (W, unpadded), `mul` (Y, y_num_col_dims 1), `matmul_v2`
-    (Y, no trans_y) or `matmul` (Y, no transpose_Y), and not fetched. Its array is stored
-    column-major (Fortran order).
+    """Matches: a 2-D float constant (a parameter no op writes) of at least
+    `options.column_major_min_bytes` (2 MiB) read only as the plain right-hand matrix of `fc`
+    (W, unpadded), `mul` (Y, y_num_col_dims 1), `matmul_v2` (Y, no trans_y) or `matmul`
+    (Y, no transpose_Y), and not fetched. Its array is stored column-major (Fortran order).
 
     Safe because only the memory layout changes: the values, shape and dtype are the same,
     every kernel indexes arrays by shape (numpy semantics do not depend on the layout), and
-    the params file is written from the values (row-major on disk, as PaddlePaddle's). Why:
-    with W [K, N] column-major, BLAS reads W's columns as contiguous rows, which for the
-    matrix-vector products of batch-1 inference was about a third faster here (an MLP's
-    784x1024 and 1024x1024 layers: 138 us -> 92 us); larger batches are unaffected."""
+    the params file is written from the values (row-major on disk, as PaddlePaddle's).
+
+    Why, measured with numpy's OpenBLAS on 2 cores: a batch-1 product (a matrix-vector
+    product, bound by reading W) is 15-40% faster with W [K, N] column-major (784x1024:
+    66 -> 46 us). The same layout makes OpenBLAS's GEMM 5-20% slower for 2 to 32 rows,
+    which the kernels avoid by computing those products transposed (W.T @ X.T, both
+    operands then row-major: kernels/math.py `_gemm`), and 0-5% slower from about 48 rows
+    on. Under 2 MiB (W fits the caches) the layout gains nothing at batch 1, so such
+    weights keep their layout."""
     moved = 0
     for name, value in list(graph.params.items()):
         array = np.asarray(value)
         if (array.ndim != 2 or array.dtype.kind != "f" or array.flags.f_contiguous
+                or array.nbytes < options.column_major_min_bytes
                 or not graph.is_const(name) or name in graph.fetches):
             continue
         readers = graph.readers(name)
