@@ -311,16 +311,23 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
     steps, produced, scope_reads, p_writes = [], set(), [], []
     for pos, i in enumerate(kept):
         op = block.ops[i]
+        # outputs nothing reads, fetches or keeps (an inference reshape2's XShape): not
+        # stored, and the kernel is told they are not needed
+        dead = {n for n in op.output_arg_names
+                if free_intermediates and n != EMPTY and last_use.get(n) == pos and n not in fetch_set
+                and not persistable(n) and n not in op.input_arg_names}
         try:
             fn, kdef = bind(op.type, op.attrs, xp, rng_source,
-                            need={s for s, names in op.outputs.items() if any(n != EMPTY for n in names)})
+                            need={s for s, names in op.outputs.items()
+                                  if any(n != EMPTY and n not in dead for n in names)})
         except (MissingKernelError, KeyError) as e:
             raise ExecutionError(f"{op.type} (op {i}): {e}") from None
         opdef = op_registry.lookup(op.type)
         in_specs = [_slot_spec(op.input(s), opdef.input_slots.get(s) if opdef else None) for s in kdef.inputs]
-        out_specs = [_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None) for s in kdef.outputs]
+        out_specs = [_drop_names(_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None), dead)
+                     for s in kdef.outputs]
         reads = tuple(op.input_arg_names)
-        writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY)
+        writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY and n not in dead)
         fast, clobbers = None, ()
         # a specialized callable gives the first output only: for ops that bind just that one
         if kdef.specialize is not None and all(spec is None for spec in out_specs[1:]):
@@ -328,13 +335,14 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             donated = (free_intermediates and isinstance(first, str) and first in produced
                        and last_use.get(first) == pos and first not in fetch_set
                        and first not in feed_set and first not in writes and not persistable(first))
-            fast = specialize(kdef, op.attrs, tuple(_declared_dtype(block, s) for s in in_specs), donated, xp)
-        if fast is not None:
-            fn, in_specs, out_specs = fast, [s for s in in_specs if s is not None], out_specs[:1]
+            present = tuple(_declared_dtype(block, s) for s in in_specs)
+            fast = specialize(kdef, op.attrs, present, donated, xp)
+        if fast is not None:  # it takes the bound inputs only
+            fn, in_specs, out_specs = fast, [s for s, p in zip(in_specs, present) if p is not None], out_specs[:1]
             clobbers = (first,) if donated else ()  # its buffer may be overwritten
         else:
             fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
-        frees = tuple(frees_at.get(pos, ()))
+        frees = tuple(n for n in frees_at.get(pos, ()) if n not in dead)
         ufunc = None
         if _inlinable(fn, in_specs, frees, block):
             b = in_specs[1] if fn.binary else None
@@ -406,6 +414,15 @@ def _slot_spec(names, slot):
     if slot is not None and slot.duplicable:
         return [None if n == EMPTY else n for n in names]
     return names[0] if names else None
+
+
+def _drop_names(spec, dead):
+    """A slot spec with the names in `dead` unbound (None)."""
+    if isinstance(spec, str):
+        return None if spec in dead else spec
+    if isinstance(spec, list):
+        return [None if n in dead else n for n in spec]
+    return spec
 
 
 def _levels(steps) -> list[list[int]]:

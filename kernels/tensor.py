@@ -156,28 +156,53 @@ def reshape_target(in_shape, shape) -> tuple[int, ...]:
     return tuple(out)
 
 
-@kernel("reshape2", inputs=["X", "Shape", "ShapeTensor"], outputs=["Out", "XShape"],
-        attrs=["shape"])
-def reshape2(xp, x, shape_t, shape_list, *, shape=(), need=None):
-    target = _from_list_first(shape_list, shape_t, shape)
-    return x.reshape(reshape_target(x.shape, target)).copy(), _xshape(xp, x, need)
+def _view_when_donated(view):
+    """A specialize hook for the reshape family, whose Out is `view(x, **attrs)` copied:
+    when X is an intermediate nobody reads afterwards (donated), only X is bound and the
+    op binds just Out (an inference program's XShape is read by no gradient), Out is the
+    view itself, sharing X's buffer instead of copying it (a transposed view is strided;
+    numpy's kernels and BLAS take strides). Safe because nothing else holds X, and an
+    array that is a view (`base` set) is never written into by a later op's fast path."""
+    def specialize(xp, attrs, present, donated):
+        if not donated or any(p is not None for p in present[1:]):
+            return None
+        return lambda x: view(x, **attrs)
+    return specialize
 
 
-@kernel("transpose2", inputs=["X"], outputs=["Out", "XShape"], attrs=["axis"])
-def transpose2(xp, x, *, axis, need=None):
-    return xp.transpose(x, [int(a) for a in axis]).copy(), _xshape(xp, x, need)
+def _reshape_view(x, *, shape):
+    return x.reshape(reshape_target(x.shape, [int(v) for v in shape]))
 
 
-@kernel("flatten_contiguous_range", inputs=["X"], outputs=["Out", "XShape"],
-        attrs=["start_axis", "stop_axis"])
-def flatten_contiguous_range(xp, x, *, start_axis, stop_axis, need=None):
+def _transpose_view(x, *, axis):
+    return x.transpose([int(a) for a in axis])
+
+
+def _flatten_view(x, *, start_axis, stop_axis):
     if x.ndim == 0:
-        return x.reshape((1,)).copy(), _xshape(xp, x, need)
+        return x.reshape((1,))
     start, stop = _axis(start_axis, x.ndim), _axis(stop_axis, x.ndim)
     if start > stop:
         raise ValueError(f"flatten: start_axis {start_axis} is after stop_axis {stop_axis}")
-    shape = x.shape[:start] + (math.prod(x.shape[start:stop + 1]),) + x.shape[stop + 1:]
-    return x.reshape(shape).copy(), _xshape(xp, x, need)
+    return x.reshape(x.shape[:start] + (math.prod(x.shape[start:stop + 1]),) + x.shape[stop + 1:])
+
+
+@kernel("reshape2", inputs=["X", "Shape", "ShapeTensor"], outputs=["Out", "XShape"],
+        attrs=["shape"], specialize=_view_when_donated(_reshape_view))
+def reshape2(xp, x, shape_t, shape_list, *, shape=(), need=None):
+    return _reshape_view(x, shape=_from_list_first(shape_list, shape_t, shape)).copy(), _xshape(xp, x, need)
+
+
+@kernel("transpose2", inputs=["X"], outputs=["Out", "XShape"], attrs=["axis"],
+        specialize=_view_when_donated(_transpose_view))
+def transpose2(xp, x, *, axis, need=None):
+    return _transpose_view(x, axis=axis).copy(), _xshape(xp, x, need)
+
+
+@kernel("flatten_contiguous_range", inputs=["X"], outputs=["Out", "XShape"],
+        attrs=["start_axis", "stop_axis"], specialize=_view_when_donated(_flatten_view))
+def flatten_contiguous_range(xp, x, *, start_axis, stop_axis, need=None):
+    return _flatten_view(x, start_axis=start_axis, stop_axis=stop_axis).copy(), _xshape(xp, x, need)
 
 
 def squeeze_shape(in_shape, axes) -> tuple[int, ...]:
@@ -197,9 +222,14 @@ def squeeze_shape(in_shape, axes) -> tuple[int, ...]:
     return tuple(d for d, gone in zip(in_shape, drop) if not gone)
 
 
-@kernel("squeeze2", inputs=["X"], outputs=["Out", "XShape"], attrs=["axes"])
+def _squeeze_view(x, *, axes):
+    return x.reshape(squeeze_shape(x.shape, [int(a) for a in axes]))
+
+
+@kernel("squeeze2", inputs=["X"], outputs=["Out", "XShape"], attrs=["axes"],
+        specialize=_view_when_donated(_squeeze_view))
 def squeeze2(xp, x, *, axes=(), need=None):
-    return x.reshape(squeeze_shape(x.shape, [int(a) for a in axes])).copy(), _xshape(xp, x, need)
+    return _squeeze_view(x, axes=axes).copy(), _xshape(xp, x, need)
 
 
 def unsqueeze_shape(in_shape, axes) -> tuple[int, ...]:
@@ -221,11 +251,14 @@ def unsqueeze_shape(in_shape, axes) -> tuple[int, ...]:
     return tuple(1 if m == 1 else next(dims) for m in marks[:out_rank])
 
 
+def _unsqueeze_view(x, *, axes):
+    return x.reshape(unsqueeze_shape(x.shape, [int(a) for a in axes]))
+
+
 @kernel("unsqueeze2", inputs=["X", "AxesTensor", "AxesTensorList"], outputs=["Out", "XShape"],
-        attrs=["axes"])
+        attrs=["axes"], specialize=_view_when_donated(_unsqueeze_view))
 def unsqueeze2(xp, x, axes_t, axes_list, *, axes=(), need=None):
-    axes = _from_list_first(axes_list, axes_t, axes)
-    return x.reshape(unsqueeze_shape(x.shape, axes)).copy(), _xshape(xp, x, need)
+    return _unsqueeze_view(x, axes=_from_list_first(axes_list, axes_t, axes)).copy(), _xshape(xp, x, need)
 
 
 # -- joining and splitting -----------------------------------------------------------

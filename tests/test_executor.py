@@ -506,3 +506,51 @@ def test_binary_ufunc_steps_inline_chain_and_broadcast_like_the_kernels(dtype):
     plan = next(pl for entry in exe._plans.values() for pl in entry[2].values())
     assert [st.ufunc is not None for st in plan.steps] == [False, True, True, True, True]
     assert plan.run_starts == [0, 1, 2]  # scale reads a feed; add writes s (fetched); mul, sub, add chain
+
+
+def _reshape_transpose_program():
+    """x -> scale -> t -> reshape2 (XShape xs) -> r -> transpose2 -> u -> relu -> y, and
+    z = relu(t) read before the reshape (t's last reader is the reshape)."""
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [-1, 6], "float32", need_check_feed=True)
+    for name, shape in (("t", [-1, 6]), ("z", [-1, 6]), ("r", [-1, 3, 2]), ("xs", [0, -1, 6]),
+                        ("u", [-1, 2, 3]), ("y", [-1, 2, 3]), ("w", [-1, 2, 3])):
+        b.create_var(name, shape, "float32")
+    b.append_op("scale", {"X": "x"}, {"Out": "t"}, {"scale": -2.0})
+    b.append_op("relu", {"X": "t"}, {"Out": "z"})
+    b.append_op("reshape2", {"X": "t"}, {"Out": "r", "XShape": "xs"}, {"shape": [0, 3, 2]})
+    b.append_op("transpose2", {"X": "r"}, {"Out": "u"}, {"axis": [0, 2, 1]})
+    b.append_op("relu", {"X": "u"}, {"Out": "y"})              # u is a view: not written into
+    b.append_op("elementwise_add", {"X": "y", "Y": "y"}, {"Out": "w"})
+    return p
+
+
+def test_reshape_and_transpose_of_dead_intermediates_are_views_and_unread_outputs_are_not_made():
+    """A reshape2/transpose2 whose X nobody reads afterwards gives a view of X (no copy), an
+    XShape nobody reads is not made, and the ops after a view do not write into it (values
+    as the copying kernels give). Fetching XShape, or X being read later, keeps the copy."""
+    xv = np.arange(12, dtype=np.float32).reshape(2, 6) - 5
+    t = xv * -2
+    want_y = np.maximum(t.reshape(2, 3, 2).transpose(0, 2, 1), 0)
+    exe = Executor()
+    y, z, w = exe.run(_reshape_transpose_program(), feed={"x": xv}, fetch_list=["y", "z", "w"], scope=Scope())
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(z, np.maximum(t, 0))
+    np.testing.assert_array_equal(w, want_y * 2)
+    plan = next(pl for entry in exe._plans.values() for pl in entry[2].values())
+    env = {"x": xv}
+    plan.steps[0].run(env)           # scale
+    t_buffer = env["t"]
+    for step in plan.steps[1:4]:     # relu, reshape2, transpose2
+        step.run(env)
+    assert "xs" not in env and "r" not in env                # XShape unmade; r dropped after its use
+    u = env["u"]
+    assert np.shares_memory(u, t_buffer) and not u.flags.c_contiguous   # a strided view of t
+    # XShape fetched: made (shape [0] + X's shape); X read afterwards (fetched): Out is a copy
+    xs, = Executor().run(_reshape_transpose_program(), feed={"x": xv}, fetch_list=["xs"], scope=Scope())
+    assert xs.shape == (0, 2, 6)
+    r, t_got = Executor().run(_reshape_transpose_program(), feed={"x": xv}, fetch_list=["r", "t"], scope=Scope())
+    assert r.base is None and not np.shares_memory(r, t_got)
+    np.testing.assert_array_equal(r, t.reshape(2, 3, 2))
+    np.testing.assert_array_equal(t_got, t)
