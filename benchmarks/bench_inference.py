@@ -4,7 +4,7 @@ vs ONNX Runtime (CPU) running the same networks with the same weights.
     pip install onnx onnxruntime      # benchmark-only peers, not Keel dependencies
     python benchmarks/bench_inference.py [--repeat 100] [--transformer-batch 8] [--profile]
 
-Models (the training benchmarks' shapes), at batch 1 and batch 64:
+Models (the training benchmarks' shapes), at batch 1, 8 and 64:
 - MLP: x[N,784] -> fc 1024 relu -> fc 1024 relu -> fc 10 -> softmax;
 - CNN: x[N,1,28,28] -> conv3x3(16)+relu+maxpool2 -> conv3x3(32)+relu+maxpool2 -> fc 128 relu
   -> fc 10;
@@ -304,7 +304,7 @@ def main(argv=None):
         for label, keel_model, onnx_model, shape in MODELS:
             plain, optimized, session = build(keel_model, onnx_model, workdir)
             big = args.transformer_batch if keel_model is keel_transformer else 64
-            for batch in (1, big):
+            for batch in sorted({1, 8, big}):
                 x = RNG.standard_normal((batch, *shape)).astype(np.float32)
                 calls = {"keel": keel_call(plain, x), "keel+passes": keel_call(optimized, x),
                          "ort": ort_call(session, x)}
