@@ -11,6 +11,7 @@ import numpy as np
 
 from kernels.elementwise import align, sum_to
 from kernels.registry import UfuncCall, kernel
+from kernels.tensor import BF16, from_bf16_bits, to_bf16_bits
 
 # VarType numbers (framework.proto) -> dtype names. Kept here: kernels never import `program`.
 _VARTYPE_DTYPES = {
@@ -131,8 +132,19 @@ def clip(xp, x, min_tensor, max_tensor, *, min, max):
     return xp.where(x < lo, lo, xp.where(x > hi, hi, x))
 
 
-@kernel("cast", inputs=["X"], outputs=["Out"], attrs=["out_dtype"])
-def cast(xp, x, *, out_dtype):
+@kernel("cast", inputs=["X"], outputs=["Out"], attrs=["in_dtype", "out_dtype"])
+def cast(xp, x, *, in_dtype, out_dtype):
+    """X converted to out_dtype from its own dtype (PaddlePaddle's kernel reads X's dtype,
+    not in_dtype), except for bfloat16, whose values travel as uint16 bit patterns: a
+    uint16 X declared BF16 by in_dtype is read as bfloat16 (exactly, to float32), and a
+    BF16 out_dtype gives bits rounded to nearest even. Other values reach bfloat16
+    through float32, as PaddlePaddle's bfloat16(static_cast<float>(v)) (a float64 is
+    rounded twice)."""
+    bf16_in = int(in_dtype) == BF16 and x.dtype == np.uint16
+    if int(out_dtype) == BF16:
+        return x.copy() if bf16_in else to_bf16_bits(xp, x)
+    if bf16_in:
+        x = from_bf16_bits(xp, x)
     return x.astype(vartype_dtype(out_dtype))
 
 

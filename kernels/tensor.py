@@ -56,6 +56,14 @@ def to_bf16_bits(xp, a):
     return xp.where(xp.isnan(f), np.uint16(0x7FC0), out)
 
 
+def from_bf16_bits(xp, bits):
+    """bfloat16 bit patterns (uint16) -> float32, exactly: a bfloat16 is the upper half of
+    the float32 of the same value, so the bits shifted up 16 are that float32's bits."""
+    wide = xp.asarray(bits).astype(np.uint32)
+    wide <<= np.uint32(16)  # in place: a 0-d array stays an array
+    return wide.view(np.float32)
+
+
 def cast(xp, a, code: int):
     """Cast array `a` to VarType `code` (BF16 -> uint16 bits from the float value)."""
     if int(code) == BF16:

@@ -6,7 +6,9 @@ cumsum, ties in top_k, halfway rounding, every cast dtype, axis-broadcast compar
 is dtype preservation. Kernels run through `call_kernel`; attributes the test does not set
 take PaddlePaddle's defaults from the op-signature snapshot, so these tests do not depend
 on the op definitions being written."""
+import bisect
 import decimal
+import fractions
 import itertools
 import json
 import math
@@ -405,6 +407,128 @@ def test_cast_from_bool_and_int():
     np.testing.assert_array_equal(out("cast", {"X": np.array([True, False])}, out_dtype=5, in_dtype=0), [1.0, 0.0])
     y = out("cast", {"X": np.array([0, 3, -2], np.int64)}, out_dtype=0, in_dtype=3)
     assert y.dtype == np.bool_ and y.tolist() == [False, True, True]
+
+
+# bfloat16 travels as uint16 bit patterns; the references below decode the fields
+# arithmetically and round with exact fractions, independent of the kernel's bit tricks.
+BF16, UINT16 = 22, 36
+ALL_BF16_BITS = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+
+
+def bf16_value(bits: int) -> float:
+    """The value a bfloat16 bit pattern encodes: sign, 8 exponent bits (bias 127), 7
+    fraction bits; exponent 0 is subnormal, 255 is inf (fraction 0) or NaN."""
+    sign = -1.0 if bits & 0x8000 else 1.0
+    exponent, fraction = (bits >> 7) & 0xFF, bits & 0x7F
+    if exponent == 0xFF:
+        return sign * math.inf if fraction == 0 else math.nan
+    if exponent == 0:
+        return sign * math.ldexp(fraction / 128, -126)
+    return sign * math.ldexp(1 + fraction / 128, exponent - 127)
+
+
+# Every finite non-negative bfloat16 (bits 0x0000-0x7F7F, increasing with the bits), and
+# 2**128 where inf's pattern 0x7F80 sits: IEEE rounds to inf from half an ulp above the
+# largest finite value, as if inf were the next step.
+_POSITIVE = [fractions.Fraction(bf16_value(b)) for b in range(0x7F80)] + [fractions.Fraction(2) ** 128]
+
+
+def nearest_bf16_bits(value: float) -> int:
+    """bfloat16 bits of a finite float rounded to nearest, ties to the even pattern."""
+    magnitude = abs(fractions.Fraction(value))
+    hi = bisect.bisect_left(_POSITIVE, magnitude)
+    if hi == 0 or _POSITIVE[hi] == magnitude:
+        bits = hi
+    else:
+        below, above = magnitude - _POSITIVE[hi - 1], _POSITIVE[hi] - magnitude
+        bits = hi - 1 if below < above or (below == above and (hi - 1) % 2 == 0) else hi
+    return bits | (0x8000 if math.copysign(1.0, value) < 0 else 0)
+
+
+def float32_of_bits(bits) -> np.ndarray:
+    return np.asarray(bits, np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("code, dtype", [(5, np.float32), (6, np.float64), (4, np.float16)])
+def test_cast_from_bfloat16_bits_is_exact(code, dtype):
+    """Every one of the 65536 patterns, read as bfloat16 (not as the integer), to float32
+    and float64 exactly and to float16 rounded once from that value."""
+    with np.errstate(over="ignore", invalid="ignore"):  # float16 overflow; signalling NaNs
+        y = out("cast", {"X": ALL_BF16_BITS}, in_dtype=BF16, out_dtype=code)
+        want = np.array([bf16_value(int(b)) for b in ALL_BF16_BITS], np.float64).astype(dtype)
+    assert y.dtype == dtype and y.shape == ALL_BF16_BITS.shape
+    np.testing.assert_array_equal(y, want)  # NaN where NaN; exact for float32 and float64
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(y[numbers]), np.signbit(want[numbers]))  # -0.0, -inf
+
+
+def test_cast_to_bfloat16_rounds_to_nearest_even():
+    one = 0x3F80  # 1.0; the bfloat16 step above 1 is 2**-7
+    table = [  # (value, bits), worked by hand
+        (1.0, one), (-2.0, 0xC000), (0.15625, 0x3E20),
+        (1 + 2 ** -7, one + 1),
+        (1 + 2 ** -8, one),                    # halfway: to the even pattern below
+        (1 + 3 * 2 ** -8, one + 2),            # halfway: to the even pattern above
+        (1 + 2 ** -8 + 2 ** -20, one + 1),     # just above halfway
+        (-(1 + 2 ** -8 + 2 ** -20), 0x8000 | (one + 1)),
+        (3.3895313892515355e38, 0x7F7F),       # the largest finite bfloat16
+        (3.3961775292304957e38, 0x7F80),       # half an ulp above it: ties to even = inf
+        (math.ldexp(1, -133), 0x0001),         # the smallest subnormal
+        (math.ldexp(1, -134), 0x0000),         # half of it: ties to even = +0
+        (math.ldexp(3, -134), 0x0002),         # 1.5 of it: to the even pattern above
+    ]
+    for code, dtype in ((5, np.float32), (6, np.float64)):
+        x = np.array([v for v, _ in table], dtype)
+        got = out("cast", {"X": x}, in_dtype=code, out_dtype=BF16)
+        assert got.dtype == np.uint16
+        assert [hex(b) for b in got.tolist()] == [hex(b) for _, b in table], dtype
+    # the exact reference on random patterns, and on ones whose dropped half is at, just
+    # under and just over the halfway point
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 1 << 32, 4000, dtype=np.uint64).astype(np.uint32)
+    bits = np.concatenate([bits, (bits[:1000] & 0xFFFF0000) | rng.choice([0x7FFF, 0x8000, 0x8001], 1000)])
+    x = float32_of_bits(bits)
+    x = x[np.isfinite(x)]
+    got = out("cast", {"X": x}, in_dtype=5, out_dtype=BF16)
+    np.testing.assert_array_equal(got, [nearest_bf16_bits(float(v)) for v in x])
+    half = np.array([1.0, 1 + 2 ** -8, 65504.0, -6.1e-5], np.float16)  # float16 -> bfloat16 rounds once
+    np.testing.assert_array_equal(out("cast", {"X": half}, in_dtype=4, out_dtype=BF16),
+                                  [nearest_bf16_bits(float(v)) for v in half])
+
+
+def test_float64_reaches_bfloat16_through_float32():
+    """PaddlePaddle converts bfloat16(static_cast<float>(v)): a float64 just above a
+    bfloat16 halfway point is first rounded to that point by float32, then to even."""
+    x = np.array([1 + 2 ** -8 + 2 ** -30], np.float64)
+    assert nearest_bf16_bits(float(x[0])) == 0x3F81  # what one rounding would give
+    assert out("cast", {"X": x}, in_dtype=6, out_dtype=BF16).tolist() == [0x3F80]
+
+
+def test_cast_to_bfloat16_nan_inf_and_signed_zero():
+    nans = float32_of_bits([0x7F800001, 0x7FFFFFFF, 0xFFC00000, 0x7FC00000])  # round-up would make 0x7F800001 inf
+    x = np.concatenate([nans, np.array([np.inf, -np.inf, -0.0, 0.0, np.finfo(np.float32).max], np.float32)])
+    got = out("cast", {"X": x}, in_dtype=5, out_dtype=BF16)
+    assert all(math.isnan(bf16_value(b)) for b in got[:4].tolist())
+    assert [hex(b) for b in got[4:].tolist()] == ["0x7f80", "0xff80", "0x8000", "0x0", "0x7f80"]
+
+
+def test_bfloat16_round_trips_through_float32_and_float64():
+    for code in (5, 6):
+        with np.errstate(invalid="ignore"):  # signalling NaNs widened to float64
+            wide = out("cast", {"X": ALL_BF16_BITS}, in_dtype=BF16, out_dtype=code)
+        back = out("cast", {"X": wide}, in_dtype=code, out_dtype=BF16)
+        nan = np.isnan(wide)
+        np.testing.assert_array_equal(back[~nan], ALL_BF16_BITS[~nan])
+        assert all(math.isnan(bf16_value(b)) for b in back[nan].tolist())
+    same = out("cast", {"X": ALL_BF16_BITS}, in_dtype=BF16, out_dtype=BF16)  # a copy, NaN payloads too
+    np.testing.assert_array_equal(same, ALL_BF16_BITS)
+    assert not np.shares_memory(same, ALL_BF16_BITS)
+
+
+def test_uint16_integers_are_not_read_as_bfloat16():
+    x = np.array([0x3F80, 7], np.uint16)
+    np.testing.assert_array_equal(out("cast", {"X": x}, in_dtype=UINT16, out_dtype=5), [16256.0, 7.0])
+    np.testing.assert_array_equal(out("cast", {"X": x}, in_dtype=BF16, out_dtype=5), [1.0, bf16_value(7)])
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

@@ -166,3 +166,55 @@ def test_every_family_saved_by_keel_runs_in_paddle_inference(name, tmp_path):
             else:
                 tol = (1e-5 if not ir_optim else 1e-4) * max(float(np.abs(want).max()), 1e-6)
                 assert np.abs(got - want).max() <= tol, (name, ir_optim, out_name)
+
+
+def _bf16_weights_model(source, tmp_path):
+    """`source` (a fixture's prefix, or the model _model trains) optimized as
+    `prune_for_inference --fuse --bf16` does and saved by Keel: (prefix, inputs, Keel's
+    outputs for that file, the float32 model's outputs)."""
+    from executor.kernel_call import call_kernel
+    from program.passes import optimize_inference
+    if source == "keel":
+        prefix, xb, want = _model(tmp_path)
+        inputs, float_outputs = {"x": xb}, [want]
+    else:
+        prefix = str(FIXTURES / source)
+        io = np.load(FIXTURES / f"{source}.io.npz")
+        inputs = {k[3:]: io[k] for k in io.files if k.startswith("in:")}
+        float_outputs = [io[f"out:{i}"] for i in range(sum(k.startswith("out:") for k in io.files))]
+    exe, scope = Executor(), Scope()
+    program, feeds, fetches = pg.io.load_inference_model(prefix, exe, scope=scope)
+    params = {n: scope.get(n) for n, _, _ in pg.io.persistable_specs(program)}
+    program, params, report = optimize_inference(program, params, evaluate=call_kernel, bf16=True)
+    assert report.changes("convert_weights_to_bf16")["params_bf16"] >= 3
+    bf16 = str(tmp_path / "bf16")
+    pg.io.save_program(program, bf16 + ".pdmodel")
+    pg.io.save_params(program, params, bf16 + ".pdiparams")
+    scope = Scope()
+    program, feeds, fetches = pg.io.load_inference_model(bf16, exe, scope=scope)
+    ours = exe.run(program, feed={f: inputs[f] for f in feeds}, fetch_list=fetches, scope=scope)
+    return bf16, inputs, ours, float_outputs
+
+
+@pytest.mark.parametrize("source", ["keel", "mobilenet_v2", "transformer_encoder"])
+def test_our_bf16_weights_run_in_paddle_inference(source, tmp_path):
+    """Weights Keel stored as bfloat16 (BF16 records, a cast to float32 before each reader,
+    float32 arithmetic) load in Paddle Inference, passes off and on, which computes Keel's
+    outputs for the same files; those are within the bfloat16 tolerance of float32's."""
+    from paddle import inference
+    prefix, inputs, ours, float_outputs = _bf16_weights_model(source, tmp_path)
+    for want, exact in zip(ours, float_outputs):
+        assert np.abs(want - exact).max() <= 3e-2 * np.abs(exact).max()
+    for ir_optim in (False, True):
+        config = inference.Config(prefix + ".pdmodel", prefix + ".pdiparams")
+        config.switch_ir_optim(ir_optim)
+        config.disable_gpu()
+        predictor = inference.create_predictor(config)
+        for name in predictor.get_input_names():
+            predictor.get_input_handle(name).copy_from_cpu(inputs[name])
+        predictor.run()
+        for name, want in zip(predictor.get_output_names(), ours):
+            got = predictor.get_output_handle(name).copy_to_cpu()
+            assert got.dtype == want.dtype == np.float32
+            tol = (1e-5 if not ir_optim else 1e-4) * max(float(np.abs(want).max()), 1e-6)
+            assert np.abs(got - want).max() <= tol, (source, ir_optim, name)

@@ -11,7 +11,9 @@ import program as pg
 from inference_run import run
 from executor import Executor, Scope
 from executor.kernel_call import call_kernel
-from program.passes import PASSES, PassError, optimize_inference
+from program.passes import PASSES, PassError, PassOptions, optimize_inference
+from program.passes.bf16 import WEIGHT_SLOTS
+from program.passes.fp16 import FP16_OPS
 from proto import pb
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
@@ -77,7 +79,7 @@ def build(fn, feed_names, seed=0):
 def test_passes_run_in_the_documented_order_and_unknown_names_are_refused():
     assert list(PASSES) == ["eliminate_dead_code", "remove_identity", "fold_constants",
                             "fold_batch_norm", "fuse_fc", "fuse_elementwise_activation",
-                            "convert_to_fp16", "column_major_weights"]
+                            "convert_to_fp16", "convert_weights_to_bf16", "column_major_weights"]
     for p in PASSES.values():
         assert "Matches" in p.doc and "afe" in p.doc  # what it matches, and why it is safe
     program, params, _, _ = load_fixture("mlp_fc")
@@ -96,7 +98,6 @@ def test_a_pass_called_alone_leaves_its_inputs_untouched():
 
 
 def pg_options(evaluate):
-    from program.passes import PassOptions
     return PassOptions(evaluate=evaluate)
 
 
@@ -210,6 +211,209 @@ def test_fp16_keep_list_is_overridable():
             assert all(block.var(n).dtype == pb.VarType.FP32 for n in op.input_arg_names)
     assert report.changes("convert_to_fp16").get("ops_fp16", 0) == 0  # nothing starts float16
     assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
+
+
+# -- bfloat16 weights ---------------------------------------------------------------------------
+BF16_RTOL = 3e-2   # the tool's: bfloat16 keeps 8 bits (<= 2**-8 rounding per weight); these stay below 1e-2
+
+
+def widen(bits):
+    """bfloat16 bits -> float32 by the cast kernel (checked bit by bit in test_kernels_math)."""
+    return call_kernel("cast", {"X": bits}, {"in_dtype": pb.VarType.BF16, "out_dtype": pb.VarType.FP32})["Out"]
+
+
+def bf16_mlp(block):
+    x = pg.data("x", [-1, 16])
+    ids = pg.data("ids", [-1, 4], "int64")
+    h = x + pg.flatten(pg.nn.embedding(ids, [50, 4]))            # lookup_table_v2, table 50 x 4
+    h = pg.nn.layer_norm(pg.nn.fc(h, 48, activation="relu"))     # mul + bias add + relu, layer_norm
+    logits = pg.nn.fc(h, 40)
+    return [logits, pg.softmax(logits)]  # (softmax alone, saturated, would hide the rounding)
+
+
+def bf16_convnet(block):
+    x = pg.data("x", [-1, 3, 8, 8])
+    h = pg.nn.batch_norm(pg.nn.conv2d(x, 16, 3, padding=1), act="relu")   # with a bias
+    h = pg.nn.conv2d(h, 16, 3, groups=16, bias_attr=False)                 # depthwise
+    h = pg.flatten(pg.nn.pool2d(h, 2, "max", 2))
+    return [pg.nn.fc(h, 10)]
+
+
+def bf16_feed(program, seed=7):
+    rng = np.random.default_rng(seed)
+    block = program.global_block()
+    feed = {}
+    for op in block.ops:
+        if op.type == "feed":
+            name = op.output("Out")[0]
+            shape = [3 if d < 0 else d for d in block.var(name).shape]
+            feed[name] = (rng.integers(0, 50, shape) if block.var(name).dtype == pb.VarType.INT64
+                          else rng.standard_normal(shape).astype(np.float32))
+    return feed
+
+
+def weights_read_by(program, slots):
+    """The parameters read in these (op type, slot) pairs."""
+    return {n for op in program.global_block().ops for t, s in slots if op.type == t for n in op.input(s)}
+
+
+def assert_weights_stored_as_bf16(before, params, after, new_params, weights):
+    """Exactly `weights` became bfloat16 bits (within 2**-8 of their value), declared BF16,
+    each read through one cast to float32 placed before its first reader; every other
+    parameter, variable dtype and op is as it was."""
+    block, old_block = after.global_block(), before.global_block()
+    casts = {}
+    for name in weights:
+        assert new_params[name].dtype == np.uint16 and block.var(name).dtype == pb.VarType.BF16, name
+        value, rounded = params[name], widen(new_params[name])
+        assert np.all(np.abs(rounded - value) <= 2.0 ** -8 * np.abs(value)) and np.any(rounded != value), name
+        (cast,) = [op for op in block.ops if name in op.input_arg_names]
+        assert cast.type == "cast" and cast.input("X") == [name], name
+        assert (cast.attr("in_dtype"), cast.attr("out_dtype")) == (pb.VarType.BF16, pb.VarType.FP32)
+        casts[name] = cast
+    for name, value in params.items():
+        if name not in weights:
+            assert new_params[name] is value and block.var(name).dtype == pb.VarType.FP32, name
+    named = {n for op in old_block.ops for n in op.input_arg_names + op.output_arg_names}
+    for name in named - set(weights):
+        assert block.var(name).dtype == old_block.var(name).dtype, name  # activations stay float32
+    wide = {name: cast.output("Out")[0] for name, cast in casts.items()}
+    ops = [op for op in block.ops if op not in casts.values()]
+    assert len(ops) == len(old_block.ops)
+    for old, op in zip(old_block.ops, ops):
+        assert op.type == old.type and op.outputs == old.outputs
+        assert op.inputs == {s: [wide.get(n, n) for n in names] for s, names in old.inputs.items()}
+    for name, cast in casts.items():
+        first = min(block.ops.index(op) for op in block.ops if wide[name] in op.input_arg_names)
+        between = block.ops[block.ops.index(cast) + 1:first]
+        assert all(op.type == "cast" for op in between), name  # right before its first reader
+
+
+def test_bf16_stores_mlp_weights_and_keeps_the_rest_float32():
+    program, params = build(bf16_mlp, ["x", "ids"])
+    feed = bf16_feed(program)
+    expected = run(program, params, feed)
+    weights = weights_read_by(program, [("mul", "Y"), ("lookup_table_v2", "W")])
+    assert len(weights) == 3  # two fc weights and the embedding table; biases and layer_norm stay
+    new, new_params, changes = PASSES["convert_weights_to_bf16"](program, params, pg_options(call_kernel))
+    new.verify()
+    changes.pop("vars_dropped")  # flatten's XShape, which inference_program leaves unused
+    assert changes == {"params_bf16": 3, "casts_inserted": 3}
+    assert_weights_stored_as_bf16(program, params, new, new_params, weights)
+    got = run(new, new_params, feed)
+    worst = max(rel_diff(g, w) for g, w in zip(got, expected))
+    assert 0 < worst <= BF16_RTOL, f"max relative difference {worst:.3g}"
+    assert_same_outputs(got, expected, BF16_RTOL)
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+def test_bf16_stores_conv_filters_and_fc_weights_with_the_driver(fuse):
+    program, params = build(bf16_convnet, ["x"])
+    feed = bf16_feed(program)
+    expected = run(program, params, feed)
+    new, new_params, report = optimize(program, params, bf16=True, fuse=fuse)
+    new.verify()
+    assert report.changes("convert_weights_to_bf16") == {"params_bf16": 3, "casts_inserted": 3}
+    block = new.global_block()
+    halves = {n for n, v in new_params.items() if v.dtype == np.uint16}
+    casts = {op.output("Out")[0]: op.input("X")[0] for op in block.ops if op.type == "cast"}
+    assert set(casts.values()) == halves and all(block.var(n).dtype == pb.VarType.BF16 for n in halves)
+    read_as = {(op.type, slot) for op in block.ops for slot, names in op.inputs.items() if set(names) & set(casts)}
+    assert read_as == {("conv2d", "Filter"), ("depthwise_conv2d", "Filter"), ("fc", "W") if fuse else ("mul", "Y")}
+    floats = {n for n, v in new_params.items() if v.dtype == np.float32}
+    assert all(block.var(n).dtype == pb.VarType.FP32 for n in floats)
+    if not fuse:  # batch_norm's scale, shift and statistics and the conv bias: untouched
+        assert_weights_stored_as_bf16(program, params, new, new_params, halves)
+        assert {n for n in params if n.startswith(("batch_norm", "conv2d_0.b"))} <= floats
+    else:  # folded into the first conv; the fused fc's Bias stays float32
+        assert op_types(new)["batch_norm"] == 0
+        assert {n for op in block.ops if op.type == "fc" for n in op.input("Bias")} <= floats
+    assert op_types(new)["cast"] == 3
+    assert report.params_bytes_after < 0.55 * report.params_bytes_before
+    got = run(new, new_params, feed)
+    worst = max(rel_diff(g, w) for g, w in zip(got, expected))
+    assert 0 < worst <= BF16_RTOL, f"max relative difference {worst:.3g}"
+
+
+def test_bf16_leaves_weights_that_are_fetched_kept_or_read_otherwise():
+    def model(block):
+        x = pg.data("x", [-1, 4])
+        shared = block.create_parameter("shared", [4, 4])
+        plain = block.create_parameter("plain", [4, 4])
+        fetched = block.create_parameter("fetched", [4, 4])
+        y = pg.matmul(x, shared) + shared             # also read by elementwise_add
+        y = pg.matmul(y, plain) + pg.matmul(y, fetched)
+        return [y, fetched]
+
+    program, params = build(model, ["x"])
+    new, new_params, changes = PASSES["convert_weights_to_bf16"](program, params, pg_options(call_kernel))
+    assert changes == {"params_bf16": 1, "casts_inserted": 1} and new_params["plain"].dtype == np.uint16
+    assert all(new_params[n] is params[n] for n in ("shared", "fetched"))
+    for keep, fp16_ops in ((frozenset({"matmul_v2"}), None), (None, frozenset({"conv2d"}))):
+        options = PassOptions(evaluate=call_kernel, keep_fp32=keep, fp16_ops=fp16_ops)
+        _, kept, changes = PASSES["convert_weights_to_bf16"](program, params, options)
+        assert changes == {} and all(v.dtype == np.float32 for v in kept.values())
+
+
+def test_bf16_requests_are_checked_and_off_by_default():
+    assert set(WEIGHT_SLOTS) == FP16_OPS  # the weight slots of every op type the pass reads
+    program, params = build(bf16_mlp, ["x", "ids"])
+    _, _, report = optimize(program, params)
+    assert report["convert_weights_to_bf16"].status == "skipped (bf16 not requested)"
+    with pytest.raises(ValueError, match="fp16=True and bf16=True"):
+        optimize(program, params, fp16=True, bf16=True)
+    with pytest.raises(ValueError, match="needs evaluate"):
+        optimize_inference(program, params, bf16=True)
+
+
+def test_bf16_weights_save_as_bf16_records_and_load_back(tmp_path):
+    from program.io.tensor_file import combined_order, read_all_records
+    program, params = build(bf16_convnet, ["x"])
+    feed = bf16_feed(program)
+    new, new_params, _ = optimize(program, params, bf16=True)
+    want = run(new, new_params, feed)
+    for prefix, prog, values in (("fp32", program, params), ("bf16", new, new_params)):
+        pg.io.save_params(prog, values, tmp_path / f"{prefix}.pdiparams")
+        pg.io.save_program(prog, tmp_path / f"{prefix}.pdmodel")
+    size = {p: (tmp_path / f"{p}.pdiparams").stat().st_size for p in ("fp32", "bf16")}
+    assert size["bf16"] < 0.55 * size["fp32"]
+    records = dict(zip(combined_order(new_params), read_all_records(tmp_path / "bf16.pdiparams")))
+    for name, record in records.items():
+        declared = new.global_block().var(name).dtype
+        assert record.dtype_code == declared in (pb.VarType.BF16, pb.VarType.FP32), name
+        np.testing.assert_array_equal(record.array, new_params[name])
+    assert sum(r.dtype_code == pb.VarType.BF16 for r in records.values()) == 3
+    scope, exe = Scope(), Executor()
+    loaded, feeds, fetches = pg.io.load_inference_model(tmp_path / "bf16", exe, scope=scope)
+    for name in new_params:
+        assert scope.get(name).dtype == new_params[name].dtype
+        np.testing.assert_array_equal(scope.get(name), new_params[name])
+    got = exe.run(loaded, feed={f: feed[f] for f in feeds}, fetch_list=fetches, scope=scope)
+    assert_same_outputs(got, want, 0.0)
+
+
+def test_constant_folding_turns_bf16_casts_into_float32_weights_at_any_size():
+    """The cast of a bfloat16 weight folds into a float32 parameter of the same values,
+    also above fold_max_bytes (it adds no elements), while an expand above it stays."""
+    def model(block):
+        x = pg.data("x", [-1, 16])
+        h = pg.nn.fc(x, 8)
+        return [h + pg.expand(block.create_parameter("row", [1, 8]), [4, 8])]
+
+    program, params = build(model, ["x"])
+    feed = {"x": np.random.default_rng(3).standard_normal((4, 16)).astype(np.float32)}
+    bf16, bf16_params, _ = optimize(program, params, bf16=True, fuse=False, disabled=["fold_constants"])
+    assert op_types(bf16)["cast"] == 1 and op_types(bf16)["expand_v2"] == 1
+    want = run(bf16, bf16_params, feed)
+    options = PassOptions(evaluate=call_kernel, fold_max_bytes=16)  # smaller than the weight and the expand
+    new, new_params, changes = PASSES["fold_constants"](bf16, bf16_params, options)
+    assert changes["ops_folded"] == 1
+    assert op_types(new)["cast"] == 0 and op_types(new)["expand_v2"] == 1
+    (fc_w,) = [n for n, v in bf16_params.items() if v.dtype == np.uint16]
+    (folded,) = [op.input("Y")[0] for op in new.global_block().ops if op.type == "mul"]
+    assert new_params[folded].dtype == np.float32 and new.global_block().var(folded).dtype == pb.VarType.FP32
+    np.testing.assert_array_equal(new_params[folded], widen(bf16_params[fc_w]))
+    assert_same_outputs(run(new, new_params, feed), want, 0.0)
 
 
 # -- small Keel programs, one pass at a time -----------------------------------------------------

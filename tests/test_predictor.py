@@ -14,8 +14,11 @@ import program as pg
 from executor import Executor, FeedError, Scope
 from executor.inference import (Config, DataType, PrecisionType, PredictorError, Tensor,
                                 create_predictor)
+from executor.kernel_call import call_kernel
+from inference_run import run
 from kernels.array_module import cupy_available
 from program.errors import KeelError, ParseError, ProgramError
+from program.passes import PASSES, PassOptions
 from proto import pb
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
@@ -419,6 +422,44 @@ def test_reduced_precision_is_not_implemented_yet(precision):
     config.enable_low_precision_io(True)
     with pytest.raises(NotImplementedError, match="pass"):
         create_predictor(config)
+
+
+def _save_bf16_weights(name, prefix):
+    """The fixture `name` after convert_weights_to_bf16 alone, saved as prefix.pdmodel +
+    prefix.pdiparams (BF16 records); returns the pass's (program, params)."""
+    scope = Scope()
+    program, _, _ = pg.io.load_inference_model(str(FIXTURES / name), Executor(), scope=scope)
+    params = {n: scope.get(n) for n, _, _ in pg.io.persistable_specs(program)}
+    program, params, changes = PASSES["convert_weights_to_bf16"](program, params, PassOptions(evaluate=call_kernel))
+    assert changes["params_bf16"] >= 3
+    pg.io.save_program(program, f"{prefix}.pdmodel")
+    pg.io.save_params(program, params, f"{prefix}.pdiparams")
+    return program, params
+
+
+@pytest.mark.parametrize("ir_optim", [True, False])
+def test_bfloat16_weights_run_with_and_without_ir_optim(tmp_path, ir_optim):
+    """A model whose weights are bfloat16 (float32 arithmetic): with ir_optim, constant
+    folding turns each cast into a float32 weight once, at load; without, the casts run on
+    every call. Either way the outputs are the pass's program's (run by the Executor)."""
+    program, params = _save_bf16_weights("lenet", tmp_path / "lenet")
+    casts = sum(op.type == "cast" for op in program.global_block().ops)
+    io = _io("lenet")
+    want, = run(program, params, {"x": io["in:x"]})
+    config = Config(str(tmp_path / "lenet"))
+    config.switch_ir_optim(ir_optim)
+    pred = create_predictor(config)
+    types = [op.type for op in pred._program.global_block().ops]
+    dtypes = {pred._params.get(n).dtype for n, _, _ in pg.io.persistable_specs(pred._program)}
+    got, = pred.run([io["in:x"]])
+    if ir_optim:
+        assert "cast" not in types and dtypes == {np.dtype(np.float32)}
+        assert pred._report["fold_constants"].changes["ops_folded"] == casts + 2  # and lenet's two reshape2
+        _assert_close(got, want, 1e-5, "lenet, bfloat16 weights, ir_optim")
+    else:
+        assert types.count("cast") == casts and np.dtype(np.uint16) in dtypes
+        np.testing.assert_array_equal(got, want)
+    _assert_close(got, io["out:0"], 3e-2, "lenet, bfloat16 weights vs float32")  # the tool's tolerance
 
 
 # -- other backends and oracles ------------------------------------------------------------

@@ -97,12 +97,45 @@ def test_fuse_fp16_verify_writes_a_smaller_model_that_loads_and_runs(tmp_path):
     assert names[-2:] == ["feed", "fetch"] and names[:-2] == sorted(names[:-2])
 
 
+def test_bf16_verify_writes_bfloat16_weights_that_load_and_run(tmp_path):
+    from program.io.tensor_file import read_all_records
+    out = tmp_path / "lenet"
+    r = tool(FIXTURES / "lenet", "--fuse", "--bf16", "--verify", "--inputs", FIXTURES / "lenet.io.npz", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^  convert_weights_to_bf16 +ops \d+ -> \d+: params_bf16 3, casts_inserted 3$", r.stdout, re.M)
+    assert "tolerance 0.03" in r.stdout and "verify: OK" in r.stdout
+    relative = float(re.search(r"relative (\S+) \(tolerance 0.03\)", r.stdout)[1])
+    assert 0 < relative < 1e-2, relative  # rounded, and well inside the tolerance
+    assert Path(f"{out}.pdiparams").stat().st_size < 0.55 * (FIXTURES / "lenet.pdiparams").stat().st_size
+    codes = [record.dtype_code for record in read_all_records(f"{out}.pdiparams")]
+    assert codes.count(pb.VarType.BF16) == 3 and set(codes) == {pb.VarType.BF16, pb.VarType.FP32}
+    io = np.load(FIXTURES / "lenet.io.npz")
+    got, = run_saved(out, {"x": io["in:x"]})
+    assert got.dtype == np.float32 and np.abs(got - io["out:0"]).max() <= 3e-2 * np.abs(io["out:0"]).max()
+
+
+def test_naming_the_bf16_pass_runs_it_without_the_flag(tmp_path):
+    r = tool(FIXTURES / "mlp_fc", "--passes", "convert_weights_to_bf16", "--verify", "-o", tmp_path / "m")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^  convert_weights_to_bf16 +ops 8 -> 10: params_bf16 2, casts_inserted 2$", r.stdout, re.M)
+    assert re.search(r"^  fold_constants +not in --passes$", r.stdout, re.M)
+    assert "tolerance 0.03" in r.stdout and "verify: OK" in r.stdout
+
+
+@pytest.mark.parametrize("flags", [["--fp16", "--bf16"], ["--passes", "convert_to_fp16", "convert_weights_to_bf16"]])
+def test_fp16_with_bf16_is_a_usage_error(tmp_path, flags):
+    r = tool(FIXTURES / "mlp_fc", *flags, "-o", tmp_path / "m")
+    assert_error(r, 2, "--fp16", "--bf16", "convert_to_fp16", "convert_weights_to_bf16")
+    assert files_under(tmp_path) == []
+
+
 def test_the_report_names_passes_rewrites_op_counts_parameter_bytes_and_files(tmp_path):
     out = tmp_path / "mlp"
     r = tool(FIXTURES / "mlp_fc", "--fuse", "-o", out)
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"^  fuse_fc +ops 8 -> 5: fc_fused 2, relu_fused 1", r.stdout, re.M), r.stdout
     assert re.search(r"^  convert_to_fp16 +skipped", r.stdout, re.M)
+    assert re.search(r"^  convert_weights_to_bf16 +skipped \(bf16 not requested\)$", r.stdout, re.M)
     assert re.search(r"^  mul +2 +0$", r.stdout, re.M) and re.search(r"^  fc +0 +2$", r.stdout, re.M)
     assert op_totals(r.stdout) == (8, 5) == (len(op_types(FIXTURES / "mlp_fc.pdmodel")),
                                              len(op_types(f"{out}.pdmodel")))
@@ -222,7 +255,7 @@ def test_help_documents_every_flag_and_has_an_example():
                  "--seed"]:
         assert re.search(rf"(^|[ ,]){flag}\b", r.stdout, re.M), flag
     assert "examples:" in r.stdout and "tools/prune_for_inference.py out/digits --fuse" in r.stdout
-    assert "1e-05" in r.stdout and "0.01" in r.stdout and "exit status" in r.stdout
+    assert "1e-05" in r.stdout and "0.01" in r.stdout and "0.03" in r.stdout and "exit status" in r.stdout
     assert all(name in r.stdout for name in PASS_NAMES)
 
 
@@ -248,12 +281,6 @@ def test_unknown_feed_or_fetch_names_the_closest_variables(tmp_path, flag, name,
 def test_targets_the_feeds_cannot_compute_are_an_error(tmp_path):
     r = tool(FIXTURES / "mlp_fc", "--feed", "fc_1.tmp_0", "--fetch", "fc_0.tmp_2", "-o", tmp_path / "m")
     assert_error(r, 2, "'x'", "fc_1.tmp_0")
-    assert files_under(tmp_path) == []
-
-
-def test_bf16_is_refused_as_unsupported(tmp_path):
-    r = tool(FIXTURES / "mlp_fc", "--bf16", "-o", tmp_path / "m")
-    assert_error(r, 2, "--bf16", "bfloat16", "not supported")
     assert files_under(tmp_path) == []
 
 
@@ -357,27 +384,14 @@ def test_a_failed_program_write_leaves_the_previous_output_untouched(tmp_path, m
 # -- the issue's done-when check ----------------------------------------------------------------
 
 @pytest.mark.slow
-def test_digits_fused_fp16_is_smaller_and_as_accurate(tmp_path):
-    """Train the main example, prune it with --fuse --fp16 --verify, and serve the result
-    with the Predictor: fewer ops, float16 parameters at most ~55% of the bytes, and the
-    held-out accuracy within half a point of the original's."""
+def test_digits_fused_fp16_or_bf16_is_smaller_and_as_accurate(tmp_path):
+    """Train the main example, prune it with --fuse --fp16 --verify and with --fuse --bf16
+    --verify, and serve each result with the Predictor: fewer ops, parameters at most ~55%
+    of the bytes, and the held-out accuracy within half a point of the original's."""
     r = subprocess.run([sys.executable, str(ROOT / "examples" / "train_digits.py"), "--out", tmp_path / "digits"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     original_accuracy = float(re.fullmatch(r"test accuracy: ([\d.]+)", r.stdout.strip().splitlines()[-1])[1])
-
-    r = tool(tmp_path / "digits", "--fuse", "--fp16", "--verify", "-o", tmp_path / "deploy")
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "verify: OK" in r.stdout
-    assert re.search(r"^  fold_batch_norm +ops \d+ -> \d+: batch_norm_folded_into_conv 2", r.stdout, re.M)
-    assert re.search(r"^  fuse_fc +ops \d+ -> \d+: fc_fused 2", r.stdout, re.M)
-    before, after = op_totals(r.stdout)
-    assert after < before
-    assert before == len(op_types(tmp_path / "digits.pdmodel"))
-    assert after == len(op_types(tmp_path / "deploy.pdmodel"))
-    size = {name: (tmp_path / f"{name}.pdiparams").stat().st_size for name in ("digits", "deploy")}
-    assert size["deploy"] <= 0.55 * size["digits"]
-
     from executor.inference import Config, create_predictor
     sys.path.insert(0, str(ROOT / "examples"))
     try:
@@ -385,12 +399,31 @@ def test_digits_fused_fp16_is_smaller_and_as_accurate(tmp_path):
     finally:
         sys.path.pop(0)
     _, (test_x, test_y) = load_data()
-    predictor = create_predictor(Config(str(tmp_path / "deploy.pdmodel"), str(tmp_path / "deploy.pdiparams")))
-    probs, = predictor.run([test_x])
-    accuracy = float((probs.argmax(1) == test_y[:, 0]).mean())
-    print(f"ops {before} -> {after}; params {size['digits']} -> {size['deploy']} bytes; "
-          f"accuracy {original_accuracy:.4f} -> {accuracy:.4f}")
-    assert abs(accuracy - original_accuracy) <= 0.005
+
+    for precision in ("--fp16", "--bf16"):
+        deploy = tmp_path / f"deploy{precision.strip('-')}"
+        r = tool(tmp_path / "digits", "--fuse", precision, "--verify", "-o", deploy)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "verify: OK" in r.stdout
+        assert re.search(r"^  fold_batch_norm +ops \d+ -> \d+: batch_norm_folded_into_conv 2", r.stdout, re.M)
+        assert re.search(r"^  fuse_fc +ops \d+ -> \d+: fc_fused 2", r.stdout, re.M)
+        before, after = op_totals(r.stdout)
+        assert before == len(op_types(tmp_path / "digits.pdmodel"))
+        assert after == len(op_types(f"{deploy}.pdmodel"))
+        assert after < before  # with --bf16 too: the fusions remove more ops than its casts add
+        if precision == "--bf16":
+            assert re.search(r"^  convert_weights_to_bf16 +ops \d+ -> \d+: params_bf16 4, casts_inserted 4",
+                             r.stdout, re.M)
+        size = {name: Path(f"{prefix}.pdiparams").stat().st_size
+                for name, prefix in (("digits", tmp_path / "digits"), ("deploy", deploy))}
+        assert size["deploy"] <= 0.55 * size["digits"]
+
+        predictor = create_predictor(Config(f"{deploy}.pdmodel", f"{deploy}.pdiparams"))
+        probs, = predictor.run([test_x])
+        accuracy = float((probs.argmax(1) == test_y[:, 0]).mean())
+        print(f"{precision}: ops {before} -> {after}; params {size['digits']} -> {size['deploy']} bytes; "
+              f"accuracy {original_accuracy:.4f} -> {accuracy:.4f}")
+        assert abs(accuracy - original_accuracy) <= 0.005
 
 
 @pytest.mark.paddle

@@ -17,6 +17,7 @@ then lowers precision (../../docs/architecture.md):
     fuse_elementwise_activation  elementwise_add + relu / scale -> fused_elemwise_activation
                                                                   (fuse_elementwise_activation.py)
     convert_to_fp16       float16 weights and activations, casts at the boundaries (fp16.py)
+    convert_weights_to_bf16  bfloat16 GEMM/conv weights, cast to float32 where read   (bf16.py)
     column_major_weights  GEMM weights stored column-major (memory layout only)  (weight_layout.py)
 
 Each pass is verified after it runs and can be disabled by name. This package never runs
@@ -24,13 +25,17 @@ kernels itself: constant folding calls the `evaluate(op_type, inputs, attrs) -> 
 its caller injects (the tool and the Predictor build it from
 `executor.kernel_call.call_kernel`); without one it is skipped.
 
-Not here: bfloat16 (numpy has no bfloat16 type for the kernels to compute in).
+bfloat16 is weight-only: convert_weights_to_bf16 stores the weights in bfloat16 (half the
+bytes in the params file) and casts them back to float32 where they are read, so the
+arithmetic stays float32 (numpy has no bfloat16 type for the kernels to compute in). It
+needs `evaluate` too (the cast kernel does the rounding): bf16=True without one is an error.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from program.passes.base import Pass, PassOptions, PassRecord, Report
+from program.passes.bf16 import convert_weights_to_bf16
 from program.passes.constant_folding import fold_constants
 from program.passes.dead_code import eliminate_dead_code
 from program.passes.fold_batch_norm import fold_batch_norm
@@ -50,22 +55,30 @@ PASSES: dict[str, Pass] = {p.name: p for p in [
     Pass("fuse_fc", fuse_fc, group="fuse"),
     Pass("fuse_elementwise_activation", fuse_elementwise_activation, group="fuse"),
     Pass("convert_to_fp16", convert_to_fp16, group="fp16"),
+    Pass("convert_weights_to_bf16", convert_weights_to_bf16, group="bf16", needs_evaluate=True),
     Pass("column_major_weights", column_major_weights),
 ]}
 DEFAULT_ORDER = tuple(PASSES)
 
 
 def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=None, fuse: bool = True,
-                       fp16: bool = False, keep_io_types: bool = True, keep_fp32=None, fp16_ops=None,
+                       fp16: bool = False, bf16: bool = False, keep_io_types: bool = True,
+                       keep_fp32=None, fp16_ops=None,
                        fold_max_bytes: int = 8 << 20, column_major_min_bytes: int = 2 << 20):
     """Run the passes in DEFAULT_ORDER on a copy of (program, params); returns (program,
     params, report). `disabled`: pass names to skip. `fuse`: run the fusion passes
     (fold_batch_norm, fuse_fc, fuse_elementwise_activation). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
-    `fp16_ops`: see program/passes/fp16.py). `fold_max_bytes`, `column_major_min_bytes`: see
-    PassOptions. The inputs are not modified."""
+    `fp16_ops`: see program/passes/fp16.py). `bf16`: run convert_weights_to_bf16 (`keep_fp32`
+    and `fp16_ops` choose its ops too: see program/passes/bf16.py); not with `fp16`.
+    `fold_max_bytes`, `column_major_min_bytes`: see PassOptions. The inputs are not modified."""
     unknown = sorted(set(disabled) - set(PASSES))
     if unknown:
         raise ValueError(f"unknown pass name(s) {unknown}; the passes are {list(PASSES)}")
+    if fp16 and bf16:
+        raise ValueError("fp16=True and bf16=True together: choose one (float16 weights and "
+                         "activations, or bfloat16 weights with float32 arithmetic)")
+    if bf16 and evaluate is None and "convert_weights_to_bf16" not in disabled:
+        raise ValueError("bf16=True needs evaluate= (the cast kernel rounds the weights to bfloat16)")
     options = PassOptions(evaluate=evaluate, keep_io_types=keep_io_types,
                           keep_fp32=None if keep_fp32 is None else frozenset(keep_fp32),
                           fp16_ops=None if fp16_ops is None else frozenset(fp16_ops),
@@ -83,6 +96,8 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
             record.status = "skipped (fusion not requested)"
         elif p.group == "fp16" and not fp16:
             record.status = "skipped (fp16 not requested)"
+        elif p.group == "bf16" and not bf16:
+            record.status = "skipped (bf16 not requested)"
         elif p.needs_evaluate and evaluate is None:
             record.status = "skipped (no evaluate callable given)"
         else:

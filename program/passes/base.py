@@ -21,9 +21,10 @@ from program.verify import program_problems
 class PassOptions:
     """What passes may need besides the program: `evaluate(op_type, inputs, attrs) ->
     outputs` runs one op's kernel (slot -> array or list of arrays, both ways; constant
-    folding needs it and is skipped without it); the fp16 pass's settings; the largest
-    constant (bytes) folding may create when it is bigger than the constants it replaces;
-    the smallest GEMM weight (bytes) column_major_weights moves."""
+    folding and the bfloat16 pass need it and are skipped without it); the fp16 pass's
+    settings (keep_fp32 and fp16_ops choose the bfloat16 pass's ops too); the largest
+    constant (bytes) folding may create when it has more elements than the constants it
+    replaces; the smallest GEMM weight (bytes) column_major_weights moves."""
     evaluate: Callable | None = None
     keep_io_types: bool = True
     keep_fp32: frozenset | None = None   # None: fp16.DEFAULT_KEEP_FP32
@@ -36,7 +37,7 @@ class PassOptions:
 class Pass:
     name: str
     apply: Callable[[Graph, PassOptions], dict]
-    group: str = "cleanup"  # "cleanup" (always), "fuse" (with fuse=True), "fp16" (with fp16=True)
+    group: str = "cleanup"  # "cleanup" (always), "fuse" (fuse=True), "fp16" (fp16=True), "bf16" (bf16=True)
     needs_evaluate: bool = False
 
     @property

@@ -51,12 +51,16 @@ def fold_constants(graph, options) -> dict:
     are constants too, but are folded only into the ops that read them: alone they are
     already as small as they get, and turning them into parameters would only move bytes
     from the program to the parameter file. Once nothing reads them they are removed.
+    A `cast` of a bfloat16 parameter (convert_weights_to_bf16's) folds into a float32
+    parameter holding the same values, so the loaded model runs no cast.
 
     Safe because a deterministic op of constant inputs gives the same value on every run.
     An output the kernel does not produce (an unused XShape) is left without a value only
     when nothing reads it; otherwise the op stays. Results larger than
-    `options.fold_max_bytes` that are also larger than the constants they replace are not
-    folded (an `expand` of a small constant would bloat the parameter file)."""
+    `options.fold_max_bytes` with more elements than the constants they replace are not
+    folded (an `expand` of a small constant would bloat the parameter file); a result of
+    no more elements folds at any size (a cast that widens a weight runs once, not on
+    every call)."""
     evaluate = options.evaluate
     generated: dict[str, np.ndarray] = {}  # outputs of input-free ops, not (yet) parameters
     generators = []
@@ -85,8 +89,8 @@ def fold_constants(graph, options) -> dict:
             generated.update(values)
             generators.append(op)
             continue
-        size_in = sum(np.asarray(value(n)).nbytes for n in ins)
-        if sum(v.nbytes for v in values.values()) > max(options.fold_max_bytes, size_in):
+        grows = sum(v.size for v in values.values()) > sum(np.asarray(value(n)).size for n in ins)
+        if grows and sum(v.nbytes for v in values.values()) > options.fold_max_bytes:
             continue
         graph.remove_ops([op])
         for name, v in values.items():
