@@ -257,8 +257,8 @@ def test_ir_optim_runs_the_passes_but_deleted_ones():
     report = pred._report
     assert report["fold_batch_norm"].status == "disabled" and report["fuse_fc"].status == "disabled"
     assert report["fold_constants"].changes["ops_folded"] == 2   # folded with the kernels (evaluate)
-    types = [op.type for op in pred._program.global_block().ops]
-    assert "batch_norm" in types and "fc" not in types and "reshape2" not in types
+    op_types = [op.type for op in pred._program.global_block().ops]
+    assert "batch_norm" in op_types and "fc" not in op_types and "reshape2" not in op_types
     _assert_close(pred.run([io["in:x"]])[0], io["out:0"], 1e-5, "lenet, two passes deleted")
     twin = pred.clone()  # clones reuse the optimized program and parameters
     assert twin._program is pred._program
@@ -403,8 +403,8 @@ def test_half_precision_converts_the_program_to_float16_at_load(monkeypatch, ir_
     config.switch_ir_optim(ir_optim)
     config.enable_low_precision_io(low_io)
     pred = create_predictor(config)
-    types = [op.type for op in pred._program.global_block().ops]
-    assert ("fc" in types) == ir_optim            # the fusions ran only with ir_optim
+    op_types = [op.type for op in pred._program.global_block().ops]
+    assert ("fc" in op_types) == ir_optim            # the fusions ran only with ir_optim
     weights = [n for n in pred._params if pred._params.get(n).ndim == 2]
     assert weights and all(pred._params.get(n).dtype == np.float16 for n in weights)
     handle = pred.get_input_handle(pred.get_input_names()[0])
@@ -449,15 +449,15 @@ def test_bfloat16_weights_run_with_and_without_ir_optim(tmp_path, ir_optim):
     config = Config(str(tmp_path / "lenet"))
     config.switch_ir_optim(ir_optim)
     pred = create_predictor(config)
-    types = [op.type for op in pred._program.global_block().ops]
+    op_types = [op.type for op in pred._program.global_block().ops]
     dtypes = {pred._params.get(n).dtype for n, _, _ in pg.io.persistable_specs(pred._program)}
     got, = pred.run([io["in:x"]])
     if ir_optim:
-        assert "cast" not in types and dtypes == {np.dtype(np.float32)}
+        assert "cast" not in op_types and dtypes == {np.dtype(np.float32)}
         assert pred._report["fold_constants"].changes["ops_folded"] == casts + 2  # and lenet's two reshape2
         _assert_close(got, want, 1e-5, "lenet, bfloat16 weights, ir_optim")
     else:
-        assert types.count("cast") == casts and np.dtype(np.uint16) in dtypes
+        assert op_types.count("cast") == casts and np.dtype(np.uint16) in dtypes
         np.testing.assert_array_equal(got, want)
     _assert_close(got, io["out:0"], 3e-2, "lenet, bfloat16 weights vs float32")  # the tool's tolerance
 

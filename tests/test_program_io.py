@@ -27,7 +27,7 @@ def test_paddle_params_load_and_rewrite_identically(prefix, tmp_path):
 def test_program_file_round_trip(tmp_path):
     main = pg.Program()
     with pg.program_guard(main, pg.Program()):
-        x = pg.data("x", [-1, 3])
+        pg.data("x", [-1, 3])
         main.global_block().create_var("y", [-1, 3])
     pg.io.save_program(main, tmp_path / "m.pdmodel")
     assert pg.io.load_program(tmp_path / "m.pdmodel") == main
