@@ -6,6 +6,7 @@ where Paddle gives 0-d, [1] where it gives [1]).
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -336,13 +337,35 @@ _ROWS_AS_VECTORS = 6    # 2-6 rows: one matrix-vector product per row (no packin
 _FEW_ROWS = 32          # 7-32 rows by a column-major b: the transposed product, 0.6-1.0x
 
 
+# Row-major copies of read-only column-major weights, for products of many rows: id(weight)
+# -> (weak reference to the weight, its copy); an entry goes when its weight does.
+_ROW_MAJOR: dict[int, tuple] = {}
+
+
+def _row_major(xp, b):
+    """b as a row-major array: for a read-only column-major matrix that owns its memory
+    (a weight column_major_weights moved) a copy made on first use and kept while b lives;
+    OpenBLAS's GEMM of more than _FEW_ROWS rows is 3-5% slower on the column-major layout.
+    Read-only is what makes the copy safe to keep: b cannot change under it."""
+    if not (b.flags.f_contiguous and not b.flags.c_contiguous and b.base is None and not b.flags.writeable):
+        return b
+    key = id(b)
+    hit = _ROW_MAJOR.get(key)
+    if hit is not None and hit[0]() is b:
+        return hit[1]
+    copy = xp.ascontiguousarray(b)
+    _ROW_MAJOR[key] = (weakref.ref(b, lambda _, key=key: _ROW_MAJOR.pop(key, None)), copy)
+    return copy
+
+
 def _gemm(xp, a, b, bias=None):
     """a @ b (+ bias, broadcast over the rows) for 2-D a and b, as a new row-major array.
 
     For a few rows and a large b (CPU only, see _BIG_B): 2-6 rows are a stack of matrix-
     vector products, and 7-32 rows by a column-major b (program/passes/weight_layout.py
     stores large weights so, for batch-1 speed) are computed as (b.T @ a.T).T, the bias
-    added while the transposed result is copied into the row-major output. The values are
+    added while the transposed result is copied into the row-major output; more rows by a
+    read-only column-major b multiply its kept row-major copy (_row_major). The values are
     the same product; only the summation order inside BLAS may differ, as between any two
     BLAS calls."""
     m = a.shape[0]
@@ -360,6 +383,8 @@ def _gemm(xp, a, b, bias=None):
         else:
             out = xp.matmul(a, b)
     else:
+        if xp is np and m > _FEW_ROWS and b.size >= _BIG_B:
+            b = _row_major(xp, b)
         out = xp.asarray(xp.matmul(a, b))
     if bias is not None:
         out += bias

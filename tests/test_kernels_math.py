@@ -871,6 +871,31 @@ def test_products_of_a_few_rows_by_row_and_column_major_matrices(rows, k, n, ord
         np.testing.assert_allclose(res, ref, rtol=tol(dtype)["rtol"], atol=tol(dtype)["rtol"] * scale)
 
 
+def test_many_rows_by_a_read_only_column_major_weight_use_a_kept_row_major_copy():
+    """More than 32 rows by a read-only column-major weight (as column_major_weights leaves
+    them) multiply a row-major copy made once and kept while the weight lives; a writeable
+    one is never copied (it could change under the copy). Same products either way."""
+    import gc
+    from kernels import math as kmath
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((40, 512)).astype(np.float32)
+    w = np.asfortranarray(rng.standard_normal((512, 512)).astype(np.float32))
+    ref = np.einsum("ik,kj->ij", x.astype(np.float64), w.astype(np.float64))
+    before = len(kmath._ROW_MAJOR)
+    writable = out("matmul_v2", {"X": x, "Y": w})
+    assert len(kmath._ROW_MAJOR) == before
+    w.flags.writeable = False
+    first, second = out("matmul_v2", {"X": x, "Y": w}), out("fc", {"Input": x, "W": w})
+    (ref_to_w, copy), = [v for k, v in kmath._ROW_MAJOR.items() if k == id(w)]
+    assert ref_to_w() is w and copy.flags.c_contiguous and np.array_equal(copy, w)
+    assert len(kmath._ROW_MAJOR) == before + 1    # one copy for both products
+    for res in (writable, first, second):
+        np.testing.assert_allclose(res, ref, rtol=1e-5, atol=1e-5 * np.sqrt(512))
+    del w, ref_to_w, copy
+    gc.collect()
+    assert len(kmath._ROW_MAJOR) == before          # gone with its weight
+
+
 # ---------------------------------------------------------------------------------------------
 # Comparisons, logic, where, isfinite
 # ---------------------------------------------------------------------------------------------

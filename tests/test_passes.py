@@ -600,6 +600,7 @@ def test_gemm_weights_are_stored_column_major_with_the_same_values(tmp_path):
     assert report.changes("column_major_weights") == {"weights_column_major": 1}
     (fc_w,) = [op.input("W")[0] for op in new.global_block().ops if op.type == "fc"]
     assert new_params[fc_w].flags.f_contiguous and not new_params[fc_w].flags.c_contiguous
+    assert not new_params[fc_w].flags.writeable     # a constant (kernels may keep a row-major copy)
     np.testing.assert_array_equal(new_params[fc_w], params[fc_w])
     assert new_params["wt"].flags.c_contiguous and new_params["shared"].flags.c_contiguous
     assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)

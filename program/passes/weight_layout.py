@@ -34,9 +34,11 @@ def column_major_weights(graph, options) -> dict:
     product, bound by reading W) is 15-40% faster with W [K, N] column-major (784x1024:
     66 -> 46 us). The same layout makes OpenBLAS's GEMM 5-20% slower for 2 to 32 rows,
     which the kernels avoid by computing those products transposed (W.T @ X.T, both
-    operands then row-major: kernels/math.py `_gemm`), and 0-5% slower from about 48 rows
-    on. Under 2 MiB (W fits the caches) the layout gains nothing at batch 1, so such
-    weights keep their layout."""
+    operands then row-major: kernels/math.py `_gemm`), and 3-5% slower from 33 rows on,
+    where the kernels multiply a row-major copy made on first use (so only servers that
+    run such batches pay its memory); the moved arrays are read-only, which is what makes
+    keeping that copy safe. Under 2 MiB (W fits the caches) the layout gains nothing at
+    batch 1, so such weights keep their layout."""
     moved = 0
     for name, value in list(graph.params.items()):
         array = np.asarray(value)
@@ -46,6 +48,8 @@ def column_major_weights(graph, options) -> dict:
             continue
         readers = graph.readers(name)
         if readers and all(_reads_as_gemm_rhs(op, name) for op in readers):
-            graph.params[name] = np.asfortranarray(array)
+            moved_array = np.asfortranarray(array)
+            moved_array.flags.writeable = False  # a constant: lets the kernels cache a row-major copy
+            graph.params[name] = moved_array
             moved += 1
     return {"weights_column_major": moved} if moved else {}
