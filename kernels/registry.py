@@ -25,7 +25,8 @@ and never imports `program` or `executor`. Its signature names what it consumes:
   takes just the bound ones, in order), and `donated` says the first
   input is an intermediate nobody reads afterwards, so the result may be written into
   its buffer (`out=`) if the array owns its memory (`x.base is None`: a view, such as
-  elementwise_add_grad's X@GRAD of Out@GRAD, may share its buffer with a live value).
+  elementwise_add_grad's X@GRAD of Out@GRAD, may share its buffer with a live value),
+  or be a view of it (the reshape family: kernels/tensor.py `_view_when_donated`).
   For a kernel with several outputs the hook is consulted only when the op binds just
   the first, and the callable returns that one array. Kernels never return an input object itself. The executor uses it for the cheap elementwise ops where the
   generic call's overhead and a fresh allocation cost as much as the arithmetic. Where
