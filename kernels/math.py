@@ -471,30 +471,30 @@ def mul(xp, x, y, *, x_num_col_dims=1, y_num_col_dims=1):
 
 
 def _specialize_fc(xp, attrs, present, donated):
-    """float32/float64 fc with a bias and unpadded W, Input of in_num_col_dims + 1 dims:
-    one GEMM over all rows, then bias and ReLU in place. Other inputs take the general
-    kernel."""
+    """float32/float64 fc with a bias and unpadded W: Input flattened at in_num_col_dims
+    (a view when contiguous; a non-contiguous stack of in_num_col_dims + 1 dims is
+    multiplied as it is), one GEMM over all rows, then bias and ReLU in place. Other
+    inputs take the general kernel."""
     dtype = present[0]
     if (attrs["padding_weights"] or dtype is None or dtype.kind != "f" or dtype.itemsize < 4
             or present[1] != dtype or present[2] is None):
         return None
-    rank, relu = attrs["in_num_col_dims"] + 1, attrs["activation_type"] == "relu"
+    k, relu = attrs["in_num_col_dims"], attrs["activation_type"] == "relu"
     zero = xp.zeros((), dtype=dtype)
 
     def run(inp, w, bias):
-        if (inp.ndim != rank or inp.dtype != dtype or w.ndim != 2 or bias.ndim not in (1, 2)
+        if (inp.ndim <= k or inp.dtype != dtype or w.ndim != 2 or bias.ndim not in (1, 2)
                 or bias.size != bias.shape[-1]):
             return fc(xp, inp, w, bias, **attrs)
-        rows = inp.reshape(-1, inp.shape[-1]) if rank > 2 and inp.size and inp.flags.c_contiguous else inp
-        if rows.ndim == 2:
-            out = _gemm(xp, rows, w, bias.reshape(-1))
-        else:
-            out = _matmul(xp, rows, w)
+        if inp.ndim == k + 1 and inp.ndim > 2 and not inp.flags.c_contiguous:
+            out = _matmul(xp, inp, w)
             out += bias.reshape(-1)
+        else:
+            out = _gemm(xp, _flatten_2d(inp, k), w, bias.reshape(-1))
         if relu:  # out > 0 ? out : 0 (NaN -> 0, -0 -> +0)
             xp.fmax(zero, out, out=out)
             out += zero
-        return out.reshape(inp.shape[:-1] + w.shape[1:])
+        return out.reshape(inp.shape[:k] + w.shape[1:])
     return run
 
 

@@ -390,7 +390,8 @@ def test_prepared_run_without_feed_checks_takes_values_as_given():
 
 @pytest.mark.parametrize("in_shape,num_col_dims,bias_shape,act", [
     ([4, 6], 1, [5], "relu"), ([4, 6], 1, [1, 5], ""), ([2, 3, 6], 2, [5], "relu"),
-    ([2, 3, 2], 1, [5], "relu"), ([4, 6], 1, [5], "gelu"),
+    ([2, 3, 2], 1, [5], "relu"), ([4, 6], 1, [5], "gelu"), ([2, 3, 2, 2], 1, [5], "relu"),
+    ([2, 3, 2, 2], 2, [5], ""),
     # W [512, 512] is large enough for the few-row formulations of kernels/math.py `_gemm`
     ([1, 512], 1, [512], "relu"), ([4, 512], 1, [512], "relu"), ([20, 512], 1, [1, 512], "relu"),
     ([40, 512], 1, [512], "")])
@@ -554,3 +555,22 @@ def test_reshape_and_transpose_of_dead_intermediates_are_views_and_unread_output
     assert r.base is None and not np.shares_memory(r, t_got)
     np.testing.assert_array_equal(r, t.reshape(2, 3, 2))
     np.testing.assert_array_equal(t_got, t)
+
+
+@pytest.mark.parametrize("num_col_dims", [1, 2])
+def test_fc_fast_path_on_a_strided_input(num_col_dims):
+    """The fc fast path on a non-contiguous Input (a transposed view, as the reshape
+    family now gives) equals the general kernel, flattening or multiplying the stack."""
+    from executor.kernel_call import call_kernel
+    from kernels import registry as kernel_registry
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 4, 6)).astype(np.float32).transpose(1, 0, 2)   # [4, 3, 6], strided
+    k = int(np.prod(x.shape[num_col_dims:]))
+    w, bias = rng.standard_normal((k, 5)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    attrs = {"in_num_col_dims": num_col_dims, "activation_type": "relu", "padding_weights": False}
+    f32 = np.dtype(np.float32)
+    fast = kernel_registry.get("fc").specialize(np, attrs, (f32, f32, f32), False)
+    want = call_kernel("fc", {"Input": x, "W": w, "Bias": bias}, attrs)["Out"]
+    got = fast(x, w, bias)
+    assert got.shape == want.shape == x.shape[:num_col_dims] + (5,)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
