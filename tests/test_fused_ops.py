@@ -142,8 +142,9 @@ PADDLE = {
              4.248354255291589e-18, 0.5621765008857981, 0.3775406687981454]),
     },
 }
-# The functors whose float32 results go through exp/tanh, which numpy and the C library
-# may round differently in the last bits; the others must agree bit for bit.
+# The functors whose results go through exp/tanh, which numpy rounds differently in the last
+# bit on different vector units (AVX-512 against AVX2) and the C library differently again:
+# compared within a few ulp; the others must agree bit for bit.
 TRANSCENDENTAL = {"tanh", "sigmoid", "gelu"}
 
 
@@ -155,6 +156,10 @@ def fused(x, y, functor_list, axis=-1, scale=SCALE):
 def assert_bits(got, want):
     """Equal values, equal signs of zero, equal NaN positions."""
     np.testing.assert_array_equal(got, want)
+    assert_same_signs(got, want)
+
+
+def assert_same_signs(got, want):
     number = ~np.isnan(want)
     np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
 
@@ -196,8 +201,11 @@ def test_kernel_gives_paddles_numbers(case, functors):
     for got_v, want, shape in ((got["Out"], want_out, out_shape), (got["IntermediateOut"], want_inter, inter_shape)):
         want = np.array(want, x.dtype).reshape(shape)
         assert got_v.shape == want.shape and got_v.dtype == want.dtype
-        if x.dtype == np.float64 or not TRANSCENDENTAL & set(functors):
+        if not TRANSCENDENTAL & set(functors):
             assert_bits(got_v, want)
+        elif x.dtype == np.float64:  # numpy's exp/tanh differ by an ulp between its SIMD paths
+            np.testing.assert_array_max_ulp(got_v, want, maxulp=4)
+            assert_same_signs(got_v, want)
         else:
             np.testing.assert_allclose(got_v, want, rtol=1e-6, atol=1e-7)
 
