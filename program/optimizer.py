@@ -14,8 +14,10 @@ name order, with `op_role = 2` and `op_role_var = [param, grad]`.
 """
 from __future__ import annotations
 
-from program import default, op_role, unique_name
+from program import callsite, default, op_role, unique_name
 from program.backward import append_backward
+from program.errors import ProgramError
+from program.ops.registry import grad_name
 from program.gradient_clip import ClipGradBase
 from program.lr import LRScheduler
 from program.regularizer import append_regularization, as_regularizer
@@ -113,6 +115,7 @@ class Optimizer:
     # -- the public steps ----------------------------------------------------------------
     def backward(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         """Append the gradient ops; return [(param, grad)]."""
+        _refuse_second_backward(loss)
         params = parameters if parameters is not None else self._parameter_list
         return append_backward(loss, parameter_list=params, no_grad_set=no_grad_set)
 
@@ -153,6 +156,25 @@ class Optimizer:
     def set_state_dict(self, state: dict) -> None:
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
             self._learning_rate.set_state_dict(state["LR_Scheduler"])
+
+
+def _refuse_second_backward(loss) -> None:
+    """A loss is minimized once. PaddlePaddle appends a second backward pass and a second set
+    of updates when `minimize` is called again on the same loss (every parameter is then
+    updated twice per step, the second pass reading parameters the first already moved);
+    that is never what the user meant, so it is an error here. Found from the program
+    itself (the op that seeds loss@GRAD), so it also holds for clones and loaded programs."""
+    seed_role = op_role.BACKWARD | op_role.LOSS
+    target = grad_name(loss.name)
+    for op in loss.block.ops:
+        if op.attr("op_role") == seed_role and target in op.output_arg_names:
+            here = callsite.describe(callsite.user_frame_lines()) or "this call"
+            raise ProgramError(
+                f"minimize: loss {loss.name} was already minimized in this program, at "
+                f"{op.callsite or 'an earlier call'}; the call at {here} would append a second backward "
+                f"pass and update every parameter twice per step. Call minimize once per loss: train "
+                f"parameter groups at different rates with ParamAttr(learning_rate=...), or choose them "
+                f"with minimize(loss, parameters=[...]) in that one call.")
 
 
 class SGD(Optimizer):

@@ -422,3 +422,32 @@ def test_training_step_peak_memory_tracks_the_live_set():
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert persistent + peak <= 1.3 * (persistent + live_max), (persistent, peak, live_max)
+
+
+@pytest.mark.parametrize("second", [
+    lambda opt, loss, main: opt.minimize(loss),
+    lambda opt, loss, main: pg.optimizer.Adam(1e-3).minimize(loss),  # another optimizer, same loss
+    lambda opt, loss, main: opt.minimize(loss, parameters=[main.all_parameters()[-1]]),
+], ids=["same-optimizer", "other-optimizer", "other-parameters"])
+def test_minimize_twice_on_one_loss_is_refused_naming_both_lines(second):
+    main, startup, _, loss, _ = build_mlp(lambda: pg.optimizer.SGD(0.1))
+    opt = pg.optimizer.SGD(0.1)
+    before = main.serialize_to_string()
+    with pg.program_guard(main, startup), pytest.raises(pg.ProgramError) as err:
+        second(opt, loss, main)
+    message = str(err.value)
+    assert f"loss {loss.name} was already minimized" in message
+    assert "opt.minimize(loss)" in message                 # the first call's line, in build_mlp
+    assert "test_training.py" in message and "lambda opt, loss, main:" in message  # this call's line
+    assert "twice per step" in message
+    assert main.serialize_to_string() == before            # nothing was appended
+
+
+def test_minimize_on_a_second_loss_of_the_same_program_is_allowed():
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        x = pg.data("x", [-1, 6])
+        logits = pg.nn.fc(pg.nn.fc(x, 4), 3)
+        pg.optimizer.SGD(0.1).minimize(pg.mean(logits))
+        pg.optimizer.SGD(0.1).minimize(pg.reduce_sum(logits))
+    assert sum(op.type == "sgd" for op in main.global_block().ops) == 8
