@@ -149,8 +149,41 @@ def test_feed_with_unsafe_dtype():
     p, x = _chain_program()
     with pytest.raises(FeedError, match="'x'.*complex128.*float32"):
         Executor().run(p, feed={"x": np.ones((1, 3), np.complex128)}, fetch_list=["c"])
-    # a safe cast (float64 -> float32) is accepted
-    Executor().run(p, feed={"x": np.ones((1, 3))}, fetch_list=["c"])
+
+
+@pytest.mark.parametrize("value", [np.ones((1, 3)), np.ones((1, 3), np.int64), np.ones((1, 3), np.int32)],
+                         ids=["float64", "int64", "int32"])
+def test_feed_cast_that_may_change_values_is_refused_saying_how_to_convert(value):
+    # PaddlePaddle refuses a fed array of any other dtype; float64 -> float32 rounds and
+    # int64/int32 -> float32 can too, so Keel refuses them as well
+    p, x = _chain_program()
+    with pytest.raises(FeedError, match=rf"feed 'x': got a {value.dtype} array, declared float32\[-1, 3\].*"
+                                        r"value.astype\('float32'\)"):
+        Executor().run(p, feed={"x": value}, fetch_list=["c"])
+
+
+def test_feed_casts_that_keep_every_value_are_made():
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("ids", [-1, 2], "int64", need_check_feed=True)
+    b.create_var("x", [-1, 2], "float32", need_check_feed=True)
+    for name in ("i", "y"):
+        b.create_var(name)
+    b.append_op("scale", {"X": "ids"}, {"Out": "i"}, {"scale": 1.0})
+    b.append_op("scale", {"X": "x"}, {"Out": "y"}, {"scale": 1.0})
+    exe = Executor()
+    big = np.int32(2**31 - 1)
+    for ids, xv in [(np.array([[1, big]], np.int32), np.array([[0.5, 3]], np.float16)),    # widening arrays
+                    (np.array([[1, 2]], np.uint8), np.array([[7, 255]], np.uint8)),
+                    ([[1, int(big)]], [[0.1, 2.0]])]:                                   # lists: as meant
+        i, y = exe.run(p, feed={"ids": ids, "x": xv}, fetch_list=["i", "y"])
+        assert i.dtype == np.int64 and y.dtype == np.float32
+        np.testing.assert_array_equal(i, np.asarray(ids, np.int64))
+        np.testing.assert_array_equal(y, np.asarray(xv, np.float32))
+    with pytest.raises(FeedError, match=r"feed 'ids': the list given holds values that int64 cannot represent"):
+        exe.run(p, feed={"ids": [[1.5, 2]], "x": xv}, fetch_list=["i"])
+    with pytest.raises(FeedError, match="feed 'ids'.*feed a numpy array of int64"):
+        exe.run(p, feed={"ids": [["a", "b"]], "x": xv}, fetch_list=["i"])
 
 
 def test_feed_with_wrong_shape():
@@ -201,6 +234,39 @@ def test_nan_check_names_the_first_op(monkeypatch):
         monkeypatch.setenv("KEEL_CHECK_NAN_INF", "1")
         with pytest.raises(NonFiniteError):
             Executor().run(p, feed=feed, fetch_list=["r"])
+
+
+def _relu_mlp():
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        x = pg.data("x", [-1, 3])
+        y = pg.nn.fc(x, 2, activation="relu")
+    return main, startup, y
+
+
+def test_nan_in_a_feed_is_named_as_the_feed_when_checking(monkeypatch):
+    main, startup, y = _relu_mlp()
+    scope = Scope()
+    Executor().run(startup, scope=scope)
+    bad = np.array([[np.nan, 1, 2], [0, np.inf, 1]], np.float32)
+    # unchecked (the default, as PaddlePaddle's FLAGS_check_nan_inf): relu hides the NaN
+    with np.errstate(invalid="ignore"):
+        out, = Executor().run(main, feed={"x": bad}, fetch_list=[y], scope=scope)
+    assert out.shape == (2, 2) and not np.isnan(out).any()
+    with pytest.raises(NonFiniteError, match=r"^feed 'x' holds 2 NaN/Inf value\(s\) of 6 \(shape \[2, 3\]\)"):
+        Executor(check_nan_inf=True).run(main, feed={"x": bad}, fetch_list=[y], scope=scope)
+    monkeypatch.setenv("KEEL_CHECK_NAN_INF", "1")
+    exe = Executor()
+    run = exe.prepare(main, ["x"], [y], scope=scope, check_feed=False)  # the Predictor's path
+    with pytest.raises(NonFiniteError, match="^feed 'x'"):
+        run({"x": bad})
+    ok = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(run({"x": ok})[0], Executor().run(main, feed={"x": ok}, fetch_list=[y],
+                                                                     scope=scope)[0])
+    w = main.all_parameters()[0].name
+    scope.get(w)[0, 0] = np.nan  # a parameter gone bad (a loaded checkpoint, say) is named too
+    with pytest.raises(NonFiniteError, match=rf"^variable '{w}' \(read from the scope: a parameter"):
+        run({"x": ok})
 
 
 def test_missing_persistable_value_says_run_startup():

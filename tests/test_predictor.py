@@ -114,12 +114,15 @@ def test_handle_types_shapes_and_copies():
     assert out.type() is DataType.FLOAT32 and out.shape() == [2, 4]
 
 
-def test_same_kind_dtype_is_cast_like_an_executor_feed():
+def test_a_dtype_that_may_change_values_is_refused_like_an_executor_feed():
     io = _io("lenet")
     pred = _predictor("lenet")
-    got, = pred.run([io["in:x"].astype(np.float64)])
-    assert pred.get_input_handle("x").dtype == np.float32
-    _assert_close(got, io["out:0"], 1e-5, "lenet from float64")
+    with pytest.raises(FeedError, match=r"feed 'x': got a float64 array, declared float32.*astype\('float32'\)"):
+        pred.run([io["in:x"].astype(np.float64)])
+    got, = pred.run([io["in:x"].astype(np.float16).astype(np.float32)])
+    _assert_close(got, io["out:0"], 2e-2, "lenet from float16-rounded inputs")
+    got, = pred.run([io["in:x"].astype(np.float16)])  # float16 -> float32 keeps every value: cast
+    _assert_close(got, io["out:0"], 2e-2, "lenet from float16")
 
 
 def test_bool_and_int_outputs_are_exact():
@@ -339,7 +342,7 @@ def test_run_before_every_input_is_set():
 def test_wrong_dtype_or_shape_names_the_input():
     pred = _predictor("transformer_encoder")
     ids = pred.get_input_handle(pred.get_input_names()[0])
-    with pytest.raises(FeedError, match=f"{ids.name}.*dtype float32.*int64"):
+    with pytest.raises(FeedError, match=f"{ids.name}.*float32 array, declared int64"):
         ids.copy_from_cpu(np.zeros((2, 8), np.float32))
     with pytest.raises(FeedError, match=f"{ids.name}.*shape \\[2, 7\\].*\\[-1, 8\\]"):
         ids.copy_from_cpu(np.zeros((2, 7), np.int64))
@@ -409,7 +412,7 @@ def test_half_precision_converts_the_program_to_float16_at_load(monkeypatch, ir_
     assert weights and all(pred._params.get(n).dtype == np.float16 for n in weights)
     handle = pred.get_input_handle(pred.get_input_names()[0])
     assert handle.dtype == (np.float16 if low_io else np.float32)
-    got, = pred.run([io["in:x"]])
+    got, = pred.run([io["in:x"].astype(handle.dtype)])
     # the output is softmax's, which the pass keeps in float32 either way (its keep list)
     assert got.dtype == pred.get_output_handle(pred.get_output_names()[0]).dtype == np.float32
     _assert_close(got.astype(np.float32), io["out:0"], 2e-2, "mlp_fc in float16")
