@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import difflib
 import os
-import secrets
 import sys
 import textwrap
 from collections import Counter
@@ -39,7 +38,7 @@ from program import dtypes  # noqa: E402
 from program.errors import KeelError, ProgramError, UnsupportedProgramError  # noqa: E402
 from program.io import (inference_program, load_params, load_program, persistable_specs,  # noqa: E402
                         save_params)
-from program.io.atomic import atomic_write  # noqa: E402
+from program.io.atomic import FileSet, atomic_write, complete_interrupted  # noqa: E402
 from program.passes import PASSES, optimize_inference  # noqa: E402
 from program.program import Program  # noqa: E402
 from proto import pb  # noqa: E402
@@ -188,6 +187,8 @@ def pass_selection(args) -> tuple[list[str], bool, bool, bool]:
 # -- reading ------------------------------------------------------------------------------
 
 def load_model(model_file: str, params_file: str | None) -> Model:
+    if params_file is not None:
+        complete_interrupted([model_file, params_file])  # a save killed mid-way is finished first
     program = load_program(model_file)  # ParseError, or UnsupportedProgramError listing every problem
     specs = persistable_specs(program)
     params = {}
@@ -231,13 +232,15 @@ def retarget(model: Model, source: str, feeds, fetches) -> Model:
 # -- writing ------------------------------------------------------------------------------
 
 class StagedOutput:
-    """The output written under temporary names beside its targets; `commit()` renames them
-    into place (parameters first, then the program). Leaving the `with` block removes any
-    temporary file left and, without a commit, the directories `write` created."""
+    """The output written under temporary names beside its targets; `commit()` replaces the
+    pair as one (program/io/atomic.py's FileSet: a kill at any moment leaves the old pair or
+    the new one). Leaving the `with` block removes any temporary file left and, without a
+    commit, the directories `write` created."""
 
     def __init__(self, prefix: str):
         self.model_file, self.params_file = prefix + ".pdmodel", prefix + ".pdiparams"
-        self.temp: dict[str, str] = {}  # target -> temporary file, in commit order
+        self.files: FileSet | None = None
+        self.has_params = False
         self.created_dirs: list[str] = []
         self.committed = False
 
@@ -248,35 +251,34 @@ class StagedOutput:
         self._make_dirs(os.path.dirname(self.model_file))
         target = self.params_file
         try:
+            self.files = FileSet([self.model_file, self.params_file])
             if persistable_specs(program):
-                self.temp[target] = self._temp_name(target)
-                save_params(program, params, self.temp[target])
+                self.has_params = True
+                save_params(program, params, self.files.temp(target))
+            else:
+                self.files.remove(target)  # a parameter-free model has no parameter file (as in Paddle)
             target = self.model_file
-            self.temp[target] = self._temp_name(target)
-            atomic_write(self.temp[target], program.serialize_to_string())
+            atomic_write(self.files.temp(target), program.serialize_to_string())
         except OSError as e:  # name the target, not the temporary file
             raise ToolError(f"cannot write {target}: {e.strerror or e}") from None
 
     def temp_files(self) -> tuple[str, str | None]:
         """(program, parameters or None): the written files under their temporary names."""
-        return self.temp[self.model_file], self.temp.get(self.params_file)
+        return (self.files.temp(self.model_file),
+                self.files.temp(self.params_file) if self.has_params else None)
 
     def commit(self) -> list[str]:
-        """Rename the files into place; returns their paths."""
-        if self.params_file not in self.temp and os.path.exists(self.params_file):
-            os.unlink(self.params_file)  # a parameter-free model has no parameter file (as in Paddle)
-        for target, temp in self.temp.items():
-            os.replace(temp, target)
+        """Replace the pair; returns the paths written."""
+        self.files.commit()
         self.committed = True
-        return list(self.temp)
+        return [self.params_file, self.model_file] if self.has_params else [self.model_file]
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        for temp in self.temp.values():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
+        if self.files is not None:
+            self.files.__exit__(*exc)
         if not self.committed:
             for directory in reversed(self.created_dirs):
                 with contextlib.suppress(OSError):
@@ -293,11 +295,6 @@ class StagedOutput:
             except OSError as e:
                 raise ToolError(f"cannot create the output directory {d}: {e.strerror or e}") from None
             self.created_dirs.append(d)
-
-    @staticmethod
-    def _temp_name(target: str) -> str:
-        directory, base = os.path.split(target)
-        return os.path.join(directory, f".{base}.{secrets.token_hex(4)}.tmp")
 
 
 # -- verifying ----------------------------------------------------------------------------

@@ -11,7 +11,8 @@ the highest `col` comes first), `fetch` ops last, variables sorted by name follo
 the `feed`/`fetch` lists, slots and attributes sorted, runtime-only attributes and the
 outputs PaddlePaddle strips (dropout's Mask, XShape of transpose2/squeeze2/...) removed,
 and the parameters the pruned program reads in one combined file in byte-wise name
-order, none at all when it reads none. Both files are written atomically.
+order, none at all when it reads none. The two files are replaced as one (`atomic.FileSet`):
+a save killed at any moment leaves the old pair or the new one, never a mix.
 
 The executor and scope are taken by duck typing (`scope.get/set`), so this module does
 not depend on the executor package.
@@ -23,7 +24,7 @@ import os
 from program import attrs as attr_codec
 from program.errors import ProgramError
 from program.io.program_file import load_params, load_program, persistable_specs, save_params
-from program.io.atomic import atomic_write
+from program.io.atomic import FileSet, atomic_write, complete_interrupted
 from program.ops import registry
 from program.program import Program
 from program.variable import Variable
@@ -153,12 +154,15 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, p
     if missing:
         raise ProgramError(f"save_inference_model: no value in the scope for parameter(s) {missing}; "
                            "run the startup program (or load a checkpoint) first")
-    if params:
-        values = {n: _host(scope.get(n)) for n in params}
-        save_params(infer, values, prefix + ".pdiparams")
-    elif os.path.exists(prefix + ".pdiparams"):
-        os.unlink(prefix + ".pdiparams")  # a parameter-free model has no params file (as in Paddle)
-    atomic_write(prefix + ".pdmodel", infer.serialize_to_string())
+    model_file, params_file = prefix + ".pdmodel", prefix + ".pdiparams"
+    with FileSet([model_file, params_file]) as files:  # the old pair or the new, never a mix
+        if params:
+            values = {n: _host(scope.get(n)) for n in params}
+            save_params(infer, values, files.temp(params_file))
+        else:
+            files.remove(params_file)  # a parameter-free model has no params file (as in Paddle)
+        atomic_write(files.temp(model_file), infer.serialize_to_string())
+        files.commit()
     return infer
 
 
@@ -170,6 +174,7 @@ def load_inference_model(path_prefix, executor=None, *, scope=None, model_filena
     prefix = os.fspath(path_prefix)
     model_file = model_filename or prefix + ".pdmodel"
     params_file = params_filename or prefix + ".pdiparams"
+    complete_interrupted([model_file, params_file])  # a save killed mid-way is finished first
     program = load_program(model_file)
     specs = persistable_specs(program)
     if specs:
