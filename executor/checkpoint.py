@@ -135,10 +135,10 @@ def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = 
             executor.random_state().set_state(manifest["random_state"])
         except ValueError as e:
             raise CheckpointError(f"{source}: cannot restore the random state: {e}") from None
-    place = getattr(executor, "xp", np)
+    to_device = getattr(executor, "to_device", np.asarray)  # onto the executor's device
     for name, array in values.items():
         if name in wanted:
-            scope.set(name, place.asarray(array))
+            scope.set(name, to_device(array))
     for name, state in manifest.get("lr_schedules", {}).items():
         schedule = program.lr_schedules.get(name)
         if schedule is not None and hasattr(schedule, "set_state_dict"):

@@ -340,7 +340,7 @@ class Predictor:
             keep_io_types=not config._low_precision_io)
         scope.erase(names)
         for name, value in params.items():
-            scope.set(name, exe.xp.asarray(value))
+            scope.set(name, exe.to_device(value))
         return program
 
     # -- names and handles ----------------------------------------------------------------
