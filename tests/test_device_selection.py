@@ -2,19 +2,24 @@
 sys.modules by each test) with CUDA's per-thread current device and numpy for the
 arrays. It checks that every kernel call of a CUDAPlace executor runs with that
 executor's device current, whichever thread calls it and however many executors there
-are; and that a GPU place runs serially (no thread pool)."""
+are; that a GPU place runs serially (no thread pool); and that a GPU Predictor leaves
+out the CPU-only column_major_weights pass."""
 import dataclasses
 import functools
 import sys
 import threading
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import program as pg
 from executor import CPUPlace, CUDAPlace, Executor, Scope
+from executor.inference import Config, create_predictor
 from kernels import registry as kernel_registry
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
 
 
 class FakeCuda:
@@ -155,3 +160,20 @@ def test_cpu_place_selects_no_device_and_keeps_its_thread_pool():
     assert exe._pool is not None
     assert CPUPlace().device_context() is CPUPlace().device_context()  # one shared no-op
     exe.close()
+
+
+def test_gpu_predictor_leaves_out_the_cpu_layout_pass(cupy, calls):
+    io = np.load(FIXTURES / "mlp_fc.io.npz")
+    cpu = create_predictor(Config(str(FIXTURES / "mlp_fc")))
+    assert cpu._report["column_major_weights"].status == "ran"
+    config = Config(str(FIXTURES / "mlp_fc"))
+    config.enable_use_gpu(100, 1)
+    gpu = create_predictor(config)
+    assert gpu._executor.place == CUDAPlace(1)
+    assert gpu._report["column_major_weights"].status.startswith("skipped (a CPU memory layout")
+    assert all(gpu._params.get(n).flags.c_contiguous for n in gpu._params)
+    del calls[:]
+    got, = gpu.run([io["in:x"]])
+    assert calls and {dev for _, dev, _ in calls} == {1}
+    np.testing.assert_allclose(got, cpu.run([io["in:x"]])[0], rtol=1e-6)
+    np.testing.assert_allclose(got, io["out:0"], rtol=1e-5, atol=1e-6)
