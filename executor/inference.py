@@ -13,9 +13,10 @@
 which lists every op, slot or attribute Keel cannot run at once) into a private Scope.
 With `ir_optim` on (the default, as in PaddlePaddle), `program.passes.optimize_inference`
 rewrites the program and its parameters once, at load (batch_norm folding, fc fusion,
-...; on a GPU not column_major_weights, a layout for the CPU's BLAS). The executor compiles the program on the first `run`. `clone()` gives a predictor that
-reads the same parameter arrays through a child scope but has its own executor and
-input/output handles, so one clone per thread runs concurrently.
+...; on a GPU not column_major_weights, a layout for the CPU's BLAS). The executor
+compiles the program on the first `run`. `clone()` gives a predictor that reads the same
+parameter arrays through a child scope but has its own executor and input/output
+handles, so one clone per thread runs concurrently.
 
 Differences from PaddlePaddle, on purpose: `copy_from_cpu` checks the array against the
 declared input (dtype castable without loss of kind, rank, fixed dims) and names the

@@ -585,7 +585,7 @@ def lookup_table_v2(xp, ids, w, *, padding_idx):
     """Out = W[Ids] with shape Ids.shape + [D]; rows whose id equals padding_idx are zeros
     (padding_idx -1 means none; the layer turns a negative one into vocab + padding_idx,
     as PaddlePaddle's). Every other id must be in [0, rows): no wrapping of negative ids
-    (PaddlePaddle's CPU and GPU kernels enforce it; numpy would wrap, cupy clips)."""
+    (PaddlePaddle's CPU and GPU kernels enforce it; numpy and cupy would wrap them)."""
     rows = w.shape[0]
     flat = ids.reshape(-1).astype(xp.int64, copy=False)
     pad = int(padding_idx) if padding_idx is not None else -1
