@@ -10,6 +10,10 @@ state, schedules, `extra`) and `tensors.bin` (one tensor record per variable, in
 PaddlePaddle's parameter-file record format). It is written to a temporary file and
 renamed over the old one, so a crash mid-save leaves the previous checkpoint intact.
 Loading reads only data: no pickle, no code runs.
+
+Version 2 stores the executor's random stream as Keel's (seed, counter) state
+(executor/random_state.py), the same on CPU and GPU. Version 1 files hold numpy's PCG64
+state instead; they still load on a CPU executor and continue that stream exactly.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from program.io.atomic import atomic_open
 from program.io.tensor_file import TensorFileError, read_tensor, write_tensor
 
 FORMAT = "keel-checkpoint"
-VERSION = 1
+VERSION = 2  # 2: the random state is (seed, counter); 1: numpy's bit-generator state
 
 
 class CheckpointError(KeelError):
@@ -68,8 +72,8 @@ def save_checkpoint(path, program, executor=None, scope=None, extra: dict | None
     }
     try:
         manifest_bytes = json.dumps(manifest, indent=1).encode()
-    except TypeError as e:
-        raise CheckpointError(f"save_checkpoint({os.fspath(path)!r}): `extra` must be JSON data: {e}") from None
+    except (TypeError, ValueError):
+        raise _not_json(path, manifest) from None
     directory = os.path.dirname(os.fspath(path))
     if directory:
         os.makedirs(directory, exist_ok=True)
@@ -77,6 +81,20 @@ def save_checkpoint(path, program, executor=None, scope=None, extra: dict | None
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
             zf.writestr("manifest.json", manifest_bytes)
             zf.writestr("tensors.bin", tensors.getvalue())
+
+
+_FIELDS = {"extra": "`extra`", "random_state": "the executor's random state (executor.rng.get_state())",
+           "lr_schedules": "an LR schedule's state_dict()"}
+
+
+def _not_json(path, manifest) -> CheckpointError:
+    """The error for a manifest json cannot write, naming the field at fault."""
+    for key, what in _FIELDS.items():
+        try:
+            json.dumps(manifest[key])
+        except (TypeError, ValueError) as e:
+            return CheckpointError(f"save_checkpoint({os.fspath(path)!r}): {what} must be JSON data: {e}")
+    return CheckpointError(f"save_checkpoint({os.fspath(path)!r}): the manifest is not JSON data")
 
 
 def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = True) -> dict:
@@ -112,12 +130,15 @@ def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = 
     if strict and problems:
         raise CheckpointError(f"{source} does not fit the program ({len(problems)} problem(s)):\n  - "
                               + "\n  - ".join(problems))
-    place = getattr(executor, "xp", np)
+    if executor is not None and manifest.get("random_state") is not None:
+        try:  # before the scope changes: a state that does not fit leaves everything as it was
+            executor.random_state().set_state(manifest["random_state"])
+        except ValueError as e:
+            raise CheckpointError(f"{source}: cannot restore the random state: {e}") from None
+    to_device = getattr(executor, "to_device", np.asarray)  # onto the executor's device
     for name, array in values.items():
         if name in wanted:
-            scope.set(name, place.asarray(array))
-    if executor is not None and manifest.get("random_state") is not None:
-        executor.random_state().set_state(manifest["random_state"])
+            scope.set(name, to_device(array))
     for name, state in manifest.get("lr_schedules", {}).items():
         schedule = program.lr_schedules.get(name)
         if schedule is not None and hasattr(schedule, "set_state_dict"):

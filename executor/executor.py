@@ -22,8 +22,12 @@ class Executor:
     """Run programs on a place (CPUPlace(), or CUDAPlace(i) where cupy and a GPU exist).
 
     `run` compiles (program, block, feed names, fetch names) once into a plan and caches it
-    until the program changes. `num_threads` > 1 runs independent ops concurrently (numpy
-    releases the GIL in heavy kernels); the default, serial, is faster for small ops.
+    until the program changes. `num_threads` > 1 runs independent ops concurrently on a
+    CPUPlace (numpy releases the GIL in heavy kernels); the default, serial, is faster for
+    small ops. A GPU place always runs serially: its kernels are asynchronous launches on
+    cupy's one stream, which threads would only contend for (docs/architecture.md). Each
+    run selects the place's device in the calling thread and restores that thread's
+    previous device after it.
     `check_nan_inf=True` (or KEEL_CHECK_NAN_INF=1) stops at the first op that produces a
     NaN or Inf and names it. `keep_intermediates=True` turns off freeing and leaves every
     computed value in the scope after `run` (for debugging; costs memory)."""
@@ -34,6 +38,7 @@ class Executor:
         self.keep_intermediates = keep_intermediates
         self.place = place or CPUPlace()
         self.xp = self.place.xp
+        self._device_context = self.place.device_context  # bound once; a shared no-op on CPUPlace
         self.num_threads = int(num_threads)
         if check_nan_inf is None:
             check_nan_inf = os.environ.get("KEEL_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")
@@ -41,7 +46,8 @@ class Executor:
         self._seed = seed
         self.rng = None  # a RandomState, made on first run: seeded by `seed`, else the program's random_seed
         self._plans: dict = {}
-        self._pool = ThreadPoolExecutor(self.num_threads) if self.num_threads > 1 else None
+        concurrent = self.num_threads > 1 and getattr(self.place, "device", "cpu") == "cpu"
+        self._pool = ThreadPoolExecutor(self.num_threads) if concurrent else None
 
     # -- public API ---------------------------------------------------------------------
     def run(self, program: Program | None = None, feed: dict | None = None, fetch_list=None,
@@ -60,8 +66,9 @@ class Executor:
         else:
             fetch_names = tuple(item.name if isinstance(item, Variable) else item for item in fetch_list)
 
-        plan = self._plan(program, block_idx, feed, fetch_names)
-        return self._run_plan(plan, program, feed, scope, return_numpy)
+        with self._device_context():  # compiling may make arrays too (constants)
+            plan = self._plan(program, block_idx, feed, fetch_names)
+            return self._run_plan(plan, program, feed, scope, return_numpy)
 
     def prepare(self, program: Program, feed_names, fetch_list, scope=None, *, return_numpy: bool = True,
                 block_idx: int = 0, check_feed: bool = True):
@@ -78,9 +85,10 @@ class Executor:
         def call(feed: dict) -> list:
             if feed.keys() != feed_names:
                 raise FeedError(f"this prepared run takes feeds {sorted(feed_names)}, got {sorted(feed)}")
-            if compiled[0] != program.revision:
-                compiled[:] = program.revision, self._plan(program, block_idx, feed, fetch_names)
-            return self._run_plan(compiled[1], program, feed, scope, return_numpy, check_feed)
+            with self._device_context():
+                if compiled[0] != program.revision:
+                    compiled[:] = program.revision, self._plan(program, block_idx, feed, fetch_names)
+                return self._run_plan(compiled[1], program, feed, scope, return_numpy, check_feed)
         return call
 
     def _run_plan(self, plan, program, feed, scope, return_numpy, check_feed=True):
@@ -198,7 +206,7 @@ class Executor:
             raise FeedError(f"feed {name!r}: got shape {list(shape)}, declared {list(declared)} "
                             f"(-1 matches any size)")
         if self.xp is not np:
-            value = self.xp.asarray(value)
+            value = self.to_device(value)
         return value
 
     def _check_finite_inputs(self, plan, env) -> None:
@@ -276,6 +284,12 @@ class Executor:
                            for n in step.reads)
         return ExecutionError(f"{step.op.type} (op {step.index}) failed with inputs {shapes}: "
                               f"{type(error).__name__}: {error}" + _where(step))
+
+    def to_device(self, value):
+        """`value` as an array of this executor's place (made on its GPU when it is one,
+        whichever device the calling thread has current)."""
+        with self._device_context():
+            return self.xp.asarray(value)
 
     def to_host(self, value):
         """A fetched value as a numpy array (copied off the GPU when the place is one)."""

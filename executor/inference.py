@@ -13,9 +13,10 @@
 which lists every op, slot or attribute Keel cannot run at once) into a private Scope.
 With `ir_optim` on (the default, as in PaddlePaddle), `program.passes.optimize_inference`
 rewrites the program and its parameters once, at load (batch_norm folding, fc fusion,
-...). The executor compiles the program on the first `run`. `clone()` gives a predictor that
-reads the same parameter arrays through a child scope but has its own executor and
-input/output handles, so one clone per thread runs concurrently.
+...; on a GPU not column_major_weights, a layout for the CPU's BLAS). The executor
+compiles the program on the first `run`. `clone()` gives a predictor that reads the same
+parameter arrays through a child scope but has its own executor and input/output
+handles, so one clone per thread runs concurrently.
 
 Differences from PaddlePaddle, on purpose: `copy_from_cpu` checks the array against the
 declared input (dtype castable without loss of kind, rank, fixed dims) and names the
@@ -337,10 +338,10 @@ class Predictor:
         params = {name: exe.to_host(scope.get(name)) for name in names}
         program, params, self._report = optimize_inference(
             program, params, evaluate=call_kernel, disabled=tuple(sorted(disabled)), fp16=half,
-            keep_io_types=not config._low_precision_io)
+            keep_io_types=not config._low_precision_io, cpu=exe.place.device == "cpu")
         scope.erase(names)
         for name, value in params.items():
-            scope.set(name, exe.xp.asarray(value))
+            scope.set(name, exe.to_device(value))
         return program
 
     # -- names and handles ----------------------------------------------------------------

@@ -1,7 +1,16 @@
-"""Places: where a program's arrays live and its kernels run."""
+"""Places: where a program's arrays live and its kernels run.
+
+`place.device_context()` is what a thread enters before it makes arrays or runs kernels
+for the place: cupy's current device is per thread (CUDA's is), so the executor enters
+it in whichever thread runs, around every run, and leaves the thread's previous device
+current afterwards. On CPUPlace it is one shared no-op context."""
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from kernels.array_module import get_array_module
+
+_NO_DEVICE = nullcontext()  # reusable and reentrant
 
 
 class CPUPlace:
@@ -10,6 +19,10 @@ class CPUPlace:
     @property
     def xp(self):
         return get_array_module("cpu")
+
+    def device_context(self):
+        """numpy has no current device: a no-op context."""
+        return _NO_DEVICE
 
     def __repr__(self):
         return "CPUPlace()"
@@ -29,9 +42,14 @@ class CUDAPlace:
 
     @property
     def xp(self):
-        xp = get_array_module("gpu")
-        xp.cuda.Device(self.device_id).use()
-        return xp
+        return get_array_module("gpu")
+
+    def device_context(self):
+        """`with place.device_context():` makes GPU `device_id` current in the calling
+        thread and restores the thread's previous device on exit. A new cupy Device each
+        time: one Device object keeps a single stack of previous devices, which threads
+        entering it at once would interleave."""
+        return self.xp.cuda.Device(self.device_id)
 
     def __repr__(self):
         return f"CUDAPlace({self.device_id})"

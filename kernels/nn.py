@@ -30,6 +30,7 @@ import struct
 import numpy as np
 
 from kernels.registry import kernel
+from kernels.tensor import check_index_range
 
 _FLT_MAX = 3.4028234663852886e38  # C's FLT_MAX: Paddle's initial value for max pooling
 
@@ -573,20 +574,22 @@ def lrn(xp, x, *, n, k, alpha, beta, data_format):
 
 # ----------------------------------------------------------------------------- embedding, prelu
 
+def _check_ids(xp, op, ids, rows, pad):
+    """Embedding ids: each in [0, rows), or equal to the padding id (when there is one)."""
+    check_index_range(xp, op, "Ids", ids, rows, negative=False, exempt=None if pad == -1 else pad,
+                      note=f" (an embedding table of {rows} rows)")
+
+
 @kernel("lookup_table_v2", inputs=["Ids", "W"], outputs=["Out"], attrs=["padding_idx"])
 def lookup_table_v2(xp, ids, w, *, padding_idx):
     """Out = W[Ids] with shape Ids.shape + [D]; rows whose id equals padding_idx are zeros
-    (padding_idx -1 means none)."""
+    (padding_idx -1 means none; the layer turns a negative one into vocab + padding_idx,
+    as PaddlePaddle's). Every other id must be in [0, rows): no wrapping of negative ids
+    (PaddlePaddle's CPU and GPU kernels enforce it; numpy and cupy would wrap them)."""
     rows = w.shape[0]
     flat = ids.reshape(-1).astype(xp.int64, copy=False)
     pad = int(padding_idx) if padding_idx is not None else -1
-    valid = (flat >= 0) & (flat < rows)
-    if pad != -1:
-        valid = valid | (flat == pad)
-    if flat.size and not bool(valid.all()):
-        bad = int(flat[~valid][0])
-        raise IndexError(f"lookup_table_v2: id {bad} is out of range for an embedding table "
-                         f"of {rows} rows (ids must be in [0, {rows}))")
+    _check_ids(xp, "lookup_table_v2", ids, rows, pad)
     safe = xp.clip(flat, 0, rows - 1) if rows else flat
     out = w[safe]
     if pad != -1:
@@ -1335,6 +1338,7 @@ def lookup_table_v2_grad(xp, ids, w, dout, *, padding_idx):
     flat = ids.reshape(-1).astype(xp.int64, copy=False)
     rows = dout.reshape(-1, d)
     pad = int(padding_idx) if padding_idx is not None else -1
+    _check_ids(xp, "lookup_table_v2_grad", ids, w.shape[0], pad)
     if pad != -1:
         keep = flat != pad
         flat, rows = flat[keep], rows[keep]

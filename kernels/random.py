@@ -1,12 +1,14 @@
 """Random kernels (registered with rng=True): the uniform, normal, truncated-normal and
 integer initialisers, and dropout.
 
-Generators: the executor passes `rng` (a numpy/cupy Generator it owns). When an op's
-`seed` attribute is non-zero (dropout: `fix_seed` with `seed`, or a non-zero `Seed`
-input), the kernel uses its own generator seeded from that seed, created afresh on
-each call, so such an op yields the same numbers on every run, as in PaddlePaddle.
+Generators: the executor passes `rng`, its random stream (executor/random_state.py:
+each call draws from a generator derived from a seed and a draw counter), or a plain
+numpy/cupy Generator outside an executor. When an op's `seed` attribute is non-zero
+(dropout: `fix_seed` with `seed`, or a non-zero `Seed` input), the kernel draws from a
+generator at the start of that seed's stream instead, so such an op yields the same
+numbers on every run, as in PaddlePaddle (see `seeded_generator` for what it costs).
 Only Generator methods that numpy and cupy share are used: `random`,
-`standard_normal` and `integers`.
+`standard_normal` and `integers`; each kernel call draws once.
 
 Values are not bit-identical to PaddlePaddle's (its engines are mt19937_64 / Philox);
 the distributions, bounds, dtypes and the seed behaviour are what is reproduced.
@@ -14,6 +16,7 @@ the distributions, bounds, dtypes and the seed behaviour are what is reproduced.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -24,10 +27,40 @@ from kernels.tensor import BF16, present, cast, host_int, host_ints, np_dtype
 def generator(xp, rng, seed: int):
     """The op's own generator for a non-zero seed, else the executor's."""
     if seed:
-        return xp.random.default_rng(int(seed) % 2**64)
+        return seeded_generator(xp, int(seed) % 2**64)
     if rng is None:
         raise ValueError("this random op has seed 0 and needs the executor's generator (rng=)")
     return rng
+
+
+_SEEDED = threading.local()  # per thread: seed -> (numpy Generator, its initial state)
+_SEEDED_MAX = 256            # distinct seeds kept per thread (programs use a handful)
+
+
+def seeded_generator(xp, seed: int):
+    """`xp.random.default_rng(seed)` at the start of its stream, for fixed-seed ops.
+
+    On numpy the Generator is made once per thread and seed and rewound on each call
+    (setting its bit generator's state: about 1 us, where making one hashes the seed
+    through a SeedSequence: about 8 us). Per thread, because the executor's concurrent
+    runner may run two ops with the same seed at once. cupy's generator state lives on
+    the device and cupy has no call to rewind it, so there one is made per call (an
+    initialisation kernel); fixed-seed ops are initialisers, which run once, and
+    fixed-seed dropout."""
+    if xp is not np:
+        return xp.random.default_rng(seed)
+    cache = getattr(_SEEDED, "cache", None)
+    if cache is None:
+        cache = _SEEDED.cache = {}
+    entry = cache.get(seed)
+    if entry is None:
+        if len(cache) >= _SEEDED_MAX:
+            cache.clear()
+        made = np.random.default_rng(seed)
+        entry = cache[seed] = (made, made.bit_generator.state)
+    g, start = entry
+    g.bit_generator.state = start
+    return g
 
 
 def _shape(shape_t, shape_list, shape):

@@ -14,8 +14,9 @@ and never imports `program` or `executor`. Its signature names what it consumes:
   is passed as `lambda_`);
 - the result is one array for one output, else a tuple in the order of `outputs` (None
   for an output the op does not produce);
-- `rng=True` kernels also get `rng=`, a numpy/cupy Generator owned by the executor, for
-  random ops and dropout;
+- `rng=True` kernels also get `rng=`, the executor's random stream (its `random`,
+  `standard_normal` and `integers` are numpy's and cupy's Generator methods of those
+  names, each call one draw), or a plain Generator, for random ops and dropout;
 - a kernel with a keyword parameter `need` gets the set of output slots the op really
   binds, so a gradient kernel can skip work nobody reads (conv2d_grad's Input@GRAD for
   the first layer);

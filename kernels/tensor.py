@@ -408,6 +408,41 @@ def _strided_index(shape, axes, starts, ends, strides, infer_flags, decrease_axi
 
 # -- gathers and scatters ------------------------------------------------------------
 
+class IndexRangeError(IndexError, ValueError):
+    """An index-taking kernel got an index value outside the op's valid range. An
+    IndexError, and a ValueError too (PaddlePaddle reports one_hot's and embedding's as
+    InvalidArgument, gather's and scatter's as OutOfRange)."""
+
+
+def check_index_range(xp, op: str, slot: str, idx, size, *, negative: bool, exempt=None,
+                      note: str = "") -> None:
+    """Raise IndexRangeError naming the first bad value of `idx` unless every value lies in
+    [-size, size) (`negative`: PaddlePaddle 3.x's gather, gather_nd and scatter count a
+    negative index from the end) or in [0, size). `size` is an int, or a tuple with one
+    size per position of idx's last axis (gather_nd's index depth). Values equal to
+    `exempt` pass (embedding's padding id); `note` ends the message.
+
+    numpy raises for a positive index past the end but wraps negative ones silently, and
+    cupy wraps both, so every index-taking kernel checks its op's rule here. One device-side
+    reduction per call, not a loop over elements; on cupy the `bool()` of it is one host
+    synchronisation per call, which these ops accept (a silently wrong row is worse)."""
+    if idx.size == 0:
+        return
+    high = size if isinstance(size, int) else xp.asarray(size, dtype=np.int64)
+    bad = (idx >= high) | ((idx < -high) if negative else (idx < 0))
+    if exempt is not None:
+        bad &= idx != exempt
+    if not bool(bad.any()):
+        return
+    flat = int(xp.argmax(bad.reshape(-1)))  # the first bad position (error path only)
+    pos = tuple(int(i) for i in np.unravel_index(flat, idx.shape))
+    value = int(idx.reshape(-1)[flat])
+    n = size if isinstance(size, int) else int(size[pos[-1]])
+    where = f"{slot}[{', '.join(map(str, pos))}]" if pos else slot
+    raise IndexRangeError(f"{op}: {where} = {value} is out of range: valid values are "
+                          f"[{-n if negative else 0}, {n}){note}")
+
+
 def _index_vector(index):
     """gather/scatter accept a 1-D index or an [N, 1] one."""
     if index.ndim == 2 and index.shape[1] == 1:
@@ -417,18 +452,26 @@ def _index_vector(index):
 
 @kernel("gather", inputs=["X", "Index", "Axis"], outputs=["Out"], attrs=["axis"])
 def gather(xp, x, index, axis_t, *, axis=0):
+    """Out = X's slices at Index along `axis`; an index in [-n, n) for an axis of n, a
+    negative one counted from the end (PaddlePaddle 3.x), anything else an error."""
     if present(axis_t):
         axis = host_int(axis_t)
-    return xp.take(x, _index_vector(index), axis=_axis(axis, x.ndim))
+    axis = _axis(axis, x.ndim)
+    index = _index_vector(index)
+    check_index_range(xp, "gather", "Index", index, x.shape[axis], negative=True)
+    return xp.take(x, index, axis=axis)
 
 
 @kernel("gather_nd", inputs=["X", "Index"], outputs=["Out"])
 def gather_nd(xp, x, index):
+    """Out[i...] = X[Index[i..., :]]; component j in [-X.shape[j], X.shape[j]), a negative
+    one counted from the end (PaddlePaddle 3.x)."""
     k = index.shape[-1]
     if k == 0:
         return xp.broadcast_to(x, index.shape[:-1] + x.shape).copy()
     if k > x.ndim:
         raise ValueError(f"gather_nd: index depth {k} exceeds input rank {x.ndim}")
+    check_index_range(xp, "gather_nd", "Index", index, tuple(x.shape[:k]), negative=True)
     return x[tuple(index[..., i] for i in range(k))]
 
 
@@ -461,9 +504,12 @@ def scatter_add(xp, out, idx, values):
 def scatter(xp, x, ids, updates, *, overwrite=True):
     """overwrite=True: rows are replaced (for duplicate ids the last update wins, as
     Paddle's CPU kernel). overwrite=False: the indexed rows are zeroed first, then every
-    update is added, so duplicates accumulate and the original rows are discarded."""
+    update is added, so duplicates accumulate and the original rows are discarded. Ids
+    in [-n, n) for n rows, a negative one counted from the end (PaddlePaddle 3.x)."""
     out = x.copy()
     ids = _index_vector(ids)
+    check_index_range(xp, "scatter", "Ids", ids, x.shape[0], negative=True)
+    ids = _wrap(xp, ids, x.shape[0])  # -1 and n-1 are one row (for scatter_add's fallback)
     if overwrite:
         out[ids] = updates
     else:
@@ -645,9 +691,9 @@ def one_hot_v2(xp, x, depth_t, *, depth=-1, dtype=5, allow_out_of_range=False):
         depth = host_int(depth_t)
     if depth < 0:
         raise ValueError(f"one_hot_v2: depth must be given, got {depth}")
-    if not allow_out_of_range and x.size and bool(((x < 0) | (x >= depth)).any()):
-        raise ValueError(f"one_hot_v2: an index is outside [0, {depth}) and "
-                         "allow_out_of_range is False")
+    if not allow_out_of_range:  # else an id outside [0, depth) gives a row of zeros
+        check_index_range(xp, "one_hot_v2", "X", x, int(depth), negative=False,
+                          note=" (the depth; allow_out_of_range is False)")
     hot = x[..., None] == xp.arange(depth, dtype=x.dtype)
     return cast(xp, hot, dtype)
 
@@ -804,6 +850,7 @@ def gather_grad(xp, x, index, axis_t, dout, *, axis=0):
         axis = host_int(axis_t)
     axis = _axis(axis, x.ndim)
     idx = _index_vector(index)
+    check_index_range(xp, "gather_grad", "Index", idx, x.shape[axis], negative=True)
     if idx.ndim == 0:  # a 0-d index dropped the axis
         dout, idx = xp.expand_dims(dout, axis), idx.reshape(1)
     return _index_add_axis(xp, x.shape[axis], dout, _wrap(xp, idx, x.shape[axis]), axis)
@@ -817,6 +864,7 @@ def gather_nd_grad(xp, x, index, dout):
     count = math.prod(index.shape[:-1])
     if k == 0:  # every index picks all of X
         return dout.reshape((count,) + tuple(x.shape)).sum(axis=0).astype(dout.dtype, copy=False)
+    check_index_range(xp, "gather_nd_grad", "Index", index, tuple(x.shape[:k]), negative=True)
     flat = xp.zeros(index.shape[:-1], dtype=np.int64)
     for i in range(k):  # the index depth: a handful of dims
         flat = flat * x.shape[i] + _wrap(xp, index[..., i], x.shape[i])
@@ -832,6 +880,7 @@ def scatter_grad(xp, ids, updates, dout, *, overwrite=True, need=None):
     Ids of Out@GRAD, in both modes (with repeated Ids and overwrite, every repeat gets its
     row's gradient, although only the last one was written)."""
     ids = _index_vector(ids)
+    check_index_range(xp, "scatter_grad", "Ids", ids, dout.shape[0], negative=True)
     dx = du = None
     if need is None or "X@GRAD" in need:
         dx = dout.copy()

@@ -577,7 +577,7 @@ def test_lookup_table_v2_and_padding_idx():
 @pytest.mark.parametrize("bad", [10, -2])
 def test_lookup_table_v2_out_of_range(bad):
     w = np.zeros((10, 4), np.float32)
-    with pytest.raises(IndexError, match=rf"id {bad} .*10 rows"):
+    with pytest.raises(IndexError, match=rf"Ids\[0, 1\] = {bad} is out of range: valid values are \[0, 10\)"):
         run("lookup_table_v2", {"Ids": np.array([[1, bad]], np.int64), "W": w})
 
 

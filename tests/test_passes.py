@@ -611,3 +611,7 @@ def test_gemm_weights_are_stored_column_major_with_the_same_values(tmp_path):
     # disabled by name: nothing moves
     _, kept, report = optimize(program, params, disabled=["column_major_weights"], column_major_min_bytes=0)
     assert report["column_major_weights"].status == "disabled" and kept[fc_w].flags.c_contiguous
+    # for a GPU (cpu=False) the CPU layout pass does not run: cuBLAS gains nothing from it
+    _, kept, report = optimize(program, params, cpu=False, column_major_min_bytes=0)
+    assert report["column_major_weights"].status.startswith("skipped (a CPU memory layout")
+    assert all(a.flags.c_contiguous for a in kept.values())

@@ -182,9 +182,9 @@ def load_inference_model(path_prefix, executor=None, *, scope=None, model_filena
             raise ProgramError(f"{model_file} has {len(specs)} parameter(s) but {params_file} does not exist")
         values = load_params(program, params_file)
         scope = _scope(scope, executor)
-        xp = getattr(executor, "xp", None)
+        to_device = getattr(executor, "to_device", None)  # onto the executor's device (its GPU, if one)
         for name, value in values.items():
-            scope.set(name, xp.asarray(value) if xp is not None else value)
+            scope.set(name, to_device(value) if to_device is not None else value)
     block = program.global_block()
     feeds = sorted((op for op in block.ops if op.type == FEED), key=lambda op: op.attr("col"))
     fetches = sorted((op for op in block.ops if op.type == FETCH), key=lambda op: op.attr("col"))

@@ -18,7 +18,8 @@ then lowers precision (../../docs/architecture.md):
                                                                   (fuse_elementwise_activation.py)
     convert_to_fp16       float16 weights and activations, casts at the boundaries (fp16.py)
     convert_weights_to_bf16  bfloat16 GEMM/conv weights, cast to float32 where read   (bf16.py)
-    column_major_weights  GEMM weights stored column-major (memory layout only)  (weight_layout.py)
+    column_major_weights  GEMM weights stored column-major (memory layout only; for a
+                          CPU's BLAS, so not for a program that runs on a GPU)  (weight_layout.py)
 
 Each pass is verified after it runs and can be disabled by name. This package never runs
 kernels itself: constant folding calls the `evaluate(op_type, inputs, attrs) -> outputs`
@@ -56,20 +57,22 @@ PASSES: dict[str, Pass] = {p.name: p for p in [
     Pass("fuse_elementwise_activation", fuse_elementwise_activation, group="fuse"),
     Pass("convert_to_fp16", convert_to_fp16, group="fp16"),
     Pass("convert_weights_to_bf16", convert_weights_to_bf16, group="bf16", needs_evaluate=True),
-    Pass("column_major_weights", column_major_weights),
+    Pass("column_major_weights", column_major_weights, group="cpu"),
 ]}
 DEFAULT_ORDER = tuple(PASSES)
 
 
 def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=None, fuse: bool = True,
                        fp16: bool = False, bf16: bool = False, keep_io_types: bool = True,
-                       keep_fp32=None, fp16_ops=None,
+                       keep_fp32=None, fp16_ops=None, cpu: bool = True,
                        fold_max_bytes: int = 8 << 20, column_major_min_bytes: int = 2 << 20):
     """Run the passes in DEFAULT_ORDER on a copy of (program, params); returns (program,
     params, report). `disabled`: pass names to skip. `fuse`: run the fusion passes
     (fold_batch_norm, fuse_fc, fuse_elementwise_activation). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
     `fp16_ops`: see program/passes/fp16.py). `bf16`: run convert_weights_to_bf16 (`keep_fp32`
     and `fp16_ops` choose its ops too: see program/passes/bf16.py); not with `fp16`.
+    `cpu`: the program will run on a CPU, so the CPU memory-layout pass (column_major_weights)
+    runs; False for a GPU, whose GEMMs (cuBLAS) gain nothing from it.
     `fold_max_bytes`, `column_major_min_bytes`: see PassOptions. The inputs are not modified."""
     unknown = sorted(set(disabled) - set(PASSES))
     if unknown:
@@ -98,6 +101,8 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
             record.status = "skipped (fp16 not requested)"
         elif p.group == "bf16" and not bf16:
             record.status = "skipped (bf16 not requested)"
+        elif p.group == "cpu" and not cpu:
+            record.status = "skipped (a CPU memory layout; the program runs on a GPU)"
         elif p.needs_evaluate and evaluate is None:
             record.status = "skipped (no evaluate callable given)"
         else:

@@ -37,7 +37,8 @@ class PassOptions:
 class Pass:
     name: str
     apply: Callable[[Graph, PassOptions], dict]
-    group: str = "cleanup"  # "cleanup" (always), "fuse" (fuse=True), "fp16" (fp16=True), "bf16" (bf16=True)
+    group: str = "cleanup"  # "cleanup" (always), "fuse" (fuse=True), "fp16" (fp16=True), "bf16" (bf16=True),
+    #                         "cpu" (cpu=True: a memory layout for the CPU's BLAS)
     needs_evaluate: bool = False
 
     @property
