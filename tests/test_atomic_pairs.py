@@ -5,6 +5,7 @@ Every step a save takes on the file system (each open, fsync, rename and unlink)
 point where the writer can die. `die_at(k)` simulates death just before step k: that
 call and every later one of the process fail, so no clean-up runs (as under SIGKILL).
 The slow test kills real writer processes with SIGKILL at random moments."""
+import contextlib
 import json
 import os
 import signal
@@ -239,31 +240,62 @@ def test_save_checkpoint_removes_what_a_killed_save_left(tmp_path):
 WRITER = """
 import sys
 sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
-from test_atomic_pairs import save
+import test_atomic_pairs as t
 version = {start}
 while True:
     version += 1
-    save({prefix!r}, version)
+    t.SAVERS[{kind!r}]({prefix!r}, version)
     print(version, flush=True)
 """
 
 
+def prune_save(prefix, version):
+    """The prune tool's -o, from a source saved beside the output."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import prune_for_inference as tool
+    source = prefix + "-source"
+    save(source, version)
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        assert tool.main([source, "-o", prefix]) == 0
+
+
+def checkpoint_save(prefix, version):
+    main, _, _, scope = build(2)
+    scope.set("fc_0.w_0", np.full([4, 4], version, np.float32))
+    save_checkpoint(prefix + ".ckpt", main, Executor(), scope=scope, extra={"version": version})
+
+
+def checkpoint_version(prefix) -> int:
+    main, _, _, _ = build(2)
+    scope = Scope()
+    extra = load_checkpoint(prefix + ".ckpt", main, Executor(), scope=scope)
+    np.testing.assert_array_equal(scope.get("fc_0.w_0"), extra["version"])
+    return extra["version"]
+
+
+SAVERS = {"save_inference_model": save, "prune_tool": prune_save, "save_checkpoint": checkpoint_save}
+READERS = {"save_inference_model": saved_version, "prune_tool": saved_version, "save_checkpoint": checkpoint_version}
+
+
 @pytest.mark.slow
-def test_sigkill_at_random_moments_never_tears_a_pair(tmp_path):
+@pytest.mark.parametrize("kind", sorted(SAVERS))
+def test_sigkill_at_random_moments_never_tears_a_save(tmp_path, kind):
+    """KEEL_SIGKILL_TRIALS sets the number of kills (default 12 a kind; the README quotes a run of 100)."""
     prefix = str(tmp_path / "model")
-    save(prefix, 1)
+    SAVERS[kind](prefix, 1)
     rng = np.random.default_rng(0)
     last = 1
-    for trial in range(25):
-        script = WRITER.format(root=ROOT, tests=os.path.join(ROOT, "tests"), prefix=prefix, start=last)
+    for trial in range(int(os.environ.get("KEEL_SIGKILL_TRIALS", "12"))):
+        script = WRITER.format(root=ROOT, tests=os.path.join(ROOT, "tests"), prefix=prefix, start=last, kind=kind)
         child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
         assert child.stdout.readline()                 # imports done, one save complete
         time.sleep(float(rng.uniform(0, 0.05)))        # then die somewhere in the following saves
         child.send_signal(signal.SIGKILL)
         child.wait()
         child.stdout.close()
-        got = saved_version(prefix)
+        got = READERS[kind](prefix)
         assert got > last, f"trial {trial}: version {got} after {last}"
         last = got
-    save(prefix, last + 1)
+    SAVERS[kind](prefix, last + 1)
+    assert READERS[kind](prefix) == last + 1
     assert leftovers(tmp_path) == []
