@@ -615,3 +615,91 @@ def test_gemm_weights_are_stored_column_major_with_the_same_values(tmp_path):
     _, kept, report = optimize(program, params, cpu=False, column_major_min_bytes=0)
     assert report["column_major_weights"].status.startswith("skipped (a CPU memory layout")
     assert all(a.flags.c_contiguous for a in kept.values())
+
+
+# -- bounds and non-finite values --------------------------------------------------------------
+def _program_with_constants(make):
+    """An inference program x -> make(block, x) -> y, its parameters given by `make`."""
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("x", [-1, 2], need_check_feed=True)
+    b.create_var("feed", type=pb.VarType.FEED_MINIBATCH, persistable=True)
+    b.create_var("fetch", type=pb.VarType.FETCH_LIST, persistable=True)
+    b.append_op("feed", {"X": ["feed"]}, {"Out": ["x"]}, {"col": 0})
+    params = make(b)
+    b.create_var("y")
+    b.append_op("elementwise_add", {"X": ["x"], "Y": ["c"]}, {"Out": ["y"]}, {"axis": -1})
+    b.append_op("fetch", {"X": ["y"]}, {"Out": ["fetch"]}, {"col": 0})
+    return p, params
+
+
+def test_folding_never_computes_a_constant_over_the_limit():
+    def make(b):
+        b.create_var("big", [20000, 20000])
+        b.create_var("c", [])
+        b.append_op("fill_constant", outputs={"Out": ["big"]},
+                    attrs={"shape": [20000, 20000], "dtype": pb.VarType.FP32, "value": 1.0})
+        b.append_op("reduce_sum", {"X": ["big"]}, {"Out": ["c"]}, {"dim": [0, 1], "keep_dim": False})
+        return {}
+    program, params = _program_with_constants(make)
+    evaluated = []
+
+    def evaluate(op_type, inputs, attrs):
+        evaluated.append((op_type, attrs.get("shape")))
+        return call_kernel(op_type, inputs, attrs)
+    new, _, report = optimize(program, params, evaluate=evaluate)
+    assert evaluated == []                               # 1.6 GB never allocated
+    assert report.changes("fold_constants")["not_folded_size"] == 1
+    assert op_types(new)["fill_constant"] == 1           # the op stays in the program
+
+
+@pytest.mark.parametrize("op, inputs, attrs", [
+    ("elementwise_mul", {"X": [np.inf, 1.0], "Y": [0.0, 1.0]}, {"axis": -1}),   # inf * 0
+    ("log", {"X": [0.0, 1.0]}, {}),                                              # log 0
+    ("sqrt", {"X": [-1.0, 4.0]}, {}),                                            # sqrt(-1)
+], ids=["inf*0", "log0", "sqrt-1"])
+def test_folding_leaves_ops_that_make_nan_or_inf(op, inputs, attrs):
+    def make(b):
+        for slot in inputs:
+            b.create_var(f"k{slot}", [2], persistable=True)
+        b.create_var("c", [2])
+        b.append_op(op, {slot: [f"k{slot}"] for slot in inputs}, {"Out": ["c"]}, attrs)
+        return {f"k{slot}": np.array(v, np.float32) for slot, v in inputs.items()}
+    program, params = _program_with_constants(make)
+    with np.errstate(all="ignore"):
+        new, new_params, report = optimize(program, params)
+    assert report.changes("fold_constants")["not_folded_non_finite"] == 1
+    assert op_types(new)[op] == 1 and "c" not in new_params
+    assert set(new_params) == set(params)                          # no constant made
+    with np.errstate(all="ignore"):
+        got, = run(new, new_params, {"x": np.zeros((1, 2), np.float32)})
+    assert not np.isfinite(got[0, 0]) and np.isfinite(got[0, 1])   # computed at run time, as before
+
+
+@pytest.mark.parametrize("scale, why", [(1e5, "overflows float16"), (1e-9, "underflows float16")])
+def test_fp16_keeps_weights_float16_cannot_hold_in_float32(scale, why):
+    def model(block):
+        x = pg.data("x", [-1, 8])
+        return [pg.nn.fc(pg.nn.fc(x, 8), 4)]
+    program, params = build(model, ["x"])
+    params["fc_1.w_0"] = (params["fc_1.w_0"] * scale).astype(np.float32)
+    feed = {"x": np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)}
+    want, = run(program, params, feed)
+    new, new_params, report = optimize(program, params, fp16=True, fuse=False)
+    changes = report.changes("convert_to_fp16")
+    assert changes["weights_kept_fp32"] == 1
+    assert f"fc_1.w_0 {why}" in changes["kept_fp32_because"]
+    assert new_params["fc_1.w_0"].dtype == np.float32 and new_params["fc_0.w_0"].dtype == np.float16
+    got, = run(new, new_params, feed)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
+
+
+def test_fp16_ignores_a_few_decayed_entries_of_an_ordinary_weight():
+    def model(block):
+        return [pg.nn.fc(pg.data("x", [-1, 8]), 4)]
+    program, params = build(model, ["x"])
+    params["fc_0.w_0"].flat[:3] = 1e-9          # weight decay leaves such entries in trained models
+    new, new_params, report = optimize(program, params, fp16=True, fuse=False)
+    assert report.changes("convert_to_fp16").get("weights_kept_fp32", 0) == 0
+    assert new_params["fc_0.w_0"].dtype == np.float16

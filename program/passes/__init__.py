@@ -65,7 +65,8 @@ DEFAULT_ORDER = tuple(PASSES)
 def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=None, fuse: bool = True,
                        fp16: bool = False, bf16: bool = False, keep_io_types: bool = True,
                        keep_fp32=None, fp16_ops=None, cpu: bool = True,
-                       fold_max_bytes: int = 8 << 20, column_major_min_bytes: int = 2 << 20):
+                       fold_max_bytes: int = 8 << 20, fold_limit_bytes: int = 256 << 20,
+                       column_major_min_bytes: int = 2 << 20):
     """Run the passes in DEFAULT_ORDER on a copy of (program, params); returns (program,
     params, report). `disabled`: pass names to skip. `fuse`: run the fusion passes
     (fold_batch_norm, fuse_fc, fuse_elementwise_activation). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
@@ -73,7 +74,7 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
     and `fp16_ops` choose its ops too: see program/passes/bf16.py); not with `fp16`.
     `cpu`: the program will run on a CPU, so the CPU memory-layout pass (column_major_weights)
     runs; False for a GPU, whose GEMMs (cuBLAS) gain nothing from it.
-    `fold_max_bytes`, `column_major_min_bytes`: see PassOptions. The inputs are not modified."""
+    `fold_max_bytes`, `fold_limit_bytes`, `column_major_min_bytes`: see PassOptions. The inputs are not modified."""
     unknown = sorted(set(disabled) - set(PASSES))
     if unknown:
         raise ValueError(f"unknown pass name(s) {unknown}; the passes are {list(PASSES)}")
@@ -85,7 +86,8 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
     options = PassOptions(evaluate=evaluate, keep_io_types=keep_io_types,
                           keep_fp32=None if keep_fp32 is None else frozenset(keep_fp32),
                           fp16_ops=None if fp16_ops is None else frozenset(fp16_ops),
-                          fold_max_bytes=fold_max_bytes, column_major_min_bytes=column_major_min_bytes)
+                          fold_max_bytes=fold_max_bytes, fold_limit_bytes=fold_limit_bytes,
+                          column_major_min_bytes=column_major_min_bytes)
     program = Program.from_desc(program.to_desc(), verify=True, source="program to optimize")
     params = dict(params)
     Graph(program, params)  # refuses programs the passes cannot handle (several blocks)

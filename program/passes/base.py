@@ -24,12 +24,15 @@ class PassOptions:
     folding and the bfloat16 pass need it and are skipped without it); the fp16 pass's
     settings (keep_fp32 and fp16_ops choose the bfloat16 pass's ops too); the largest
     constant (bytes) folding may create when it has more elements than the constants it
-    replaces; the smallest GEMM weight (bytes) column_major_weights moves."""
+    replaces; the largest result (bytes) folding may compute at all (`fold_limit_bytes`:
+    bigger or value-dependent results leave their op in the program); the smallest GEMM
+    weight (bytes) column_major_weights moves."""
     evaluate: Callable | None = None
     keep_io_types: bool = True
     keep_fp32: frozenset | None = None   # None: fp16.DEFAULT_KEEP_FP32
     fp16_ops: frozenset | None = None    # None: fp16.FP16_OPS
     fold_max_bytes: int = 8 << 20
+    fold_limit_bytes: int = 256 << 20
     column_major_min_bytes: int = 2 << 20
 
 

@@ -1,9 +1,13 @@
 """Constant folding."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from program import dtypes
+from program.errors import KeelError
+from program.ops.infer import InferContext, VarInfo
 from program.passes.graph import FEED, FETCH, PassError, written_names
 from proto import pb
 
@@ -42,6 +46,52 @@ def _results(op, outputs: dict, graph) -> dict:
     return values
 
 
+def _range_length(op, value) -> int:
+    start, end, step = (float(np.asarray(value(op.input(s)[0])).reshape(-1)[0]) for s in ("Start", "End", "Step"))
+    return max(0, math.ceil((end - start) / step)) if step else -1
+
+
+# Ops whose output size depends on their (constant) input values: the size, from the values.
+_SIZE_FROM_VALUES = {"range": lambda op, value: {op.output("Out")[0]: (_range_length(op, value),)}}
+
+
+def _output_bytes(op, value) -> int | None:
+    """The bytes `op` would produce from its constant inputs, from the op's own shape rule
+    run on the constants' real shapes (not on what the file declares), before anything is
+    allocated. None when the rule refuses the op or a size depends on values."""
+    def lookup(name):
+        if name in op.input_arg_names:
+            v = np.asarray(value(name))
+            return VarInfo(name, tuple(v.shape), dtypes.to_code(v.dtype))
+        var = op.block.find_var(name)
+        return VarInfo(name, tuple(var.shape or ()) if var is not None else (), var.dtype if var else 0)
+
+    shapes = {}
+    ins = {slot: [n for n in names if n != _EMPTY] for slot, names in op.inputs.items()}
+    try:
+        op.opdef.infer(InferContext(op.type, ins, op.outputs, op.attrs, lookup,
+                                    lambda name, shape, dtype: shapes.__setitem__(name, (shape, dtype))))
+        if op.type in _SIZE_FROM_VALUES:
+            for name, shape in _SIZE_FROM_VALUES[op.type](op, value).items():
+                shapes[name] = (shape, shapes[name][1])
+    except (KeelError, ValueError, TypeError, KeyError, IndexError, OverflowError):
+        return None
+    total = 0
+    for name in written_names(op):
+        if name not in shapes:
+            return None
+        shape, dtype = shapes[name]
+        if any(int(d) < 0 for d in shape):
+            return None
+        itemsize = 2 if dtype == pb.VarType.BF16 else dtypes.to_numpy(dtype).itemsize
+        total += math.prod(int(d) for d in shape) * itemsize
+    return total
+
+
+def _non_finite(arrays) -> bool:
+    return any(a.dtype.kind in "fc" and not np.isfinite(a).all() for a in arrays)
+
+
 def fold_constants(graph, options) -> dict:
     """Matches: an op (not random, not feed/fetch) whose every input is a constant (a
     parameter no op writes, or an earlier folded result) and none of whose outputs is a
@@ -60,8 +110,16 @@ def fold_constants(graph, options) -> dict:
     `options.fold_max_bytes` with more elements than the constants they replace are not
     folded (an `expand` of a small constant would bloat the parameter file); a result of
     no more elements folds at any size (a cast that widens a weight runs once, not on
-    every call)."""
+    every call).
+
+    Bounded: an op is evaluated only when its shape rule, run on the constants' real shapes,
+    gives every output's size and they add up to at most `options.fold_limit_bytes`; an
+    op over the limit or of value-dependent size stays in the program (a hostile
+    `fill_constant` of [20000, 20000] is not allocated at load). A result holding NaN or
+    Inf (0 * inf, log 0, sqrt(-1)) is not folded either: the op stays and computes it at
+    run time, where the NaN check can name it, rather than a constant in the file."""
     evaluate = options.evaluate
+    too_large = non_finite = 0
     generated: dict[str, np.ndarray] = {}  # outputs of input-free ops, not (yet) parameters
     generators = []
     folded = 0
@@ -77,6 +135,10 @@ def fold_constants(graph, options) -> dict:
         if (not outs or not all(n in generated or graph.is_const(n) for n in ins)
                 or any(graph.is_interface(n) for n in outs)):
             continue
+        size = _output_bytes(op, value) if op.opdef.infer is not None else None
+        if size is None or size > options.fold_limit_bytes:
+            too_large += 1
+            continue
         try:
             produced = evaluate(op.type, _gather_inputs(op, value), op.attrs)
         except Exception as e:  # the same kernel would fail at run time: say where
@@ -84,6 +146,9 @@ def fold_constants(graph, options) -> dict:
                             + (f"\n  op created at {op.callsite}" if op.callsite else "")) from e
         values = _results(op, produced, graph)
         if any(n not in values and graph.readers(n) for n in outs):
+            continue
+        if _non_finite(values.values()):
+            non_finite += 1
             continue
         if not ins:
             generated.update(values)
@@ -102,4 +167,5 @@ def fold_constants(graph, options) -> dict:
         graph.refresh()
     unread = [op for op in generators if not any(graph.readers(n) for n in op.output_arg_names)]
     graph.remove_ops(unread)
-    return {"ops_folded": folded, "generators_removed": len(unread)}
+    return {"ops_folded": folded, "generators_removed": len(unread),
+            "not_folded_size": too_large, "not_folded_non_finite": non_finite}

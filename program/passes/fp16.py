@@ -87,13 +87,38 @@ class _Versions:
         return new
 
 
-def _plan(graph, always, follow, is_f32, half_feeds) -> set:
-    """ids of the ops that will run in float16, deciding in program order."""
+UNDERFLOW_SHARE = 1e-3
+
+
+def _float16_problem(value: np.ndarray) -> str | None:
+    """Why a float32 weight cannot be stored in float16, or None: a finite value that would
+    become infinite (|x| >= 65520), or values that would round to zero (|x| < 2**-25) and
+    carry more than UNDERFLOW_SHARE of the weight's total magnitude (a weight of tiny values
+    would vanish; a few decayed-to-nothing entries of an ordinary weight, which trained
+    models with weight decay have by the thousand, change nothing measurable)."""
+    with np.errstate(over="ignore"):
+        half = value.astype(np.float16)
+    finite = np.isfinite(value)
+    if (np.isinf(half) & finite).any():
+        return f"overflows float16 (max |x| {float(np.abs(value[finite]).max()):.6g} > 65504)"
+    lost = (half == 0) & (value != 0)
+    if lost.any():
+        magnitude = np.abs(value[finite].astype(np.float64))
+        share = float(np.abs(value[lost].astype(np.float64)).sum() / magnitude.sum())
+        if share > UNDERFLOW_SHARE:
+            return (f"underflows float16 ({int(lost.sum())} non-zero values round to zero, "
+                    f"{share:.1%} of its magnitude)")
+    return None
+
+
+def _plan(graph, always, follow, is_f32, half_feeds, kept: set) -> set:
+    """ids of the ops that will run in float16, deciding in program order. An op reading a
+    weight in `kept` (one float16 cannot hold) stays float32."""
     half_values = set(half_feeds)
     runs_half = set()
     for op in graph.ops:
         names = op.input_arg_names + op.output_arg_names
-        if not any(is_f32(n) or n in half_values for n in names):
+        if not any(is_f32(n) or n in half_values for n in names) or kept & set(op.input_arg_names):
             continue
         if op.type in always or (op.type in follow and any(n in half_values for n in op.input_arg_names)):
             runs_half.add(id(op))
@@ -115,6 +140,10 @@ def convert_to_fp16(graph, options) -> dict:
     its own name (the float16 result is renamed and cast back); without it, float32 feeds
     are declared float16 and fetch targets keep the dtype their producer gives them.
 
+    A weight that float16 cannot hold (a finite value that would overflow to inf, or values
+    rounding to zero that carry a noticeable share of it) stays float32 and so does every op reading it;
+    the report names each (`weights_kept_fp32`, `kept_fp32_because`).
+
     Safe for the dtypes: every value is read in the dtype its reader was assigned, so no
     op sees mixed precision. Not exact: results differ from float32 by float16 round-off
     (about 1e-3 relative per op); callers state and check a tolerance."""
@@ -130,7 +159,9 @@ def convert_to_fp16(graph, options) -> dict:
     half_feeds = set() if options.keep_io_types else {n for n in g.feeds if is_f32(n)}
     for name in half_feeds:
         g.var(name).dtype = _T.FP16
-    runs_half = _plan(g, always, follow, is_f32, half_feeds)
+    problems = {n: why for n in g.params if g.is_const(n) and is_f32(n)
+                for why in [_float16_problem(np.asarray(g.const(n)))] if why}
+    runs_half = _plan(g, always, follow, is_f32, half_feeds, set(problems))
     half_params = {n for n in g.params if g.is_const(n) and is_f32(n)
                    and all(id(op) in runs_half for op in g.readers(n))}
     versions = _Versions(g, half_params)
@@ -162,5 +193,8 @@ def convert_to_fp16(graph, options) -> dict:
             else:
                 g.var(name).dtype = _T.FP16
                 versions.table[name] = {_T.FP16: name}
-    return {"ops_fp16": converted, "casts_inserted": versions.casts,
-            "params_fp16": versions.params_converted}
+    changes = {"ops_fp16": converted, "casts_inserted": versions.casts,
+               "params_fp16": versions.params_converted, "weights_kept_fp32": len(problems)}
+    if problems:
+        changes["kept_fp32_because"] = "; ".join(f"{n} {why}" for n, why in sorted(problems.items()))
+    return changes
