@@ -140,3 +140,20 @@ def test_bad_arguments_are_refused(args, kwargs, error, match):
     with pg.unique_name.guard(), pg.program_guard(pg.Program(), pg.Program()):
         with pytest.raises(error, match=match):
             pg.create_parameter(*args, **kwargs)
+
+
+def test_assign_initializer_fills_the_given_values():
+    value = np.arange(6, dtype=np.float64).reshape(2, 3) / 7
+    main, startup = pg.Program(), pg.Program()
+    with pg.unique_name.guard(), pg.program_guard(main, startup):
+        w = pg.create_parameter([2, 3], "float32", default_initializer=pg.initializer.Assign(value))
+        k = pg.create_parameter([3], "int64", default_initializer=pg.initializer.Assign([4, -5, 6]))
+    op = startup.global_block().ops[0]
+    assert op.type == "assign_value" and op.attr("shape") == [2, 3]
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    np.testing.assert_array_equal(scope.get(w.name), value.astype(np.float32))
+    np.testing.assert_array_equal(scope.get(k.name), np.array([4, -5, 6], np.int64))
+    with pytest.raises(ValueError, match="of shape"):
+        with pg.program_guard(main, startup):
+            pg.create_parameter([4], "float32", default_initializer=pg.initializer.Assign([1.0, 2.0]))
