@@ -33,6 +33,20 @@ def test_inspect_model_check_lists_every_problem(tmp_path):
     assert _run(FIXTURES / "convbn_adam.train.pdmodel", "--check").returncode == 0
 
 
+def test_inspect_model_check_suggests_forward_ops_for_forward_types(tmp_path):
+    from proto import pb
+    desc = pb.ProgramDesc.FromString((FIXTURES / "lenet.pdmodel").read_bytes())
+    pools = [op for op in desc.blocks[0].ops if op.type == "pool2d"]
+    pools[0].type = "pool3d_fancy"
+    pools[1].type = "pool2d_gradd"
+    bad = tmp_path / "bad.pdmodel"
+    bad.write_bytes(desc.SerializeToString())
+    r = _run(bad, "--check")
+    assert r.returncode == 1
+    assert "'pool3d_fancy' (did you mean pool2d?)" in r.stdout        # not pool2d_grad
+    assert "'pool2d_gradd' (did you mean pool2d_grad" in r.stdout     # a gradient type: gradient ops
+
+
 def test_inspect_model_reports_unreadable_file(tmp_path):
     junk = tmp_path / "junk.pdmodel"
     junk.write_bytes(b"\xff\x00not a program")
