@@ -5,6 +5,7 @@ numpy, and peak memory with and without freeing intermediates.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import tracemalloc
 from pathlib import Path
@@ -136,7 +137,8 @@ def peak_memory(layers: int = 50, rows: int = 256, cols: int = 4096):
              f"{peaks['freeing'] / live:.2f}x live set", "<= 1.2x")]
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
     rows = per_op_overhead() + mlp_forward() + peak_memory()
     print(table("Executor benchmarks (medians; ratio = Keel / floor)", rows,
                 ("workload", "Keel", "floor", "ratio", "target")))

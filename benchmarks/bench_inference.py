@@ -3,6 +3,10 @@ vs ONNX Runtime (CPU) running the same networks with the same weights.
 
     pip install onnx onnxruntime      # benchmark-only peers, not Keel dependencies
     python benchmarks/bench_inference.py [--repeat 100] [--transformer-batch 8] [--profile] [--passes-only]
+                                         [--models mlp cnn transformer] [--batches 1 8 64]
+
+Without onnx and onnxruntime, ONNX Runtime is skipped (one line says so) and Keel is timed
+without and with the passes, checked against each other instead.
 
 Models (the training benchmarks' shapes), at batch 1, 8 and 64:
 - MLP: x[N,784] -> fc 1024 relu -> fc 1024 relu -> fc 10 -> softmax;
@@ -48,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import table  # noqa: E402
+from common import peer_skipped, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Config, Executor, Scope, create_predictor  # noqa: E402
@@ -57,8 +61,8 @@ try:
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
-except ImportError:  # pragma: no cover
-    sys.exit("bench_inference.py needs onnx and onnxruntime: pip install onnx onnxruntime")
+except ImportError:  # a peer, not a dependency: main() says it is skipped
+    onnx = ort = None
 
 T, D, H, F = 128, 256, 4, 1024   # transformer: sequence, width, heads, FFN width
 DH = D // H
@@ -177,14 +181,15 @@ def onnx_transformer(w):
     return g.model(["N", T, D], norm(g.op("Add", h1, fc(gelu, "ff2")), "ln2"), ["N", T, D])
 
 
-MODELS = [("MLP 784-1024-1024-10", keel_mlp, onnx_mlp, (784,)),
-          ("CNN 2x conv3x3+pool, fc128", keel_cnn, onnx_cnn, (1, 28, 28)),
-          (f"Transformer layer {T}x{D}, {H} heads", keel_transformer, onnx_transformer, (T, D))]
+MODELS = {"mlp": ("MLP 784-1024-1024-10", keel_mlp, onnx_mlp, (784,)),
+          "cnn": ("CNN 2x conv3x3+pool, fc128", keel_cnn, onnx_cnn, (1, 28, 28)),
+          "transformer": (f"Transformer layer {T}x{D}, {H} heads", keel_transformer, onnx_transformer, (T, D))}
 
 
 # -- setting up the contenders ------------------------------------------------------------------
 def build(keel_model, onnx_model, workdir):
-    """(Keel predictor without passes, with passes, ORT session) on the same weights."""
+    """(Keel predictor without passes, with passes, ORT session or None without ONNX
+    Runtime) on the same weights."""
     main, startup = pg.Program(), pg.Program()
     startup.random_seed = 1
     with pg.unique_name.guard(), pg.program_guard(main, startup):
@@ -203,6 +208,8 @@ def build(keel_model, onnx_model, workdir):
         cfg = Config(prefix)
         cfg.switch_ir_optim(optim)
         predictors.append(create_predictor(cfg))
+    if ort is None:
+        return predictors[0], predictors[1], None
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = os.cpu_count() or 2
     opts.inter_op_num_threads = 1
@@ -228,14 +235,17 @@ def ort_call(session, x):
 
 
 def check(calls, label):
-    """The three agree to 1e-4 of the output's scale."""
-    ref = calls["ort"]()
+    """The three agree to 1e-4 of the output's scale (without ORT, the two Keel ones)."""
+    reference = "ort" if "ort" in calls else "keel"
+    ref = calls[reference]()
     scale = float(np.abs(ref).max())
     for name in ("keel", "keel+passes"):
+        if name == reference:
+            continue
         got = calls[name]()
-        assert got.shape == ref.shape, f"{label}: {name} shape {got.shape}, ORT {ref.shape}"
+        assert got.shape == ref.shape, f"{label}: {name} shape {got.shape}, {reference} {ref.shape}"
         diff = float(np.abs(got - ref).max())
-        assert diff <= 1e-4 * scale, f"{label}: {name} differs from ORT by {diff:.3g} (scale {scale:.3g})"
+        assert diff <= 1e-4 * scale, f"{label}: {name} differs from {reference} by {diff:.3g} (scale {scale:.3g})"
 
 
 def repeats(fn, wanted, budget_s=2.0):
@@ -294,26 +304,37 @@ def profile(predictor, x, label, repeat):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=100)
     parser.add_argument("--transformer-batch", type=int, default=8)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--passes-only", action="store_true",
                         help="time only Keel without and with the passes (ONNX Runtime is still "
                              "built and checked against), in 10 alternating rounds of twice the budget")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+                        help="the models to time (default: all)")
+    parser.add_argument("--batches", nargs="+", type=int, metavar="N",
+                        help="the batch sizes (default: 1, 8 and 64; the Transformer's largest is "
+                             "--transformer-batch)")
     args = parser.parse_args(argv)
+    if ort is None:
+        peer_skipped("ONNX Runtime", "pip install onnx onnxruntime")
+    with_ort = ort is not None and not args.passes_only
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
-        for label, keel_model, onnx_model, shape in MODELS:
+        for key in args.models:
+            label, keel_model, onnx_model, shape = MODELS[key]
             plain, optimized, session = build(keel_model, onnx_model, workdir)
             big = args.transformer_batch if keel_model is keel_transformer else 64
-            for batch in sorted({1, 8, big}):
+            for batch in sorted(set(args.batches or (1, 8, big))):
                 x = RNG.standard_normal((batch, *shape)).astype(np.float32)
-                calls = {"keel": keel_call(plain, x), "keel+passes": keel_call(optimized, x),
-                         "ort": ort_call(session, x)}
+                calls = {"keel": keel_call(plain, x), "keel+passes": keel_call(optimized, x)}
+                if session is not None:
+                    calls["ort"] = ort_call(session, x)
                 check(calls, f"{label}, batch {batch}")
+                if not with_ort:
+                    calls.pop("ort", None)
                 if args.passes_only:
-                    del calls["ort"]
                     n = repeats(calls["keel"], 2 * args.repeat, budget_s=4.0)
                     t = measure_blocks(calls, repeat=n, rounds=10)
                     rows.append((label, batch, f"{t['keel'] * 1e3:.3f} ms", f"{t['keel+passes'] * 1e3:.3f} ms",
@@ -322,17 +343,20 @@ def main(argv=None):
                     n = repeats(calls["keel"], args.repeat)
                     t = measure_blocks(calls, repeat=n)
                     rows.append((label, batch, f"{t['keel'] * 1e3:.3f} ms", f"{t['keel+passes'] * 1e3:.3f} ms",
-                                 f"{t['keel'] / t['keel+passes']:.2f}x", f"{t['ort'] * 1e3:.3f} ms",
-                                 f"{t['keel+passes'] / t['ort']:.2f}x"))
+                                 f"{t['keel'] / t['keel+passes']:.2f}x")
+                                + ((f"{t['ort'] * 1e3:.3f} ms", f"{t['keel+passes'] / t['ort']:.2f}x")
+                                   if with_ort else ()))
                 if args.profile:
                     profile(optimized, x, f"{label}, batch {batch}, Keel with passes", n)
     columns = ("model", "batch", "Keel (no passes)", "Keel (passes)", "speedup from passes")
     if args.passes_only:
         print(table("Inference latency without and with the passes (medians, 10 alternating rounds)",
                     rows, columns))
-    else:
+    elif with_ort:
         print(table(f"Inference latency (medians; ORT {ort.__version__}, {os.cpu_count()} intra-op threads)",
                     rows, columns + ("ONNX Runtime", "Keel(passes)/ORT")))
+    else:
+        print(table("Inference latency without and with the passes (medians)", rows, columns))
     print("Each contender timed in alternating blocks of its own (see the docstring).")
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paddle_peer  # noqa: E402
-from common import measure, peer_cell, table  # noqa: E402
+from common import measure, peer_cell, peer_skipped, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
@@ -232,7 +232,7 @@ def paddle_steps(mlp_x, mlp_y, cnn_x, cnn_y):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args(argv)
     mlp_x = RNG.standard_normal((128, 784)).astype(np.float32)
@@ -240,7 +240,11 @@ def main(argv=None):
     cnn_x = RNG.standard_normal((64, 1, 28, 28)).astype(np.float32)
     cnn_y = RNG.integers(0, 10, 64)
     peers = torch_steps(mlp_x, mlp_y, cnn_x, cnn_y)
+    if not peers:
+        peer_skipped("PyTorch", "pip install torch")
     paddle_peers = paddle_steps(mlp_x, mlp_y, cnn_x, cnn_y)
+    if not paddle_peers:
+        peer_skipped("PaddlePaddle", "pip install paddlepaddle")
     rows = []
     for name, build, floor, feed in [
         ("MLP step (784-1024-1024-10, Adam)", build_mlp, mlp_floor(mlp_x, mlp_y),

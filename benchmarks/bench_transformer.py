@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paddle_peer  # noqa: E402
-from common import measure, peer_cell, table  # noqa: E402
+from common import measure, peer_cell, peer_skipped, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
@@ -272,7 +272,7 @@ def check(scope, keel_first, floor_step, floor_params, torch_first):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args(argv)
     x = RNG.standard_normal((B, T, D)).astype(np.float32)
@@ -286,6 +286,8 @@ def main(argv=None):
     feed = {"x": x, "y": y[:, None]}
     floor_params = [np.array(scope.get(n), copy=True) for n in NAMES]
     peer = torch_step(floor_params, x, y)  # copies them
+    if peer is None:
+        peer_skipped("PyTorch", "pip install torch")
     floor = numpy_floor(floor_params, x, y)
     check(scope, lambda: exe.run(main_prog, feed=feed, scope=scope,
                                  fetch_list=[loss] + [n + "@GRAD" for n in NAMES]),
@@ -296,7 +298,9 @@ def main(argv=None):
     if peer is not None:  # a pass of its own: see the docstring
         t.update(measure({"torch": peer}, repeat=args.repeat, warmup=2))
     paddle_peer_step = paddle_step(x, y)
-    if paddle_peer_step is not None:  # likewise
+    if paddle_peer_step is None:
+        peer_skipped("PaddlePaddle", "pip install paddlepaddle")
+    else:  # likewise
         t.update(measure({"paddle": paddle_peer_step}, repeat=args.repeat, warmup=2))
     rows = [(f"Transformer layer step ({B}x{T}x{D}, {H} heads, FFN {F} gelu, Adam)",
              f"{t['keel'] * 1e3:.1f} ms", f"{t['floor'] * 1e3:.1f} ms",

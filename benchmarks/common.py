@@ -29,6 +29,12 @@ def table(title: str, rows: list[tuple], headers: tuple) -> str:
     return "\n".join(out)
 
 
+def peer_skipped(peer: str, install: str) -> None:
+    """The one line a benchmark prints for a peer that is not installed (the peers are
+    benchmark-only, never Keel dependencies)."""
+    print(f"{peer} is not installed: skipped ({install} to compare with it)", flush=True)
+
+
 def peer_cell(t: dict, peer: str) -> str:
     """A table cell for a peer's median in `t` and Keel's ratio to it."""
     return f"{t[peer] * 1e3:.1f} ms ({t['keel'] / t[peer]:.2f}x)" if peer in t else "not installed"

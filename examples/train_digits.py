@@ -68,7 +68,7 @@ def evaluate(exe, test_program, scope, images, labels, probs, batch=256):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--out", default="out/digits", help="prefix of the exported inference model")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import zipfile
 
 import numpy as np
@@ -128,8 +129,11 @@ def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = 
         if name not in values and not any(p.startswith(name + ":") for p in problems):
             problems.append(f"{name}: persistable variable of the program missing from the checkpoint")
     if strict and problems:
+        in_file = [entry["name"] for entry in manifest["variables"]]
         raise CheckpointError(f"{source} does not fit the program ({len(problems)} problem(s)):\n  - "
-                              + "\n  - ".join(problems))
+                              + "\n  - ".join(problems)
+                              + _renamed_hint([n for n in in_file if n not in wanted],
+                                              [n for n in wanted if n not in set(in_file)]))
     if executor is not None and manifest.get("random_state") is not None:
         try:  # before the scope changes: a state that does not fit leaves everything as it was
             executor.random_state().set_state(manifest["random_state"])
@@ -144,6 +148,36 @@ def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = 
         if schedule is not None and hasattr(schedule, "set_state_dict"):
             schedule.set_state_dict(state)
     return manifest.get("extra", {})
+
+
+# A unique-name counter: the `_0` of fc_0.w_0, learning_rate_0, fc_0.w_0_moment1_0.
+_COUNTER = re.compile(r"_\d+(?=$|[._@])")
+
+
+def _renamed_hint(only_in_file: list[str], only_in_program: list[str]) -> str:
+    """When names only the checkpoint has and names only the program has differ just in
+    their unique-name counters (fc_0.w_0 saved, fc_2.w_0 now), say so: the same model built
+    again in one process, where the counters go on (program/unique_name.py)."""
+    def natural(name):
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+    waiting: dict[str, list[str]] = {}
+    for name in sorted(only_in_program, key=natural):
+        waiting.setdefault(_COUNTER.sub("", name), []).append(name)
+    pairs = []
+    for name in sorted(only_in_file, key=natural):
+        candidates = waiting.get(_COUNTER.sub("", name))
+        if candidates:
+            pairs.append((name, candidates.pop(0)))
+    if not pairs:
+        return ""
+    pairs.sort(key=lambda pair: (len(pair[0]), natural(pair[0])))    # parameters before accumulators
+    examples = ", ".join(f"{saved} -> {now}" for saved, now in pairs[:3]) + (", ..." if len(pairs) > 3 else "")
+    return (f"\nThe checkpoint and the program each have variables the other lacks, and {len(pairs)} of "
+            f"them differ only in their unique-name suffixes (checkpoint -> program: {examples}):\n"
+            f"this looks like the same model built again in this process, where unique names keep "
+            f"counting.\nBuild the model under `with pg.unique_name.guard():` when saving and when "
+            f"loading, so it gets the same names every time.")
 
 
 def _read_archive(source: str) -> tuple[dict, bytes]:

@@ -217,7 +217,8 @@ class Config:
             import cupy
         except ImportError:
             raise PredictorError("Config.enable_use_gpu(): GPU inference needs cupy, which is not "
-                                 "installed (pip install 'keel[gpu]'); or call config.disable_gpu()") from None
+                                 'installed (pip install -e ".[gpu]" in the Keel checkout); or call '
+                                 "config.disable_gpu()") from None
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception:  # cupy without a driver or a device

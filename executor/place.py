@@ -34,7 +34,7 @@ class CPUPlace:
 
 
 class CUDAPlace:
-    """GPU `device_id`, through cupy (`pip install 'keel[gpu]'`)."""
+    """GPU `device_id`, through cupy (`pip install -e ".[gpu]"` in the Keel checkout)."""
     device = "gpu"
 
     def __init__(self, device_id: int = 0):

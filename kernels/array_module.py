@@ -11,7 +11,7 @@ def get_array_module(device: str = "cpu"):
     try:
         import cupy
     except ImportError as e:
-        raise RuntimeError("GPU execution needs cupy: pip install 'keel[gpu]'") from e
+        raise RuntimeError('GPU execution needs cupy: pip install -e ".[gpu]" in the Keel checkout') from e
     return cupy
 
 

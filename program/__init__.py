@@ -5,6 +5,7 @@
     with pg.program_guard(main, startup):
         x = pg.data("x", shape=[-1, 64], dtype="float32")
         y = pg.nn.fc(x, 10, activation="relu")
+        w = pg.create_parameter([10, 4], "float32")   # a parameter for ops written by hand
 """
 from program import ops as _ops  # noqa: F401  (registers every op definition)
 from program.block import Block
@@ -20,6 +21,7 @@ from program import unique_name
 from program import initializer
 from program.param_attr import ParamAttr
 from program.layers.data import data
+from program.layers.parameter import create_parameter
 from program.layers.math import *  # noqa: F401,F403  (add, matmul, mean, relu, ...: see __all__)
 from program.layers.tensor import *  # noqa: F401,F403  (reshape, concat, fill_constant, ...)
 from program import nn

@@ -126,21 +126,21 @@ MSRAInitializer = KaimingNormal  # PaddlePaddle's older name
 
 
 class Assign(Initializer):
-    """Fill with given values (an array of the parameter's shape)."""
+    """Fill with given values (an array of the parameter's shape): op assign_value with its
+    `values` attribute, as PaddlePaddle (>= 2.6) writes it."""
 
-    _FIELD = {"float32": "fp32_values", "float64": "fp64_values", "int32": "int32_values",
-              "int64": "int64_values", "bool": "bool_values"}
+    _DTYPES = ("float32", "float64", "int32", "int64", "bool")
 
     def __init__(self, value):
         self.value = np.asarray(value)
 
     def __call__(self, var, block):
         name = dtypes.name(var.dtype)
-        if name not in self._FIELD:
+        if name not in self._DTYPES:
             raise TypeError(f"Assign cannot initialize a {name} parameter ({var.name})")
         if tuple(self.value.shape) != tuple(var.shape):
             raise ValueError(f"Assign: value of shape {list(self.value.shape)} for parameter {var.name} "
                              f"of shape {list(var.shape)}")
         values = self.value.astype(dtypes.to_numpy(var.dtype)).ravel().tolist()
         return block.append_op("assign_value", outputs={"Out": var},
-                               attrs={"shape": list(var.shape), "dtype": var.dtype, self._FIELD[name]: values})
+                               attrs={"shape": list(var.shape), "dtype": var.dtype, "values": values})

@@ -6,7 +6,7 @@ block.append_op + Executor, save_intermediate_out on, scale 1.7) and against Kee
 separate ops; the pass on small Keel programs keeps the outputs, fuses what it documents
 and nothing else, and can be disabled by name. The tests marked `paddle` run the fused op
 in PaddlePaddle itself (skipped where it is not installed):
-    FLAGS_enable_pir_api=0 PYTHONPATH=. /work/paddle-venv/bin/python -m pytest -q -m paddle tests/test_fused_ops.py
+    FLAGS_enable_pir_api=0 PYTHONPATH=. $PADDLE_PYTHON -m pytest -q -m paddle tests/test_fused_ops.py
 """
 import os
 from collections import Counter

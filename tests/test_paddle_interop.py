@@ -1,7 +1,7 @@
 """Models written by Keel run in PaddlePaddle (optional: needs `paddle`, skipped without it).
 
 Run where PaddlePaddle is installed, e.g.:
-    FLAGS_enable_pir_api=0 PYTHONPATH=. /work/paddle-venv/bin/python -m pytest -q -m paddle tests/test_paddle_interop.py
+    FLAGS_enable_pir_api=0 PYTHONPATH=. $PADDLE_PYTHON -m pytest -q -m paddle tests/test_paddle_interop.py
 """
 import os
 from pathlib import Path

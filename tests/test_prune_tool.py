@@ -434,7 +434,7 @@ def test_optimized_float32_models_run_in_paddle(name, tmp_path):
     PaddlePaddle model: its static executor loads it and computes the recorded outputs.
     (Float16 models are not checked here: PaddlePaddle's CPU build has no float16 conv2d,
     fc or elementwise_add kernels.) Run with PaddlePaddle installed, e.g.
-    FLAGS_enable_pir_api=0 PYTHONPATH=. /work/paddle-venv/bin/python -m pytest -q -m paddle
+    FLAGS_enable_pir_api=0 PYTHONPATH=. $PADDLE_PYTHON -m pytest -q -m paddle
     tests/test_prune_tool.py"""
     os.environ.setdefault("FLAGS_enable_pir_api", "0")
     paddle = pytest.importorskip("paddle")

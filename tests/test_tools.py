@@ -16,7 +16,26 @@ def test_inspect_model_lists_program_feeds_fetches_and_params():
     r = _run(FIXTURES / "lenet.pdmodel")
     assert r.returncode == 0, r.stderr
     assert "conv2d(" in r.stdout and "0: x float32[-1, 1, 16, 16]" in r.stdout
-    assert "linear_0.w_0 [72, 10]" in r.stdout and "1,082 values" in r.stdout
+    assert "  linear_0.w_0 float32[72, 10]\n" in r.stdout and "1,082 values" in r.stdout
+
+
+def test_inspect_model_shows_each_parameters_dtype_and_shape(tmp_path):
+    import program as pg
+    from executor import Executor, Scope
+    main, startup = pg.Program(), pg.Program()
+    with pg.unique_name.guard(), pg.program_guard(main, startup):
+        x = pg.data("x", [-1, 3], "float64")
+        w = pg.create_parameter([3, 2], "float64", name="w64")
+        k = pg.create_parameter([2], "int64", name="k", default_initializer=pg.initializer.Constant(1))
+        h = pg.create_parameter([2], "float16", name="h")
+        y = pg.matmul(x, w) + pg.cast(k, "float64") + pg.cast(h, "float64")
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    pg.io.save_inference_model(tmp_path / "m", [x], [y], exe, program=main, scope=scope)
+    r = _run(tmp_path / "m.pdmodel")
+    assert r.returncode == 0, r.stderr
+    params = r.stdout.split("\nparameters (3, 10 values from ")[1].splitlines()[1:4]
+    assert params == ["  h float16[2]", "  k int64[2]", "  w64 float64[3, 2]"]
 
 
 def test_inspect_model_check_lists_every_problem(tmp_path):
@@ -31,6 +50,20 @@ def test_inspect_model_check_lists_every_problem(tmp_path):
     assert "'mull' (did you mean mul" in r.stdout and "'frobnicate'" in r.stdout
     assert "2 problem(s)" in r.stdout
     assert _run(FIXTURES / "convbn_adam.train.pdmodel", "--check").returncode == 0
+
+
+def test_inspect_model_check_suggests_forward_ops_for_forward_types(tmp_path):
+    from proto import pb
+    desc = pb.ProgramDesc.FromString((FIXTURES / "lenet.pdmodel").read_bytes())
+    pools = [op for op in desc.blocks[0].ops if op.type == "pool2d"]
+    pools[0].type = "pool3d_fancy"
+    pools[1].type = "pool2d_gradd"
+    bad = tmp_path / "bad.pdmodel"
+    bad.write_bytes(desc.SerializeToString())
+    r = _run(bad, "--check")
+    assert r.returncode == 1
+    assert "'pool3d_fancy' (did you mean pool2d?)" in r.stdout        # not pool2d_grad
+    assert "'pool2d_gradd' (did you mean pool2d_grad" in r.stdout     # a gradient type: gradient ops
 
 
 def test_inspect_model_reports_unreadable_file(tmp_path):

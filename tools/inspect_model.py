@@ -1,6 +1,6 @@
 """Print a program file (`.pdmodel`, ours or PaddlePaddle's) as Keel reads it.
 
-    python tools/inspect_model.py out/digits.pdmodel            # the listing, feeds, fetches, params
+    python tools/inspect_model.py out/digits.pdmodel            # the listing, feeds, fetches, params (dtype, shape)
     python tools/inspect_model.py model.pdmodel --check          # only: can Keel run it? (exit 1 if not)
 
 Every problem Keel has with the file (unknown op types with the nearest known names,
@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from program import dtypes  # noqa: E402
 from program.errors import KeelError  # noqa: E402
 from program.io import load_params, load_program, persistable_specs  # noqa: E402
 from program.verify import program_problems  # noqa: E402
@@ -61,8 +62,8 @@ def main(argv=None) -> int:
                 print(f"\nparameters: cannot read {params_file}: {e}")
         total = sum(v.size for v in values.values())
         print(f"\nparameters ({len(specs)}" + (f", {total:,} values from {params_file}" if values else "") + "):")
-        for name, _, shape in specs:
-            print(f"  {name} {list(shape)}")
+        for name, dtype, shape in specs:
+            print(f"  {name} {dtypes.name(dtype)}{list(shape)}")
     if problems:
         print(f"\n{len(problems)} problem(s) keep Keel from running this program:")
         for p in problems:

@@ -5,8 +5,8 @@
 
 Saving takes the evaluation form of the program (`clone(for_test=True)`: no backward or
 optimizer ops, `is_test` on), keeps only the ops the fetch targets need from the feeds,
-and lays the file out the way PaddlePaddle's saved inference programs are
-(../shared/reference/PADDLE_FORMAT_FACTS.md): `feed` ops first (prepended one by one, so
+and lays the file out the way PaddlePaddle's saved inference programs are (as
+PaddlePaddle 3.3.1 writes them): `feed` ops first (prepended one by one, so
 the highest `col` comes first), `fetch` ops last, variables sorted by name followed by
 the `feed`/`fetch` lists, slots and attributes sorted, runtime-only attributes and the
 outputs PaddlePaddle strips (dropout's Mask, XShape of transpose2/squeeze2/...) removed,

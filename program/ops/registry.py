@@ -295,7 +295,13 @@ def lookup(type: str) -> OpDef | None:
 
 
 def suggest(type: str) -> str:
-    close = difflib.get_close_matches(type, _REGISTRY.keys(), n=3, cutoff=0.6)
+    """` (did you mean a, b?)`: up to three registered types close to `type`. Unless `type`
+    is itself a gradient op type (`..._grad`), a gradient op that comes close stands for
+    its forward op (`pool3d_fancy`: pool2d, not pool2d_grad)."""
+    close = difflib.get_close_matches(type, _REGISTRY.keys(), n=6, cutoff=0.6)
+    if "_grad" not in type:
+        close = [_REGISTRY[name].grad_of or name for name in close]
+    close = list(dict.fromkeys(close))[:3]
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
