@@ -68,8 +68,6 @@ READS_BACK = {
     **dict.fromkeys(["bce_loss", "cross_entropy", "cross_entropy2", "lookup_table_v2", "one_hot_v2",
                      "softmax_with_cross_entropy"], _VALIDATION),
     # found by this audit, fixed by the next commits
-    "pool2d": "adaptive pooling sizes its windows with int() of device arrays",
-    "pool2d_grad": "adaptive pooling sizes its windows with int() of device arrays; cupy's bincount reads back",
     "clip_by_norm": "float() of the norm",
     "lookup_table_v2_grad": "padding_idx rows dropped with a boolean mask",
     "batch_norm": "float() of MomentumTensor",
