@@ -1342,11 +1342,10 @@ def lookup_table_v2_grad(xp, ids, w, dout, *, padding_idx):
     flat = ids.reshape(-1).astype(xp.int64, copy=False)
     rows = dout.reshape(-1, d)
     pad = int(padding_idx) if padding_idx is not None else -1
-    if pad != -1:
-        keep = flat != pad
-        flat, rows = flat[keep], rows[keep]
     dw = xp.zeros(w.shape, dtype=_compute_dtype(xp, w.dtype))
     rows = rows.astype(dw.dtype, copy=False)
+    if pad != -1:  # zeros added to the padding row rather than a mask (whose size a GPU reads back)
+        rows = xp.where((flat == pad)[:, None], xp.zeros((), dw.dtype), rows)
     if getattr(xp, "__name__", "") == "cupy":
         import cupyx
         cupyx.scatter_add(dw, flat, rows)
