@@ -437,11 +437,14 @@ def batch_norm(xp, x, scale, bias, mean, variance, momentum_tensor=None, *, is_t
         batch_mean = xc.mean(axis=reduce_axes)
         centered = xc - _bcast(batch_mean, x.ndim, axis)
         batch_var = (centered * centered).mean(axis=reduce_axes)
-        if momentum_tensor is not None:
-            momentum = float(momentum_tensor.reshape(-1)[0])
-        m = float(momentum)
-        mean[...] = (mean.astype(cdt) * m + batch_mean * (1.0 - m)).astype(stat_dtype)
-        variance[...] = (variance.astype(cdt) * m + batch_var * (1.0 - m)).astype(stat_dtype)
+        if momentum_tensor is not None:  # kept on the device; float64 as the attribute's Python float
+            m64 = momentum_tensor.reshape(-1)[0].astype(xp.float64)
+            m, rest = m64.astype(cdt), (1.0 - m64).astype(cdt)
+        else:
+            m = float(momentum)
+            rest = 1.0 - m
+        mean[...] = (mean.astype(cdt) * m + batch_mean * rest).astype(stat_dtype)
+        variance[...] = (variance.astype(cdt) * m + batch_var * rest).astype(stat_dtype)
         use_mean = batch_mean
         inv_std = 1.0 / xp.sqrt(batch_var + epsilon)
         saved_mean = batch_mean.astype(stat_dtype)

@@ -67,8 +67,6 @@ READS_BACK = {
     "where_index": "its output's shape is the number of true elements",
     **dict.fromkeys(["bce_loss", "cross_entropy", "cross_entropy2", "lookup_table_v2", "one_hot_v2",
                      "softmax_with_cross_entropy"], _VALIDATION),
-    # found by this audit, fixed by the next commits
-    "batch_norm": "float() of MomentumTensor",
 }
 
 # Tests of the source modules not collected again here, and why.
