@@ -30,7 +30,7 @@ import struct
 import numpy as np
 
 from kernels.registry import kernel
-from kernels.tensor import check_index_range
+from kernels.tensor import check_index_range, scatter_add
 
 _FLT_MAX = 3.4028234663852886e38  # C's FLT_MAX: Paddle's initial value for max pooling
 
@@ -279,39 +279,43 @@ def _pool_output_size(size, k, p0, p1, s, ceil_mode):
     return (size - k + p0 + p1) // s + 1
 
 
-def _adaptive_bins(xp, in_size, out_size):
-    """Per output bin i: [floor(i*in/out), ceil((i+1)*in/out)) as (start, end) int arrays."""
-    i = xp.arange(out_size)
+def _adaptive_bins(in_size, out_size):
+    """Per output bin i: [floor(i*in/out), ceil((i+1)*in/out)) as (start, end) int arrays.
+    They depend on the sizes only, so they are computed with numpy on the host: on a GPU
+    nothing is read back to size the windows (a cupy int() of a bin width would be)."""
+    i = np.arange(out_size)
     start = (i * in_size) // out_size
     end = -((-(i + 1) * in_size) // out_size)
     return start, end
+
+
+def _adaptive_windows(in_size, out_size):
+    """The bins padded to the longest one, on the host: (index [out, k] of each bin's
+    elements, the bin's last element repeated in the padding; valid [out, k], False on the
+    padding; start; end)."""
+    start, end = _adaptive_bins(in_size, out_size)
+    j = start[:, None] + np.arange(int((end - start).max()))[None, :]
+    return np.minimum(j, end[:, None] - 1), j < end[:, None], start, end
 
 
 def _adaptive_pool(xp, x, oh, ow, pooling_type, channel_last):
     """Gather every bin padded to the longest bin; max repeats the bin's last element (harmless
     for max), avg masks the repeats and divides by the true bin size."""
     h, w = _spatial(x, channel_last)
-    hs, he = _adaptive_bins(xp, h, oh)
-    ws, we = _adaptive_bins(xp, w, ow)
-    kh = int((he - hs).max())
-    kw = int((we - ws).max())
-    jh = xp.arange(kh)
-    jw = xp.arange(kw)
-    idx_h = xp.minimum(hs[:, None] + jh[None, :], he[:, None] - 1)  # [oh, kh]
-    idx_w = xp.minimum(ws[:, None] + jw[None, :], we[:, None] - 1)  # [ow, kw]
+    idx_h, valid_h, hs, he = _adaptive_windows(h, oh)  # [oh, kh]
+    idx_w, valid_w, ws, we = _adaptive_windows(w, ow)  # [ow, kw]
+    rows, cols = xp.asarray(idx_h[:, :, None, None]), xp.asarray(idx_w[None, None, :, :])
     if channel_last:
-        gathered = x[:, idx_h[:, :, None, None], idx_w[None, None, :, :], :]  # [N, oh, kh, ow, kw, C]
+        gathered = x[:, rows, cols, :]  # [N, oh, kh, ow, kw, C]
         axes = (2, 4)
     else:
-        gathered = x[:, :, idx_h[:, :, None, None], idx_w[None, None, :, :]]  # [N, C, oh, kh, ow, kw]
+        gathered = x[:, :, rows, cols]  # [N, C, oh, kh, ow, kw]
         axes = (3, 5)
     if pooling_type == "max":
         return gathered.max(axis=axes)
     cdt = _compute_dtype(xp, x.dtype)
-    mask_h = (hs[:, None] + jh[None, :]) < he[:, None]
-    mask_w = (ws[:, None] + jw[None, :]) < we[:, None]
-    mask = (mask_h[:, :, None, None] & mask_w[None, None, :, :]).astype(cdt)  # [oh, kh, ow, kw]
-    count = ((he - hs)[:, None] * (we - ws)[None, :]).astype(cdt)  # [oh, ow]
+    mask = xp.asarray((valid_h[:, :, None, None] & valid_w[None, None, :, :]).astype(cdt))  # [oh, kh, ow, kw]
+    count = xp.asarray(((he - hs)[:, None] * (we - ws)[None, :]).astype(cdt))  # [oh, ow]
     if channel_last:
         total = (gathered.astype(cdt) * mask[None, :, :, :, :, None]).sum(axis=axes)
         return (total / count[None, :, :, None]).astype(x.dtype)
@@ -433,11 +437,14 @@ def batch_norm(xp, x, scale, bias, mean, variance, momentum_tensor=None, *, is_t
         batch_mean = xc.mean(axis=reduce_axes)
         centered = xc - _bcast(batch_mean, x.ndim, axis)
         batch_var = (centered * centered).mean(axis=reduce_axes)
-        if momentum_tensor is not None:
-            momentum = float(momentum_tensor.reshape(-1)[0])
-        m = float(momentum)
-        mean[...] = (mean.astype(cdt) * m + batch_mean * (1.0 - m)).astype(stat_dtype)
-        variance[...] = (variance.astype(cdt) * m + batch_var * (1.0 - m)).astype(stat_dtype)
+        if momentum_tensor is not None:  # kept on the device; float64 as the attribute's Python float
+            m64 = momentum_tensor.reshape(-1)[0].astype(xp.float64)
+            m, rest = m64.astype(cdt), (1.0 - m64).astype(cdt)
+        else:
+            m = float(momentum)
+            rest = 1.0 - m
+        mean[...] = (mean.astype(cdt) * m + batch_mean * rest).astype(stat_dtype)
+        variance[...] = (variance.astype(cdt) * m + batch_var * rest).astype(stat_dtype)
         use_mean = batch_mean
         inv_std = 1.0 / xp.sqrt(batch_var + epsilon)
         saved_mean = batch_mean.astype(stat_dtype)
@@ -974,26 +981,26 @@ def conv2d_transpose_grad(xp, x, w, bias, dy, *, strides, paddings, padding_algo
 def _adaptive_pool_grad(xp, x, out, dout, pooling_type, cdt):
     """NCHW adaptive pooling gradient. avg: dX = Mh^T (dOut / count) Mw with the 0/1 bin
     membership matrices; max: the gradient goes to the first element (row-major in its bin)
-    equal to the bin's maximum, accumulated with one bincount."""
+    equal to the bin's maximum, accumulated with one scatter-add. The bins are host
+    arrays (_adaptive_bins)."""
     n, c, h, w = x.shape
     oh, ow = out.shape[2:]
-    hs, he = _adaptive_bins(xp, h, oh)
-    ws, we = _adaptive_bins(xp, w, ow)
     if pooling_type == "avg":
-        ih, iw = xp.arange(h), xp.arange(w)
-        mh = ((ih[None, :] >= hs[:, None]) & (ih[None, :] < he[:, None])).astype(cdt)  # [oh, H]
-        mw = ((iw[None, :] >= ws[:, None]) & (iw[None, :] < we[:, None])).astype(cdt)  # [ow, W]
-        recip = (1.0 / ((he - hs)[:, None] * (we - ws)[None, :]).astype(xp.float32)).astype(cdt)
+        hs, he = _adaptive_bins(h, oh)
+        ws, we = _adaptive_bins(w, ow)
+        ih, iw = np.arange(h), np.arange(w)
+        mh = xp.asarray(((ih[None, :] >= hs[:, None]) & (ih[None, :] < he[:, None])).astype(cdt))  # [oh, H]
+        mw = xp.asarray(((iw[None, :] >= ws[:, None]) & (iw[None, :] < we[:, None])).astype(cdt))  # [ow, W]
+        recip = xp.asarray((1.0 / ((he - hs)[:, None] * (we - ws)[None, :]).astype(np.float32)).astype(cdt))
         return mh.T @ (dout.astype(cdt, copy=False) * recip) @ mw
-    kh, kw = int((he - hs).max()), int((we - ws).max())
-    jh, jw = xp.arange(kh), xp.arange(kw)
-    idx_h = xp.minimum(hs[:, None] + jh[None, :], he[:, None] - 1)  # [oh, kh]
-    idx_w = xp.minimum(ws[:, None] + jw[None, :], we[:, None] - 1)  # [ow, kw]
-    valid = (((hs[:, None] + jh[None, :]) < he[:, None])[:, None, :, None]
-             & ((ws[:, None] + jw[None, :]) < we[:, None])[None, :, None, :])  # [oh, ow, kh, kw]
+    idx_h, valid_h, _, _ = _adaptive_windows(h, oh)  # [oh, kh]
+    idx_w, valid_w, _, _ = _adaptive_windows(w, ow)  # [ow, kw]
+    kw = idx_w.shape[1]
+    valid = xp.asarray(valid_h[:, None, :, None] & valid_w[None, :, None, :])  # [oh, ow, kh, kw]
+    idx_h, idx_w = xp.asarray(idx_h), xp.asarray(idx_w)
     gathered = x[:, :, idx_h[:, None, :, None], idx_w[None, :, None, :]]  # [N, C, oh, ow, kh, kw]
     hit = (gathered == out[:, :, :, :, None, None]) & valid
-    hit = hit.reshape(n, c, oh, ow, kh * kw)
+    hit = hit.reshape(n, c, oh, ow, -1)
     first = hit.argmax(axis=-1)                                      # first True, row-major
     found = xp.take_along_axis(hit, first[..., None], axis=-1)[..., 0]
     rows = idx_h[xp.arange(oh)[:, None], first // kw]                # [N, C, oh, ow]
@@ -1001,7 +1008,9 @@ def _adaptive_pool_grad(xp, x, out, dout, pooling_type, cdt):
     base = (xp.arange(n * c).reshape(n, c, 1, 1)) * (h * w)
     flat = (base + rows * w + cols).reshape(-1)
     weights = xp.where(found, dout, 0).astype(xp.float64).reshape(-1)
-    return xp.bincount(flat, weights=weights, minlength=n * c * h * w).reshape(n, c, h, w).astype(cdt)
+    # a scatter-add, not bincount: cupy's bincount reads max(flat) back to size its output
+    dx = scatter_add(xp, xp.zeros(n * c * h * w, dtype=xp.float64), flat, weights)
+    return dx.reshape(n, c, h, w).astype(cdt)
 
 
 @kernel("pool2d_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"],
@@ -1339,11 +1348,10 @@ def lookup_table_v2_grad(xp, ids, w, dout, *, padding_idx):
     rows = dout.reshape(-1, d)
     pad = int(padding_idx) if padding_idx is not None else -1
     _check_ids(xp, "lookup_table_v2_grad", ids, w.shape[0], pad)
-    if pad != -1:
-        keep = flat != pad
-        flat, rows = flat[keep], rows[keep]
     dw = xp.zeros(w.shape, dtype=_compute_dtype(xp, w.dtype))
     rows = rows.astype(dw.dtype, copy=False)
+    if pad != -1:  # zeros added to the padding row rather than a mask (whose size a GPU reads back)
+        rows = xp.where((flat == pad)[:, None], xp.zeros((), dw.dtype), rows)
     if getattr(xp, "__name__", "") == "cupy":
         import cupyx
         cupyx.scatter_add(dw, flat, rows)

@@ -275,8 +275,13 @@ def adagrad(xp, param, grad, moment, learning_rate, master_param, *, epsilon=1e-
 
 @kernel("clip_by_norm", inputs=["X"], outputs=["Out"], attrs=["max_norm"])
 def clip_by_norm(xp, x, *, max_norm):
+    """x * (max_norm / norm) where the L2 norm exceeds max_norm, else x (a copy). The norm
+    stays on the device (no read back per parameter and step on a GPU): the factor is
+    computed in float64, as the Python float it was, and rounded to x's dtype."""
     acc = xp.float32 if x.dtype == xp.float16 else x.dtype
-    norm = float(xp.sqrt(xp.sum(xp.square(x, dtype=acc))))
-    if norm > max_norm:
-        return (x * (max_norm / norm)).astype(x.dtype)
-    return x.copy()
+    norm = xp.sqrt(xp.sum(xp.square(x, dtype=acc))).astype(xp.float64)
+    clipped = norm > max_norm
+    factor = xp.where(clipped, max_norm / xp.where(clipped, norm, 1.0), 1.0)
+    if x.dtype.kind == "f":
+        factor = factor.astype(x.dtype)
+    return xp.asarray(x * factor).astype(x.dtype, copy=False)

@@ -63,7 +63,27 @@ def _listed(value):
     return value if isinstance(value, list) else [value]
 
 
-def run_case(case: Case) -> None:
+@dataclass
+class Built:
+    """A case's one-op program with its loss and the gradients appended."""
+    main: object
+    feed: dict          # name -> array (the inputs and the loss weights)
+    loss: object
+    wrt_vars: list      # the inputs differentiated
+    grads: list         # their gradient variables (None where there is none)
+
+    @property
+    def fetches(self) -> list:
+        return [self.loss] + [g for g in self.grads if g is not None]
+
+    @property
+    def fetch_names(self) -> list:
+        return [v.name for v in self.fetches]
+
+
+def build_case(case: Case) -> Built:
+    """The one-op program of `case`, its weighted-sum loss and the gradients of the loss
+    with respect to the float inputs (see the module docstring)."""
     opdef = registry.get(case.op_type)
     rule = opdef.grad
     assert isinstance(rule, registry.GradRule), f"{case.op_type} has no gradient rule"
@@ -113,7 +133,15 @@ def run_case(case: Case) -> None:
         assert wrt_vars, f"{case}: no float input to check"
         grads = pg.gradients([loss], wrt_vars)
 
-    exe = Executor(CPUPlace())
+    return Built(main, feed, loss, wrt_vars, grads)
+
+
+def run_case(case: Case, place=None) -> None:
+    """Check the case's analytic gradients against finite differences, both computed on
+    `place` (default CPUPlace())."""
+    built = build_case(case)
+    main, feed, loss, wrt_vars, grads = built.main, built.feed, built.loss, built.wrt_vars, built.grads
+    exe = Executor(place or CPUPlace())
     scope = Scope()
 
     def run(f, fetch_list):  # fresh copies: in-place outputs (MeanOut = Mean) update their input
