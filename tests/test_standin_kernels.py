@@ -55,8 +55,8 @@ NOT_ON_DEVICE: dict = {}
 # other kernel that does fails its test here.
 _ATTRIBUTE_TENSOR = ("a tensor input standing for an attribute (shape, axes, sizes, scale, factor, "
                      "k, seed, SkipUpdate) is read on the host, as PaddlePaddle copies it to the CPU")
-_VALIDATION = ("input validation (labels, ids, probabilities in range) reads one bool back per call; "
-               "the bounds-check policy on a device is another change's")
+_VALIDATION = ("input validation (labels, ids, indices, probabilities in range) reads one bool back "
+               "per call: an out-of-range index is an error on a GPU too, as in PaddlePaddle")
 READS_BACK = {
     **dict.fromkeys(["adam", "bilinear_interp_v2", "bilinear_interp_v2_grad", "concat", "concat_grad",
                      "dropout", "expand_v2", "fill_constant", "gather", "gather_grad", "linspace",
@@ -66,7 +66,8 @@ READS_BACK = {
                     _ATTRIBUTE_TENSOR),
     "where_index": "its output's shape is the number of true elements",
     **dict.fromkeys(["bce_loss", "cross_entropy", "cross_entropy2", "lookup_table_v2", "one_hot_v2",
-                     "softmax_with_cross_entropy"], _VALIDATION),
+                     "softmax_with_cross_entropy", "gather_nd", "gather_nd_grad", "lookup_table_v2_grad",
+                     "scatter", "scatter_grad"], _VALIDATION),
 }
 
 # Tests of the source modules not collected again here, and why.
@@ -76,12 +77,6 @@ NOT_RERUN = {
 }
 for _module in GRAD_MODULES:
     NOT_RERUN[_module.__name__, "test_gradient"] = "its cases run below: test_gradient_case_on_device_matches_cpu"
-
-# Tests that fail on some CPUs already (not a device matter): xfail here, not strict.
-CPU_KNOWN = {
-    ("test_fused_ops", "test_kernel_gives_paddles_numbers[D-elementwise_mul,sigmoid]"):
-        "fails on AMD CPUs with numpy's own exp rounding too (tests/test_fused_ops.py; another task)",
-}
 
 RAN = set()           # op types run on the device by this module's tests
 _REAL_CALL_KERNEL = kernel_call.call_kernel
@@ -169,13 +164,10 @@ def device_call_kernel(op_type, inputs, attrs=None, xp=np, rng=None):
 def _on_device_class(module):
     """A test class holding `module`'s test functions, run with the stand-in installed and
     the module's call_kernel on the device."""
-    def install(self, monkeypatch, request):
+    def install(self, monkeypatch):
         standin.install(monkeypatch)
         monkeypatch.setattr(module, "call_kernel", device_call_kernel, raising=False)
         monkeypatch.setattr(kernel_call, "call_kernel", device_call_kernel)  # for `from ... import` inside tests
-        reason = CPU_KNOWN.get((module.__name__, request.node.name))
-        if reason:
-            request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
 
     ns = {"_install": pytest.fixture(autouse=True)(install)}
     for name, obj in vars(module).items():
