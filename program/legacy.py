@@ -328,7 +328,7 @@ def _fresh(block, base: str) -> str:
 
 
 def _lower(block, op, lowering: Lowering) -> None:
-    before, after, _ = lowering.plan(op)
+    before, after, handled = lowering.plan(op)
     callstack = op.attr("op_callstack") if op.has_attr("op_callstack") else None
 
     def emit(at, step, src, dst):
@@ -348,20 +348,22 @@ def _lower(block, op, lowering: Lowering) -> None:
         var = block.var(out)
         src = block.create_var(_fresh(block, out), var.shape, var.dtype).name
         op.set_output(lowering.out_slot, [src])
+        if before and op.opdef is not None and op.opdef.infer is not None:
+            # its inputs changed shape (a fused reshape/transpose): infer its output again
+            block._infer(op, op.opdef, op.inputs, op.outputs, op.attrs, op.callsite)
         at = block.ops.index(op) + 1
         for i, step in enumerate(after):
             last = i == len(after) - 1
             dst = out if last else block.create_var(_fresh(block, out), var.shape, var.dtype).name
             emit(at + i, step, src, dst)
             src = dst
-    # The op itself now computes only what 3.3.1's definition says.
-    for name in list(op.attrs):
-        extra = EXTRA_ATTRS.get(name)
-        if extra is not None and (op.opdef is None or op.opdef.attr_spec(name) is None):
-            op.set_attr(name, extra.neutral[0])
-    for name in EXTRA_SLOTS.get(op.type, {}):
-        if name in op.inputs:
+    # The op itself now computes only what 3.3.1's definition says: what was written out
+    # goes back to its neutral value.
+    for name in handled:
+        if name in EXTRA_SLOTS.get(op.type, {}):
             op.set_input(name, [])
+        elif op.has_attr(name) and (op.opdef is None or op.opdef.attr_spec(name) is None):
+            op.set_attr(name, EXTRA_ATTRS[name].neutral[0])
 
 
 # ------------------------------------------------------------------------------ op versions
@@ -514,6 +516,12 @@ def upgrade_program(program, source: str = "program") -> list[str]:
                         notes.append(f"{op.type}: op version {written} -> {cp.version}: {cp.note}")
             if op not in block.ops:
                 continue
+            for slot, extra in EXTRA_SLOTS.get(op.type, {}).items():
+                # given but not read (ResidualData without fuse_residual_connection): unbind it,
+                # so nothing has to feed or compute it
+                if op.input(slot) and slot not in opdef.input_slots and _neutral(op, slot, extra):
+                    notes.append(f"{op.type}: {slot}={op.input(slot)} is not read ({extra.gate} is off); unbound")
+                    op.set_input(slot, [])
             lowering = LOWERINGS.get(op.type)
             if lowering is not None and asks(op, opdef) and refusal(op, opdef) is None:
                 wanted = asks(op, opdef)
