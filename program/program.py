@@ -40,6 +40,8 @@ class Program:
         # LR variable name -> a callable giving its current value (an LRScheduler, or an
         # optimizer's get_lr after set_lr): the executor writes it before each run.
         self.lr_schedules: dict = {}
+        # What reading a file written by an older PaddlePaddle changed (program/legacy.py).
+        self.upgrade_notes: list[str] = []
 
     # -- structure ----------------------------------------------------------------------
     @property
@@ -106,6 +108,7 @@ class Program:
         prog._op_role = 0
         prog._namescopes = []
         prog.lr_schedules = {}
+        prog.upgrade_notes = []
         for i, bdesc in enumerate(desc.blocks):
             header = pb.BlockDesc()
             header.CopyFrom(bdesc)
@@ -135,7 +138,11 @@ class Program:
 
     @classmethod
     def parse_from_string(cls, data: bytes, *, verify: bool = True, source: str = "program") -> "Program":
-        """Parse ProgramDesc bytes (a `.pdmodel` file's content)."""
+        """Parse ProgramDesc bytes (a `.pdmodel` file's content). A file written by an older
+        PaddlePaddle is brought to the op semantics Keel implements first (program/legacy.py:
+        attributes later op versions added, old formulas, the computations legacy fusion
+        attributes ask for written out as ops; `upgrade_notes` lists the changes); a file
+        from a later release warns (NewerFileWarning)."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ParseError(f"{source}: expected bytes, got {type(data).__name__}")
         desc = pb.ProgramDesc()
@@ -147,7 +154,13 @@ class Program:
         if missing:
             raise ParseError(f"{source} is not a valid program file (ProgramDesc): missing required "
                              f"field(s) {', '.join(missing[:5])}")
-        return cls.from_desc(desc, verify=verify, source=source)
+        from program import legacy
+        prog = cls.from_desc(desc, verify=False, source=source)
+        prog.upgrade_notes = legacy.upgrade_program(prog, source)
+        if verify:
+            from program.verify import verify_program
+            verify_program(prog, source=source)
+        return prog
 
     def clone(self, for_test: bool = False) -> "Program":
         """A deep copy. `for_test=True` gives the evaluation program: forward ops only

@@ -5,6 +5,7 @@ unsupported op types learns about all three at once."""
 from __future__ import annotations
 
 from program import attrs as attr_codec
+from program import legacy
 from program.errors import UnsupportedProgramError
 from program.ops import registry
 
@@ -13,7 +14,7 @@ _PLACEHOLDERS = {"@EMPTY@"}
 
 
 def program_problems(program) -> list[str]:
-    problems: list[str] = []
+    problems: list[str] = legacy.version_problems(program)
     unknown: dict[str, list[str]] = {}
     for block in program.blocks:
         for i, op in enumerate(block.ops):
@@ -24,13 +25,15 @@ def program_problems(program) -> list[str]:
             for kind, slots, known in (("input", op.inputs, opdef and opdef.input_slots),
                                        ("output", op.outputs, opdef and opdef.output_slots)):
                 for slot, names in slots.items():
-                    if known is not None and slot not in known:
+                    if known is not None and slot not in known and not (
+                            kind == "input" and legacy.is_legacy_slot(op.type, slot)):
                         problems.append(f"{where}: unsupported {kind} slot {slot!r}")
                     for name in names:
                         if name not in _PLACEHOLDERS and block.find_var(name) is None:
                             problems.append(f"{where}: {kind} {slot!r} refers to undefined variable {name!r}")
             if opdef is None:
                 continue
+            problems.extend(f"{where}: {p}" for p in legacy.legacy_problems(op, opdef))
             for slot in opdef.inputs:
                 if not slot.dispensable and not op.input(slot.name):
                     problems.append(f"{where}: missing required input {slot.name!r}")

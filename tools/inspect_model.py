@@ -4,7 +4,10 @@
     python tools/inspect_model.py model.pdmodel --check          # only: can Keel run it? (exit 1 if not)
 
 Every problem Keel has with the file (unknown op types with the nearest known names,
-unsupported attributes or slots, undefined variables) is listed at once. With the
+unsupported attributes or slots, undefined variables, legacy fusion values Keel does not
+compute, op versions newer than Keel knows) is listed at once. For a file written by an older
+PaddlePaddle (2.x), it also says which release wrote it, which of its legacy fields sit at
+their neutral value, and what reading it changed (program/legacy.py). With the
 matching `.pdiparams` next to it, parameter shapes and sizes are read from that file too.
 """
 from __future__ import annotations
@@ -16,8 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from program import dtypes  # noqa: E402
+from program import dtypes, legacy  # noqa: E402
 from program.errors import KeelError  # noqa: E402
+from program.ops import registry  # noqa: E402
 from program.io import load_params, load_program, persistable_specs  # noqa: E402
 from program.verify import program_problems  # noqa: E402
 
@@ -38,7 +42,9 @@ def main(argv=None) -> int:
     if args.check:
         for p in problems:
             print(p)
-        print(f"{args.model}: {'cannot run: ' + str(len(problems)) + ' problem(s)' if problems else 'OK'}")
+        for line in _legacy_summary(program):
+            print(line)
+        print(f"{args.model}: {'cannot run: ' + str(len(problems)) + ' problem(s)' if problems else 'OK, Keel runs it'}")
         return 1 if problems else 0
 
     print(program)
@@ -64,11 +70,43 @@ def main(argv=None) -> int:
         print(f"\nparameters ({len(specs)}" + (f", {total:,} values from {params_file}" if values else "") + "):")
         for name, dtype, shape in specs:
             print(f"  {name} {dtypes.name(dtype)}{list(shape)}")
+    summary = _legacy_summary(program)
+    if summary:
+        print()
+        for line in summary:
+            print(line)
     if problems:
         print(f"\n{len(problems)} problem(s) keep Keel from running this program:")
         for p in problems:
             print(f"  - {p}")
     return 1 if problems else 0
+
+
+def _legacy_summary(program) -> list[str]:
+    """What an older release's file holds and what reading it changed."""
+    version = program.header.version.version if program.header.HasField("version") else 0
+    lines = []
+    if version and version != legacy.KEEL_RELEASE:
+        lines.append(f"written by PaddlePaddle {legacy.release_name(version)} (Keel follows "
+                     f"{legacy.release_name(legacy.KEEL_RELEASE)})")
+    neutral: dict[str, int] = {}
+    for block in program.blocks:
+        for op in block.ops:
+            opdef = registry.lookup(op.type)
+            if opdef is None:
+                continue
+            wanted = legacy.asks(op, opdef)
+            names = [s for s in op.inputs if s not in opdef.input_slots and legacy.is_legacy_slot(op.type, s)]
+            names += [a for a in op.attrs if opdef.attr_spec(a) is None and a in legacy.EXTRA_ATTRS]
+            for name in names:
+                if name not in wanted:
+                    neutral[f"{op.type}.{name}"] = neutral.get(f"{op.type}.{name}", 0) + 1
+    if neutral:
+        lines.append("legacy fields at their neutral value (no effect): "
+                     + ", ".join(f"{k} x{n}" for k, n in sorted(neutral.items())))
+    for note in program.upgrade_notes:
+        lines.append(f"upgraded: {note}")
+    return lines
 
 
 if __name__ == "__main__":

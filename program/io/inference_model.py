@@ -104,6 +104,8 @@ def _inference_op(op) -> pb.OpDesc:
     opdef = op.opdef
     desc = pb.OpDesc(type=op.type)
     for slot in sorted(op.inputs):
+        if opdef is not None and slot not in opdef.input_slots and not op.input(slot):
+            continue  # an empty legacy slot (2.x conv2d's Bias, ResidualData)
         desc.inputs.add(parameter=slot, arguments=op.input(slot))
     for slot in sorted(op.outputs):
         spec = opdef.output_slots.get(slot) if opdef else None

@@ -21,6 +21,7 @@ import difflib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from program import legacy
 from program.errors import UnknownOpError
 from proto import pb
 
@@ -168,19 +169,12 @@ COMMON_ATTRS: dict[str, AttrSpec] = {
 }
 COMMON_ATTRS = {n: replace(s, name=n) for n, s in COMMON_ATTRS.items()}
 
-# PaddlePaddle's runtime-only attributes (oneDNN/cuDNN switches, quantization scales,
-# distributed-training hints). Files written by PaddlePaddle carry them on many ops; they
-# never change an op's result, so any op may carry them and Keel ignores their values.
-RUNTIME_EXTRA_ATTRS = frozenset({
-    "Scale_in", "Scale_in_eltwise", "Scale_out", "Scale_weights", "Scale_x", "Scale_y",
-    "epmap", "exhaustive_search", "force_fp32_output", "fuse_activation", "fuse_alpha",
-    "fuse_beta", "fuse_relu", "fuse_relu_before_depthwise_conv", "fuse_residual_connection",
-    "fuse_with_relu", "fused_output_scale", "fused_reshape2_shape", "height_sections",
-    "is_distributed", "is_sparse", "mkldnn_data_type", "onednn_data_type", "remote_prefetch",
-    "scale_out", "scale_x", "scale_y", "skip_eager_deletion_vars", "slot", "table_names",
-    "trainer_id", "use_addto", "use_cudnn", "use_mkldnn", "use_onednn", "use_quantizer",
-    "workspace_size_MB", "x_data_format", "y_data_format",
-})
+# PaddlePaddle's extra attributes (kernel-library switches, fusion fields, quantization
+# scales, distributed-training hints) that files written by PaddlePaddle carry on many ops.
+# Any op may carry them: the hints with any value, the fusion fields and scales only at
+# their neutral value, or where Keel writes out what they ask for (program/legacy.py;
+# the verifier reports the rest).
+RUNTIME_EXTRA_ATTRS = legacy.HINTS | frozenset(legacy.EXTRA_ATTRS)
 
 
 @dataclass
