@@ -28,3 +28,4 @@ from program import nn
 from program import io
 from program.backward import append_backward, gradients
 from program import lr, optimizer, regularizer
+from program import static, jit

@@ -19,6 +19,25 @@ def default_startup_program() -> Program:
     return _startup
 
 
+_global_scope_provider = None
+
+
+def register_global_scope(provider) -> None:
+    """The executor package registers its `global_scope` here when imported, so that
+    program-level code reading parameter values (Layer.state_dict) can default to it
+    without importing the executor."""
+    global _global_scope_provider
+    _global_scope_provider = provider
+
+
+def global_scope():
+    """The executor's global scope (the one `Executor.run` uses when given none)."""
+    if _global_scope_provider is None:
+        raise RuntimeError("no scope: import the executor package (from executor import Executor), "
+                           "or pass scope=...")
+    return _global_scope_provider()
+
+
 def switch_main_program(program: Program) -> Program:
     global _main
     previous, _main = _main, program

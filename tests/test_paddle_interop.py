@@ -218,3 +218,27 @@ def test_our_bf16_weights_run_in_paddle_inference(source, tmp_path):
             assert got.dtype == want.dtype == np.float32
             tol = (1e-5 if not ir_optim else 1e-4) * max(float(np.abs(want).max()), 1e-6)
             assert np.abs(got - want).max() <= tol, (source, ir_optim, name)
+
+
+@pytest.mark.parametrize("ir_optim", [False, True])
+def test_jit_save_of_a_layer_runs_in_paddle_inference(tmp_path, ir_optim):
+    from paddle import inference
+    import test_layers_api as layers_api
+    with pg.unique_name.guard():
+        model = layers_api.CNN()
+    rng = np.random.default_rng(2)
+    images = rng.standard_normal((16, 1, 8, 8)).astype(np.float32)
+    _, scope, _ = layers_api.train(model, 10, make_input=lambda: pg.data("image", [-1, 1, 8, 8]),
+                                   batch=(images, rng.integers(0, 3, (16, 1))))
+    want, _ = layers_api.eval_outputs(model, scope, images[:4], make_input=lambda: pg.data("image", [-1, 1, 8, 8]))
+    prefix = str(tmp_path / "cnn")
+    pg.jit.save(model, prefix, input_spec=[pg.static.InputSpec([None, 1, 8, 8], "float32", "image")], scope=scope)
+    config = inference.Config(prefix + ".pdmodel", prefix + ".pdiparams")
+    config.switch_ir_optim(ir_optim)
+    config.disable_gpu()
+    predictor = inference.create_predictor(config)
+    handle = predictor.get_input_handle("image")
+    handle.copy_from_cpu(images[:4])
+    predictor.run()
+    got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

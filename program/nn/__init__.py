@@ -666,3 +666,8 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     helper.append_op("pixel_shuffle", {"X": x}, {"Out": out},
                      {"upscale_factor": int(upscale_factor), "data_format": data_format})
     return out
+
+
+# -- layer classes (paddle.nn.Layer and its subclasses), built on the functions above ---------
+from program.nn.layer import Layer, LayerParameter  # noqa: E402,F401
+from program.nn.layers import *  # noqa: E402,F401,F403

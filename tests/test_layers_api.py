@@ -1,0 +1,175 @@
+"""program.nn.Layer: a model written once as a class, trained in one program, exported by
+jit.save and served by the Predictor with the same weights; state_dict round trips."""
+import numpy as np
+import pytest
+
+import program as pg
+from executor import Config, Executor, Scope, create_predictor
+
+
+class MLP(pg.nn.Layer):
+    def __init__(self, dropout=0.2):
+        super().__init__()
+        self.fc1 = pg.nn.Linear(8, 16)
+        self.drop = pg.nn.Dropout(dropout)
+        self.fc2 = pg.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(self.drop(pg.relu(self.fc1(x))))
+
+
+class CNN(pg.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.features = pg.nn.Sequential(
+            pg.nn.Conv2D(1, 4, 3, padding=1), pg.nn.BatchNorm2D(4), pg.nn.ReLU(), pg.nn.MaxPool2D(2, 2),
+            pg.nn.Conv2D(4, 4, 3, padding=1, groups=4), pg.nn.ReLU())
+        self.flatten = pg.nn.Flatten()
+        self.head = pg.nn.LayerList([pg.nn.Linear(4 * 4 * 4, 8), pg.nn.Linear(8, 3)])
+        self.norm = pg.nn.LayerNorm(8)
+
+    def forward(self, image):
+        h = self.flatten(self.features(image))
+        return self.head[1](pg.tanh(self.norm(self.head[0](h))))
+
+
+def data(seed=0, n=16):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, 8)).astype(np.float32), rng.integers(0, 3, (n, 1))
+
+
+def train(model, steps=30, scope=None, make_input=lambda: pg.data("x", [-1, 8]), batch=None):
+    main, startup = pg.Program(), pg.Program()
+    startup.random_seed = main.random_seed = 3
+    with pg.program_guard(main, startup):
+        x = make_input()
+        label = pg.data("label", [-1, 1], "int64")
+        loss = pg.mean(pg.nn.softmax_with_cross_entropy(model(x), label))
+        pg.optimizer.Adam(0.02, parameters=model.parameters()).minimize(loss)
+    scope = scope if scope is not None else Scope()
+    exe = Executor()
+    exe.run(startup, scope=scope)
+    xs, ys = batch if batch is not None else data()
+    losses = [float(exe.run(main, feed={x.name: xs, "label": ys}, fetch_list=[loss], scope=scope)[0])
+              for _ in range(steps)]
+    return losses, scope, exe
+
+
+def eval_outputs(model, scope, xs, make_input=lambda: pg.data("x", [-1, 8])):
+    """The model built again, in eval mode, in a program of its own: same weights by name."""
+    main, startup = pg.Program(), pg.Program()
+    model.eval()
+    with pg.program_guard(main, startup):
+        out = model(make_input())
+    model.train()
+    return Executor().run(main, feed={"x" if xs.ndim == 2 else "image": xs}, fetch_list=[out], scope=scope)[0], main
+
+
+def test_a_layer_trains_with_paddles_names_and_structured_parameter_names():
+    with pg.unique_name.guard():
+        model = MLP()
+    assert [(k, p.name, p.shape) for k, p in model.named_parameters()] == [
+        ("fc1.weight", "linear_0.w_0", [8, 16]), ("fc1.bias", "linear_0.b_0", [16]),
+        ("fc2.weight", "linear_1.w_0", [16, 3]), ("fc2.bias", "linear_1.b_0", [3])]
+    assert [name for name, _ in model.named_sublayers()] == ["fc1", "drop", "fc2"]
+    losses, scope, _ = train(model)
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_the_same_layer_in_an_inference_program_reads_the_trained_weights():
+    with pg.unique_name.guard():
+        model = MLP(dropout=0.5)
+    _, scope, _ = train(model)
+    xs, _ = data(1, 5)
+    got, program = eval_outputs(model, scope, xs)
+    assert all(op.attr("is_test") for op in program.global_block().ops if op.type == "dropout")
+    w1, b1, w2, b2 = (scope.get(n) for n in ("linear_0.w_0", "linear_0.b_0", "linear_1.w_0", "linear_1.b_0"))
+    want = np.maximum(xs @ w1 + b1, 0) @ w2 + b2           # eval-mode dropout (upscale_in_train) is identity
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_jit_save_is_served_by_the_predictor_with_the_eval_outputs(tmp_path):
+    with pg.unique_name.guard():
+        model = CNN()
+    rng = np.random.default_rng(2)
+    images = rng.standard_normal((16, 1, 8, 8)).astype(np.float32)
+    labels = rng.integers(0, 3, (16, 1))
+    losses, scope, _ = train(model, 20, make_input=lambda: pg.data("image", [-1, 1, 8, 8]), batch=(images, labels))
+    assert losses[-1] < losses[0]
+    assert all(layer.training for layer in model.sublayers(include_self=True))
+    want, _ = eval_outputs(model, scope, images[:4], make_input=lambda: pg.data("image", [-1, 1, 8, 8]))
+    infer = pg.jit.save(model, str(tmp_path / "cnn"), input_spec=[pg.static.InputSpec([None, 1, 8, 8])],
+                        scope=scope)
+    assert all(layer.training for layer in model.sublayers(include_self=True))   # modes restored
+    types = [op.type for op in infer.global_block().ops]
+    assert types[0] == "feed" and types[-1] == "fetch" and "depthwise_conv2d" in types
+    assert all(op.attr("is_test") for op in infer.global_block().ops if op.type == "batch_norm")
+    pred = create_predictor(Config(str(tmp_path / "cnn")))
+    assert pred.get_input_names() == ["image"]                # the forward argument's name
+    got, = pred.run([images[:4]])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # the running statistics were trained: eval differs from the initial-statistics output
+    stats = scope.get(model.features[1]._parameters["_mean"].name)
+    assert np.abs(stats).max() > 0
+
+
+def test_state_dict_round_trips_into_another_scope():
+    with pg.unique_name.guard():
+        model = MLP()
+    _, scope, _ = train(model, 5)
+    state = model.state_dict(scope=scope)
+    assert list(state) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    xs, _ = data(4, 3)
+    want, _ = eval_outputs(model, scope, xs)
+    other = Scope()
+    model.set_state_dict(state, scope=other)
+    got, _ = eval_outputs(model, other, xs)
+    np.testing.assert_array_equal(got, want)
+    state["fc1.weight"][:] = 0                               # a copy: the scope is unchanged
+    assert np.abs(scope.get("linear_0.w_0")).max() > 0
+
+
+def test_set_state_dict_reports_every_problem_and_writes_nothing():
+    with pg.unique_name.guard():
+        model = MLP()
+    bad = {"fc1.weight": np.zeros((8, 15), np.float32), "fc1.bias": np.zeros(16, np.float64),
+           "fc2.weight": np.zeros((16, 3), np.float32), "extra": np.zeros(1)}
+    scope = Scope()
+    with pytest.raises(ValueError) as err:
+        model.set_state_dict(bad, scope=scope)
+    message = str(err.value)
+    for text in ("4 problem(s)", "fc2.bias: missing", "extra: not a parameter of MLP",
+                 "fc1.weight: shape [8, 15], linear_0.w_0 is [8, 16]", "fc1.bias: dtype float64"):
+        assert text in message
+    assert list(scope) == []
+    with pytest.raises(KeyError, match="linear_0.w_0 \\(fc1.weight\\) has no value in the scope"):
+        model.state_dict(scope=scope)
+
+
+def test_hooks_containers_and_modes():
+    with pg.unique_name.guard():
+        seq = pg.nn.Sequential(("a", pg.nn.Linear(2, 3)), ("b", pg.nn.ReLU()))
+        blocks = pg.nn.LayerDict({"x": pg.nn.Linear(3, 3), "y": seq})
+    assert [k for k, _ in blocks.named_parameters()] == ["x.weight", "x.bias", "y.a.weight", "y.a.bias"]
+    assert len(seq) == 2 and isinstance(seq[1], pg.nn.ReLU) and "y" in blocks
+    calls = []
+    pre = seq.register_forward_pre_hook(lambda layer, inputs: calls.append("pre") or (pg.scale(inputs[0], 2.0),))
+    seq.register_forward_post_hook(lambda layer, inputs, out: calls.append("post"))
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        seq(pg.data("x", [-1, 2]))
+        pre.remove()
+        seq(pg.data("z", [-1, 2]))
+    assert calls == ["pre", "post", "post"]
+    assert [op.type for op in main.global_block().ops].count("scale") == 1
+    blocks.eval()
+    assert not any(layer.training for layer in blocks.sublayers(include_self=True))
+    blocks.train()
+    assert all(layer.training for layer in blocks.sublayers(include_self=True))
+
+
+def test_jit_save_needs_input_specs():
+    with pg.unique_name.guard():
+        model = MLP()
+    with pytest.raises(ValueError, match="input_spec"):
+        pg.jit.save(model, "unused")
