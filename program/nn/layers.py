@@ -21,7 +21,8 @@ from program.param_attr import ParamAttr
 __all__ = ["Linear", "Conv2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
            "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",
            "ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LeakyReLU", "Hardswish",
-           "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict"]
+           "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict",
+           "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss"]
 
 
 def _attr(param):
@@ -332,3 +333,64 @@ class LayerDict(Layer):
 
     def items(self):
         return self._sub_layers.items()
+
+
+# -- losses ------------------------------------------------------------------------------------
+def _reduce(loss, reduction: str, layer: str):
+    if reduction == "mean":
+        return M.mean(loss)
+    if reduction == "sum":
+        return M.reduce_sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{layer}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+class CrossEntropyLoss(Layer):
+    """Softmax cross entropy of logits and integer labels ([N, 1] or soft labels); the mean
+    is over the samples whose label is not `ignore_index` (PaddlePaddle's rule)."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", soft_label=False, axis=-1,
+                 use_softmax=True, name=None):
+        super().__init__(name)
+        if weight is not None or not use_softmax:
+            raise ValueError("CrossEntropyLoss: class weights and use_softmax=False are not supported")
+        self.ignore_index, self.reduction = int(ignore_index), reduction
+        self.soft_label, self.axis = bool(soft_label), int(axis)
+
+    def forward(self, input, label):
+        loss = F.softmax_with_cross_entropy(input, label, soft_label=self.soft_label,
+                                            ignore_index=self.ignore_index, axis=self.axis)
+        if self.reduction != "mean" or self.soft_label:
+            return _reduce(loss, self.reduction, "CrossEntropyLoss")
+        valid = M.cast(M.not_equal(label, T.full_like(label, self.ignore_index)), loss.dtype)
+        return M.divide(M.reduce_sum(loss), M.maximum(M.reduce_sum(valid), T.full([], 1.0, loss.dtype)))
+
+
+class MSELoss(Layer):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, label):
+        return _reduce(M.square(M.subtract(input, label)), self.reduction, "MSELoss")
+
+
+class L1Loss(Layer):
+    def __init__(self, reduction="mean", name=None):
+        super().__init__(name)
+        self.reduction = reduction
+
+    def forward(self, input, label):
+        return _reduce(M.abs(M.subtract(input, label)), self.reduction, "L1Loss")
+
+
+class BCEWithLogitsLoss(Layer):
+    def __init__(self, weight=None, reduction="mean", pos_weight=None, name=None):
+        super().__init__(name)
+        if weight is not None or pos_weight is not None:
+            raise ValueError("BCEWithLogitsLoss: weight and pos_weight are not supported")
+        self.reduction = reduction
+
+    def forward(self, logit, label):
+        return _reduce(F.sigmoid_cross_entropy_with_logits(logit, label), self.reduction, "BCEWithLogitsLoss")
