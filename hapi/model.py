@@ -77,19 +77,25 @@ class Model:
         for m in self._metrics:
             if not isinstance(m, Metric):
                 raise TypeError(f"Model.prepare: metrics must be hapi.metrics.Metric objects, got {m!r}")
-        train_startup, eval_startup = pg.Program(), pg.Program()
+        train_startup, eval_startup = self._program(), self._program()
         self._modes = {}
         if optimizer is not None:
             if loss is None:
                 raise ValueError("Model.prepare: training needs a loss")
             self._modes["train"] = self._build("train", train_startup)
         self._modes["eval"] = self._build("eval", eval_startup)
-        self._modes["predict"] = self._build("predict", pg.Program())
+        self._modes["predict"] = self._build("predict", self._program())
         # the first program built holds every initializer (parameters, optimizer state)
         self._executor.run(train_startup if optimizer is not None else eval_startup, scope=self._scope)
 
+    @staticmethod
+    def _program():
+        program = pg.Program()
+        program.random_seed = pg.default.global_seed()  # pg.seed(n): repeatable runs
+        return program
+
     def _build(self, mode, startup) -> _Programs:
-        main = pg.Program()
+        main = self._program()
         training = mode == "train"
         modes = [(layer, layer.training) for layer in self.network.sublayers(include_self=True)]
         self.network.train() if training else self.network.eval()
@@ -122,7 +128,8 @@ class Model:
             return data
         if isinstance(data, (pg.io.Dataset, pg.io.IterableDataset)):
             return pg.io.DataLoader(data, batch_size=batch_size, shuffle=shuffle and isinstance(data, pg.io.Dataset),
-                                    drop_last=drop_last, num_workers=num_workers)
+                                    drop_last=drop_last, num_workers=num_workers,
+                                    seed=pg.default.global_seed() or None)
         return data  # any iterable of batches
 
     def _run_batch(self, mode, batch):

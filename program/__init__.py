@@ -10,7 +10,7 @@
 from program import ops as _ops  # noqa: F401  (registers every op definition)
 from program.block import Block
 from program.default import (default_main_program, default_startup_program, name_scope,
-                             program_guard, switch_main_program, switch_startup_program)
+                             program_guard, seed, switch_main_program, switch_startup_program)
 from program.errors import (AttrError, DTypeError, DuplicateNameError, KeelError, OpError, ParseError,
                             ProgramError, ShapeError, SlotError, UndefinedVariableError, UnknownOpError,
                             UnsupportedProgramError)

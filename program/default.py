@@ -20,6 +20,21 @@ def default_startup_program() -> Program:
 
 
 _global_scope_provider = None
+_global_seed = 0
+
+
+def seed(value: int) -> None:
+    """paddle.seed: the default programs' `random_seed` (their random initializers and the
+    executor's random stream) becomes `value`, and so does that of the programs the
+    high-level API builds (hapi.Model), so a run is repeatable."""
+    global _global_seed
+    _global_seed = int(value)
+    _main.random_seed = _startup.random_seed = _global_seed
+
+
+def global_seed() -> int:
+    """The seed set by `seed()` (0: none)."""
+    return _global_seed
 
 
 def register_global_scope(provider) -> None:
