@@ -242,3 +242,60 @@ def test_jit_save_of_a_layer_runs_in_paddle_inference(tmp_path, ir_optim):
     predictor.run()
     got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _gpt(vocab=13, seq=6, width=16):
+    class GPT(pg.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.embed = pg.nn.Embedding(vocab, width)
+            self.blocks = pg.nn.TransformerEncoder(
+                pg.nn.TransformerEncoderLayer(width, 2, 32, 0.1, activation="gelu", normalize_before=True), 2,
+                pg.nn.LayerNorm(width))
+            self.head = pg.nn.Linear(width, vocab)
+
+        def forward(self, ids, mask):
+            return self.head(self.blocks(self.embed(ids), mask))
+    causal = np.triu(np.full((seq, seq), -1e9, np.float32), 1)[None, None]
+    ids = np.random.default_rng(0).integers(0, vocab, (2, seq))
+    return GPT(), [pg.static.InputSpec([None, seq], "int64", "ids"),
+                   pg.static.InputSpec([1, 1, seq, seq], "float32", "mask")], [ids, causal]
+
+
+def _encoder():
+    class Encoder(pg.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.enc = pg.nn.TransformerEncoder(pg.nn.TransformerEncoderLayer(16, 4, 32, 0.1), 2)
+            self.pool = pg.nn.Linear(16, 3)
+
+        def forward(self, x):
+            return pg.softmax(self.pool(self.enc(x)))
+    x = np.random.default_rng(1).standard_normal((3, 7, 16)).astype(np.float32)
+    return Encoder(), [pg.static.InputSpec([None, 7, 16], "float32", "x")], [x]
+
+
+@pytest.mark.parametrize("make", [_gpt, _encoder], ids=["gpt-decoder", "transformer-encoder"])
+def test_jit_saved_transformer_layers_run_in_paddle_inference(tmp_path, make):
+    from paddle import inference
+    from executor import Config, create_predictor
+    with pg.unique_name.guard():
+        model, specs, inputs = make()
+    main, startup = pg.Program(), pg.Program()
+    startup.random_seed = 3
+    with pg.program_guard(main, startup):
+        model(*[pg.data(s.name, s.shape, s.dtype) for s in specs])
+    scope = Scope()
+    Executor().run(startup, scope=scope)
+    prefix = str(tmp_path / "model")
+    pg.jit.save(model, prefix, input_spec=specs, scope=scope)
+    want = create_predictor(Config(prefix)).run(inputs)[0]
+    config = inference.Config(prefix + ".pdmodel", prefix + ".pdiparams")
+    config.disable_gpu()
+    config.switch_ir_optim(False)
+    predictor = inference.create_predictor(config)
+    for name, value in zip(predictor.get_input_names(), inputs):
+        predictor.get_input_handle(name).copy_from_cpu(value)
+    predictor.run()
+    got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -671,3 +671,4 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
 # -- layer classes (paddle.nn.Layer and its subclasses), built on the functions above ---------
 from program.nn.layer import Layer, LayerParameter  # noqa: E402,F401
 from program.nn.layers import *  # noqa: E402,F401,F403
+from program.nn.transformer import *  # noqa: E402,F401,F403
