@@ -29,3 +29,4 @@ from program import io
 from program.backward import append_backward, gradients
 from program import lr, optimizer, regularizer
 from program import static, jit
+from program.io.state_file import load, save
