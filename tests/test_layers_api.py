@@ -173,3 +173,39 @@ def test_jit_save_needs_input_specs():
         model = MLP()
     with pytest.raises(ValueError, match="input_spec"):
         pg.jit.save(model, "unused")
+
+
+def test_conv1d_conv_transpose_group_and_instance_norm_layers_against_numpy():
+    with pg.unique_name.guard():
+        conv1d = pg.nn.Conv1D(3, 4, 3, padding=1)
+        deconv = pg.nn.Conv2DTranspose(2, 3, 2, stride=2)
+        gnorm, inorm = pg.nn.GroupNorm(2, 4), pg.nn.InstanceNorm2D(2)
+    rng = np.random.default_rng(5)
+    seq = rng.standard_normal((2, 3, 7)).astype(np.float32)
+    img = rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        outs = [conv1d(pg.data("seq", [-1, 3, 7])), deconv(pg.data("img", [-1, 2, 3, 3]))]
+        outs += [gnorm(outs[0]), inorm(pg.data("img2", [-1, 2, 3, 3]))]
+    scope = Scope()
+    Executor().run(startup, scope=scope)
+    for p in main.all_parameters():
+        scope.set(p.name, rng.standard_normal(p.shape).astype(np.float32))
+    got = Executor().run(main, feed={"seq": seq, "img": img, "img2": img}, fetch_list=outs, scope=scope)
+    w = scope.get(conv1d._conv._parameters["weight"].name)[:, :, 0]        # [4, 3, 3]
+    padded = np.pad(seq, ((0, 0), (0, 0), (1, 1)))
+    want = np.einsum("nclk,ock->nol", np.stack([padded[:, :, i:i + 3] for i in range(7)], 2), w)
+    want += scope.get(conv1d._conv._parameters["bias"].name)[None, :, None]
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-5)
+    wt = scope.get(deconv._parameters["weight"].name)                      # [2, 3, 2, 2], stride 2: no overlap
+    want = np.einsum("nchw,cokl->nohkwl", img, wt).reshape(2, 3, 6, 6) + \
+        scope.get(deconv._parameters["bias"].name)[None, :, None, None]
+    np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-5)
+    g = got[0].reshape(2, 2, 2 * 7)
+    normed = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(2, 4, 7)
+    want = normed * scope.get(gnorm._parameters["weight"].name)[:, None] + scope.get(gnorm._parameters["bias"].name)[:, None]
+    np.testing.assert_allclose(got[2], want, rtol=1e-4, atol=1e-4)
+    mu, var = img.mean((2, 3), keepdims=True), img.var((2, 3), keepdims=True)
+    want = (img - mu) / np.sqrt(var + 1e-5) * scope.get(inorm._parameters["scale"].name)[:, None, None] + \
+        scope.get(inorm._parameters["bias"].name)[:, None, None]
+    np.testing.assert_allclose(got[3], want, rtol=1e-4, atol=1e-4)

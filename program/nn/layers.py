@@ -18,7 +18,7 @@ from program.layers import tensor as T
 from program.nn.layer import Layer
 from program.param_attr import ParamAttr
 
-__all__ = ["Linear", "Conv2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
+__all__ = ["Linear", "Conv1D", "Conv2D", "Conv2DTranspose", "GroupNorm", "InstanceNorm2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
            "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",
            "ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LeakyReLU", "Hardswish",
            "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict",
@@ -74,6 +74,72 @@ class Conv2D(Layer):
     def forward(self, x):
         return F.conv2d(x, param_attr=_attr(self._parameters["weight"]),
                         bias_attr=_attr(self._parameters.get("bias")), name=self._full_name, **self._config)
+
+
+class Conv1D(Layer):
+    """1-D convolution of [N, C, L] (NCL) input, as PaddlePaddle builds it: unsqueeze to
+    [N, C, 1, L], conv2d with a [out, in/groups, 1, k] filter, squeeze back."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCL"):
+        super().__init__()
+        if data_format != "NCL" or padding_mode != "zeros":
+            raise ValueError("Conv1D: only data_format='NCL' and padding_mode='zeros' are supported")
+        k = int(kernel_size if isinstance(kernel_size, int) else kernel_size[0])
+        single = lambda v: int(v if isinstance(v, int) else v[0])  # noqa: E731
+        self._conv = Conv2D(in_channels, out_channels, (1, k), (1, single(stride)), (0, single(padding)),
+                            (1, single(dilation)), groups, weight_attr=weight_attr, bias_attr=bias_attr)
+
+    def forward(self, x):
+        return T.squeeze(self._conv(T.unsqueeze(x, [2])), [2])
+
+
+class Conv2DTranspose(Layer):
+    """2-D transposed convolution; weight [in_channels, out_channels/groups, kh, kw]."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 dilation=1, weight_attr=None, bias_attr=None, data_format="NCHW"):
+        super().__init__()
+        if output_padding:
+            raise ValueError("Conv2DTranspose: output_padding is not supported; give output_size in forward")
+        self._config = dict(num_filters=int(out_channels), filter_size=_pair(kernel_size), stride=stride,
+                            padding=padding, dilation=dilation, groups=int(groups), data_format=data_format)
+        self.weight = self.create_parameter([in_channels, out_channels // groups, *_pair(kernel_size)], weight_attr)
+        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
+
+    def forward(self, x, output_size=None):
+        return F.conv2d_transpose(x, output_size=output_size, param_attr=_attr(self._parameters["weight"]),
+                                  bias_attr=_attr(self._parameters.get("bias")), name=self._full_name,
+                                  **self._config)
+
+
+class GroupNorm(Layer):
+    def __init__(self, num_groups, num_channels, epsilon=1e-5, weight_attr=None, bias_attr=None,
+                 data_format="NCHW", name=None):
+        super().__init__(name)
+        self._groups, self._epsilon, self._format = int(num_groups), float(epsilon), data_format
+        self.weight = self.create_parameter([num_channels], weight_attr, default_initializer=init.Constant(1.0))
+        self.bias = self.create_parameter([num_channels], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.group_norm(x, self._groups, self._epsilon, param_attr=_attr(self._parameters.get("weight")),
+                            bias_attr=_attr(self._parameters.get("bias")), data_layout=self._format,
+                            name=self._full_name)
+
+
+class InstanceNorm2D(Layer):
+    def __init__(self, num_features, epsilon=1e-5, momentum=0.9, weight_attr=None, bias_attr=None,
+                 data_format="NCHW", name=None):
+        super().__init__(name)
+        if data_format != "NCHW":
+            raise ValueError("InstanceNorm2D: only data_format='NCHW' is supported")
+        self._epsilon = float(epsilon)
+        self.scale = self.create_parameter([num_features], weight_attr, default_initializer=init.Constant(1.0))
+        self.bias = self.create_parameter([num_features], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.instance_norm(x, self._epsilon, param_attr=_attr(self._parameters.get("scale")),
+                               bias_attr=_attr(self._parameters.get("bias")), name=self._full_name)
 
 
 class BatchNorm(Layer):
