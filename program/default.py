@@ -45,6 +45,23 @@ def register_global_scope(provider) -> None:
     _global_scope_provider = provider
 
 
+_runner = None
+
+
+def register_runner(run) -> None:
+    """The executor package registers `run(program, feed, fetch_names, scope) -> arrays`
+    here when imported, for program-level objects that run themselves on arrays
+    (jit.load's TranslatedLayer), without importing the executor."""
+    global _runner
+    _runner = run
+
+
+def run_program(program, feed: dict, fetch_names, scope):
+    if _runner is None:
+        raise RuntimeError("running a program needs the executor package: from executor import Executor")
+    return _runner(program, feed, fetch_names, scope)
+
+
 def global_scope():
     """The executor's global scope (the one `Executor.run` uses when given none)."""
     if _global_scope_provider is None:

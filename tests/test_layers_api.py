@@ -209,3 +209,33 @@ def test_conv1d_conv_transpose_group_and_instance_norm_layers_against_numpy():
     want = (img - mu) / np.sqrt(var + 1e-5) * scope.get(inorm._parameters["scale"].name)[:, None, None] + \
         scope.get(inorm._parameters["bias"].name)[:, None, None]
     np.testing.assert_allclose(got[3], want, rtol=1e-4, atol=1e-4)
+
+
+def test_jit_load_runs_on_arrays_and_fine_tunes_inside_a_program(tmp_path):
+    with pg.unique_name.guard():
+        model = MLP()
+    _, scope, _ = train(model, 5)
+    xs, ys = data(6, 16)
+    want, _ = eval_outputs(model, scope, xs)
+    pg.jit.save(model, str(tmp_path / "mlp"), input_spec=[pg.static.InputSpec([None, 8], "float32", "x")],
+                scope=scope)
+    loaded_scope = Scope()
+    loaded = pg.jit.load(str(tmp_path / "mlp"), scope=loaded_scope)
+    np.testing.assert_allclose(loaded(xs), want, rtol=1e-6, atol=1e-6)
+    assert sorted(p.name for p in loaded.parameters()) == ["linear_0.b_0", "linear_0.w_0", "linear_1.b_0",
+                                                          "linear_1.w_0"]
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        x, label = pg.data("x", [-1, 8]), pg.data("label", [-1, 1], "int64")
+        loss = pg.mean(pg.nn.softmax_with_cross_entropy(loaded(x), label))
+        pg.optimizer.SGD(0.5, parameters=loaded.parameters()).minimize(loss)
+    exe = Executor()
+    exe.run(startup, scope=loaded_scope)            # the optimizer's learning rate; no parameter re-initialized
+    first = float(exe.run(main, feed={"x": xs, "label": ys}, fetch_list=[loss], scope=loaded_scope)[0])
+    np.testing.assert_allclose(first, float(np.mean(-np.log(np.exp(want - want.max(1, keepdims=True))[
+        np.arange(16), ys[:, 0]] / np.exp(want - want.max(1, keepdims=True)).sum(1)))), rtol=1e-5)
+    for _ in range(20):
+        last = float(exe.run(main, feed={"x": xs, "label": ys}, fetch_list=[loss], scope=loaded_scope)[0])
+    assert last < first
+    with pytest.raises(TypeError, match="takes 1 input"):
+        loaded(xs, xs)
