@@ -75,7 +75,14 @@ def _activation(name):
     return M.relu if name == "relu" else M.gelu
 
 
-class TransformerEncoderLayer(Layer):
+class _TransformerLayer(Layer):
+    """What encoder and decoder layers share: self attention (and cross attention in a
+    decoder), the feed-forward part, `_norms` LayerNorms and as many residual dropouts, made
+    in PaddlePaddle's order (so their names match), and the constructor arguments, from
+    which TransformerEncoder/Decoder make the further layers."""
+    _cross_attention = False
+    _norms = 2
+
     def __init__(self, d_model, nhead, dim_feedforward, dropout=0.1, activation="relu", attn_dropout=None,
                  act_dropout=None, normalize_before=False, weight_attr=None, bias_attr=None,
                  layer_norm_eps=1e-5):
@@ -87,22 +94,29 @@ class TransformerEncoderLayer(Layer):
         attn_dropout = dropout if attn_dropout is None else attn_dropout
         act_dropout = dropout if act_dropout is None else act_dropout
         self.normalize_before = normalize_before
-        self.self_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,
-                                            bias_attr=bias_attr)
+        attention = lambda: MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,  # noqa: E731
+                                               bias_attr=bias_attr)
+        self.self_attn = attention()
+        if self._cross_attention:
+            self.cross_attn = attention()
         self.linear1 = Linear(d_model, dim_feedforward, weight_attr, bias_attr)
         self.dropout = Dropout(act_dropout)
         self.linear2 = Linear(dim_feedforward, d_model, weight_attr, bias_attr)
-        self.norm1 = LayerNorm(d_model, layer_norm_eps)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
+        for i in range(1, self._norms + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, layer_norm_eps))
+        for i in range(1, self._norms + 1):
+            setattr(self, f"dropout{i}", Dropout(dropout))
         self._act = _activation(activation)
 
+    def _feed_forward(self, x):
+        return self.linear2(self.dropout(self._act(self.linear1(x))))
+
+
+class TransformerEncoderLayer(_TransformerLayer):
     def forward(self, src, src_mask=None, cache=None):
         src = _residual(src, self.norm1, lambda x: self.self_attn(x, x, x, src_mask, cache), self.dropout1,
                         self.normalize_before)
-        return _residual(src, self.norm2, lambda x: self.linear2(self.dropout(self._act(self.linear1(x)))),
-                         self.dropout2, self.normalize_before)
+        return _residual(src, self.norm2, self._feed_forward, self.dropout2, self.normalize_before)
 
 
 class TransformerEncoder(Layer):
@@ -120,36 +134,16 @@ class TransformerEncoder(Layer):
         return self.norm(src) if self.norm is not None else src
 
 
-class TransformerDecoderLayer(Layer):
-    def __init__(self, d_model, nhead, dim_feedforward, dropout=0.1, activation="relu", attn_dropout=None,
-                 act_dropout=None, normalize_before=False, weight_attr=None, bias_attr=None,
-                 layer_norm_eps=1e-5):
-        super().__init__()
-        self._config = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward, dropout=dropout,
-                            activation=activation, attn_dropout=attn_dropout, act_dropout=act_dropout,
-                            normalize_before=normalize_before, weight_attr=weight_attr, bias_attr=bias_attr,
-                            layer_norm_eps=layer_norm_eps)
-        attn_dropout = dropout if attn_dropout is None else attn_dropout
-        act_dropout = dropout if act_dropout is None else act_dropout
-        self.normalize_before = normalize_before
-        self.self_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,
-                                            bias_attr=bias_attr)
-        self.cross_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,
-                                             bias_attr=bias_attr)
-        self.linear1 = Linear(d_model, dim_feedforward, weight_attr, bias_attr)
-        self.dropout = Dropout(act_dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, weight_attr, bias_attr)
-        self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, layer_norm_eps) for _ in range(3))
-        self.dropout1, self.dropout2, self.dropout3 = (Dropout(dropout) for _ in range(3))
-        self._act = _activation(activation)
+class TransformerDecoderLayer(_TransformerLayer):
+    _cross_attention = True
+    _norms = 3
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, cache=None):
         before = self.normalize_before
         tgt = _residual(tgt, self.norm1, lambda x: self.self_attn(x, x, x, tgt_mask, cache), self.dropout1, before)
         tgt = _residual(tgt, self.norm2, lambda x: self.cross_attn(x, memory, memory, memory_mask), self.dropout2,
                         before)
-        return _residual(tgt, self.norm3, lambda x: self.linear2(self.dropout(self._act(self.linear1(x)))),
-                         self.dropout3, before)
+        return _residual(tgt, self.norm3, self._feed_forward, self.dropout3, before)
 
 
 class TransformerDecoder(Layer):
