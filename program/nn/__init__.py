@@ -666,3 +666,10 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     helper.append_op("pixel_shuffle", {"X": x}, {"Out": out},
                      {"upscale_factor": int(upscale_factor), "data_format": data_format})
     return out
+
+
+# recurrent layers and CTC (program/nn/rnn.py)
+from program.nn.rnn import (ctc_greedy_decoder, ctc_loss, gru, lstm, rnn, simple_rnn,  # noqa: E402,F401
+                            warpctc)
+
+__all__ += ["rnn", "lstm", "gru", "simple_rnn", "warpctc", "ctc_loss", "ctc_greedy_decoder"]
