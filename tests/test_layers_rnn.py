@@ -162,3 +162,35 @@ def test_crnn_trains_with_warpctc_and_runs_through_the_predictor(tmp_path):
     for b in range(len(images)):
         kept = [k for t, k in enumerate(best[b]) if k != 0 and (t == 0 or k != best[b][t - 1])]
         assert want[2][b, 0] == len(kept) and list(want[1][b, :len(kept)]) == kept
+
+
+# -- PaddlePaddle's LSTM + CTC training program ------------------------------------------------------
+def test_paddle_lstm_ctc_training_program_replays():
+    """PaddlePaddle's own training program (rnn, rnn_grad, warpctc, warpctc_grad, adam, as
+    paddle.nn.LSTM + ctc_loss + Adam write them) from PaddlePaddle's initial values: the
+    losses and every parameter and Adam moment after 6 steps match PaddlePaddle's.
+    `lstm_0.w_0` is left out: the flat buffer PaddlePaddle's startup program makes with
+    coalesce_tensor, whose memory the cell weights share there (so it moves with them);
+    no op of the main program reads it, and in Keel it keeps its initial copy."""
+    data = np.load(FIXTURES / "lstm_ctc.train.trajectory.npz", allow_pickle=False)
+    main = pg.Program.parse_from_string((FIXTURES / "lstm_ctc.train.pdmodel").read_bytes())
+    types = {op.type for op in main.global_block().ops}
+    assert {"rnn", "rnn_grad", "warpctc", "warpctc_grad", "adam"} <= types
+    scope = Scope()
+    for key in data.files:
+        if key.startswith("param:"):
+            scope.set(key[len("param:"):], data[key].copy())
+    exe = Executor(CPUPlace())
+    loss_name = str(data["loss_name"][0])
+    losses = [float(exe.run(main, feed={str(f): data[f"batch{i}:{f}"] for f in data["feed_names"]},
+                            fetch_list=[loss_name], scope=scope)[0]) for i in range(len(data["loss"]))]
+    np.testing.assert_allclose(losses, data["loss"], rtol=1e-5)
+    checked = 0
+    for key in data.files:
+        if key.startswith("final:") and key != "final:lstm_0.w_0":
+            name = key[len("final:"):]
+            want = data[key]
+            np.testing.assert_allclose(np.asarray(scope.get(name)), want, rtol=1e-4,
+                                       atol=1e-5 * max(float(np.abs(want).max()), 1e-3), err_msg=name)
+            checked += 1
+    assert checked >= 40
