@@ -93,7 +93,8 @@ def _direction(xp, x, w, h0, c0, mask, mode, reverse, keep):
             c_new = f * c + i * g
             tc = xp.tanh(c_new)
             h_new = o * tc
-            act, aux = xp.concatenate([i, f, g, o], axis=1), (c_new, tc)
+            if keep:
+                act, aux = xp.concatenate([i, f, g, o], axis=1), (c_new, tc)
         elif mode == "GRU":
             rz = _sigmoid(xp, xw[t, :, :2 * H] + h @ w_h_rz.T)
             r, z = rz[:, :H], rz[:, H:]
@@ -101,12 +102,13 @@ def _direction(xp, x, w, h0, c0, mask, mode, reverse, keep):
             n = xp.tanh(xw[t, :, 2 * H:] + r * hc)
             h_new = z * h + (1.0 - z) * n
             c_new = None
-            act, aux = xp.concatenate([r, z, n], axis=1), (hc,)
+            if keep:
+                act, aux = xp.concatenate([r, z, n], axis=1), (hc,)
         else:
             a = xw[t] + h @ w_hh.T
             h_new = xp.tanh(a) if mode == "RNN_TANH" else xp.maximum(a, 0)
             c_new = None
-            act, aux = h_new, ()
+            act, aux = h_new, ()  # (kept only when `keep`)
         if mask is not None:
             m = mask[t]
             out[t] = h_new * m
@@ -175,7 +177,7 @@ def _reserve(xp, layers, raw_outputs, mode, num_layers, dirs, T, B, H, dtype):
     res = xp.zeros((rows, block), dtype)
     for layer, (_, caches) in enumerate(layers):
         acts = xp.stack([xp.stack(cache["act"]) for cache in caches])  # [D, T, B, g*H]
-        res[g * layer:g * (layer + 1)] = acts.reshape(g, block) if g > 1 else acts.reshape(1, block)
+        res[g * layer:g * (layer + 1)] = acts.reshape(g, block)
         if mode in ("LSTM", "GRU"):
             first = xp.stack([xp.stack([a[0] for a in cache["aux"]]) for cache in caches])
             res[g * num_layers + layer] = first.reshape(-1)
