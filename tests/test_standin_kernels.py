@@ -33,19 +33,21 @@ import test_grad_elementwise
 import test_grad_loss
 import test_grad_math
 import test_grad_nn
+import test_grad_rnn
 import test_grad_tensor
 import test_kernels_math
 import test_kernels_nn
 import test_kernels_optimizer
+import test_kernels_rnn
 import test_kernels_tensor
 from executor import kernel_call
 from kernels import registry as kernel_registry
 
 KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, test_kernels_optimizer,
                        test_fused_ops, test_grad_activation, test_grad_elementwise, test_grad_loss,
-                       test_grad_math, test_grad_nn, test_grad_tensor]
+                       test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
-                test_grad_tensor]
+                test_grad_tensor, test_grad_rnn]
 
 # Kernels that never run on the device here, and why (none: every kernel does).
 NOT_ON_DEVICE: dict = {}
