@@ -239,3 +239,40 @@ def test_jit_load_runs_on_arrays_and_fine_tunes_inside_a_program(tmp_path):
     assert last < first
     with pytest.raises(TypeError, match="takes 1 input"):
         loaded(xs, xs)
+
+
+@pytest.mark.parametrize("cls, kwargs, states", [(pg.nn.LSTM, {"num_layers": 2, "direction": "bidirect"}, 2),
+                                                 (pg.nn.GRU, {}, 1),
+                                                 (pg.nn.SimpleRNN, {"activation": "relu"}, 1)])
+def test_recurrent_layers_equal_the_functional_rnn_with_paddles_structure(cls, kwargs, states):
+    with pg.unique_name.guard():
+        layer = cls(3, 4, **kwargs)
+    names = [k for k, _ in layer.named_parameters()]
+    cell = "cell_fw" if kwargs.get("direction") == "bidirect" else "cell"
+    assert names[:4] == [f"0.{cell}.weight_ih", f"0.{cell}.weight_hh", f"0.{cell}.bias_ih", f"0.{cell}.bias_hh"]
+    xs = np.random.default_rng(7).standard_normal((2, 5, 3)).astype(np.float32)
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        x = pg.data("x", [-1, 5, 3])
+        out, final = layer(x)
+    scope = Scope()
+    Executor().run(startup, scope=scope)
+    got = Executor().run(main, feed={"x": xs}, fetch_list=[out] + (list(final) if states == 2 else [final]),
+                         scope=scope)
+    # the same weights through the functional layer (checked against PaddlePaddle in test_kernels_rnn)
+    ref_main, ref_startup = pg.Program(), pg.Program()
+    mode = {pg.nn.LSTM: "LSTM", pg.nn.GRU: "GRU", pg.nn.SimpleRNN: "RNN_RELU"}[cls]
+    with pg.program_guard(ref_main, ref_startup), pg.unique_name.guard():
+        rx = pg.data("x", [-1, 5, 3])
+        rout, rfinal = pg.nn.rnn(rx, 4, mode, kwargs.get("num_layers", 1), kwargs.get("direction", "forward"))
+    ref_scope = Scope()
+    Executor().run(ref_startup, scope=ref_scope)
+    ours = [p.name for p in layer.parameters()]
+    theirs = [p.name for p in ref_main.all_parameters()]   # creation order, as ours: w_ih, w_hh, b_ih, b_hh
+    assert len(ours) == len(theirs) == 4 * kwargs.get("num_layers", 1) * (2 if cell == "cell_fw" else 1)
+    for a, b in zip(ours, theirs):
+        ref_scope.set(b, scope.get(a))
+    want = Executor().run(ref_main, feed={"x": xs}, fetch_list=[rout] + (list(rfinal) if states == 2 else [rfinal]),
+                          scope=ref_scope)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

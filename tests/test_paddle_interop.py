@@ -275,8 +275,36 @@ def _encoder():
     return Encoder(), [pg.static.InputSpec([None, 7, 16], "float32", "x")], [x]
 
 
-@pytest.mark.parametrize("make", [_gpt, _encoder], ids=["gpt-decoder", "transformer-encoder"])
-def test_jit_saved_transformer_layers_run_in_paddle_inference(tmp_path, make):
+def _lstm_classifier():
+    class Classifier(pg.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.embed = pg.nn.Embedding(20, 8)
+            self.lstm = pg.nn.LSTM(8, 16, num_layers=2, direction="bidirect")
+            self.head = pg.nn.Linear(32, 4)
+
+        def forward(self, ids):
+            out, _ = self.lstm(self.embed(ids))
+            return pg.softmax(self.head(pg.mean(out, axis=1)))
+    ids = np.random.default_rng(2).integers(0, 20, (3, 9))
+    return Classifier(), [pg.static.InputSpec([None, 9], "int64", "ids")], [ids]
+
+
+def _cnn():
+    import test_layers_api as layers_api
+    x = np.random.default_rng(4).standard_normal((2, 1, 8, 8)).astype(np.float32)
+    return layers_api.CNN(), [pg.static.InputSpec([None, 1, 8, 8], "float32", "image")], [x]
+
+
+def _mlp():
+    import test_layers_api as layers_api
+    x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    return layers_api.MLP(), [pg.static.InputSpec([None, 8], "float32", "x")], [x]
+
+
+@pytest.mark.parametrize("make", [_mlp, _cnn, _encoder, _lstm_classifier, _gpt],
+                         ids=["mlp", "cnn-batchnorm", "transformer-encoder", "lstm-classifier", "gpt-decoder"])
+def test_jit_saved_layer_models_run_in_paddle_inference(tmp_path, make):
     from paddle import inference
     from executor import Config, create_predictor
     with pg.unique_name.guard():

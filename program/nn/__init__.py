@@ -678,6 +678,7 @@ __all__ += ["rnn", "lstm", "gru", "simple_rnn", "warpctc", "ctc_loss", "ctc_gree
 from program.nn.layer import Layer, LayerParameter  # noqa: E402,F401
 from program.nn.layers import *  # noqa: E402,F401,F403
 from program.nn.transformer import *  # noqa: E402,F401,F403
+from program.nn.rnn_layers import GRU, LSTM, SimpleRNN  # noqa: E402,F401
 
 from program.nn import layers as _layers, transformer as _transformer  # noqa: E402
-__all__ += ["Layer", "LayerParameter", *_layers.__all__, *_transformer.__all__]
+__all__ += ["Layer", "LayerParameter", *_layers.__all__, *_transformer.__all__, "LSTM", "GRU", "SimpleRNN"]

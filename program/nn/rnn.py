@@ -46,14 +46,17 @@ def rnn(input, hidden_size, mode="LSTM", num_layers=1, direction="forward", time
     shapes = weight_shapes(mode, num_layers, bidirec, input_size, hidden_size)
     n = num_layers * dirs
     weights, biases = [], []
+    def attr(value, k):  # one attr for every cell, or one per cell (the Layer classes' names)
+        return value[k] if isinstance(value, (list, tuple)) else value
+
     for k in range(n):
         cell_helper = LayerHelper(f"{cell}_cell")
         uniform = init.Uniform(-bound, bound)
-        weights += [cell_helper.create_parameter(weight_ih_attr, shapes[2 * k], dtype, uniform),
-                    cell_helper.create_parameter(weight_hh_attr, shapes[2 * k + 1], dtype, uniform)]
-        biases += [cell_helper.create_parameter(bias_ih_attr, shapes[2 * n + 2 * k], dtype, uniform,
+        weights += [cell_helper.create_parameter(attr(weight_ih_attr, k), shapes[2 * k], dtype, uniform),
+                    cell_helper.create_parameter(attr(weight_hh_attr, k), shapes[2 * k + 1], dtype, uniform)]
+        biases += [cell_helper.create_parameter(attr(bias_ih_attr, k), shapes[2 * n + 2 * k], dtype, uniform,
                                                 suffix="b"),
-                   cell_helper.create_parameter(bias_hh_attr, shapes[2 * n + 2 * k + 1], dtype,
+                   cell_helper.create_parameter(attr(bias_hh_attr, k), shapes[2 * n + 2 * k + 1], dtype,
                                                 uniform, suffix="b")]
     if any(p is None for p in weights + biases):
         raise AttrError("rnn: every weight and bias is needed (an attr of False is not supported)")
