@@ -4,4 +4,4 @@ Importing it registers every kernel (one module per op family)."""
 from kernels import registry  # noqa: F401
 from kernels import (activation, elementwise, loss, math, nn, optimizer, random,  # noqa: F401
                      tensor)
-from kernels import fused  # noqa: F401
+from kernels import detection, fused  # noqa: F401
