@@ -1,0 +1,155 @@
+"""The detection ops in programs: shape/dtype inference and build-time checks
+(program/ops/detection.py), and a YOLO-style head exported by PaddlePaddle 3.3.1
+(tests/fixtures/detection/yolo_head.*: conv2d -> yolo_box -> transpose2 ->
+multiclass_nms3, saved with save_inference_model) run by Keel's Predictor, whose outputs
+must equal PaddlePaddle's exactly (NMS rows, Index, NmsRoisNum)."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import program as pg
+from executor import Executor, Scope
+from executor.inference import Config, create_predictor
+from program.io.inference_model import load_inference_model
+from program import dtypes
+from program.errors import AttrError, ShapeError
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "detection"
+F32, I32, I64 = "float32", "int32", "int64"
+
+
+def build(op_type, inputs, outputs, attrs=None):
+    """Append op_type in a fresh program (inputs: slot -> (shape, dtype), outputs: slot ->
+    number of variables or 0 for one); the program must round-trip through its bytes.
+    Returns slot -> (shape, dtype name), a list for a duplicable slot."""
+    p = pg.Program()
+    b = p.global_block()
+    ins = {slot: b.create_var(f"in_{slot}", shape, dtype) for slot, (shape, dtype) in inputs.items()}
+    outs = {slot: ([b.create_var(f"out_{slot}_{i}") for i in range(n)] if n else b.create_var(f"out_{slot}"))
+            for slot, n in outputs.items()}
+    b.append_op(op_type, ins, outs, attrs or {})
+    assert pg.Program.parse_from_string(p.serialize_to_string()) == p
+
+    def info(v):
+        return list(v.shape), dtypes.name(v.dtype)
+    return {s: ([info(x) for x in v] if isinstance(v, list) else info(v)) for s, v in outs.items()}
+
+
+YOLO = dict(anchors=[10, 13, 16, 30, 33, 23], class_num=4)
+
+
+def test_yolo_box_shapes():
+    got = build("yolo_box", {"X": ([-1, 27, 5, 6], F32), "ImgSize": ([-1, 2], I32)},
+                {"Boxes": 0, "Scores": 0}, YOLO)
+    assert got == {"Boxes": ([-1, 90, 4], F32), "Scores": ([-1, 90, 4], F32)}
+    got = build("yolo_box", {"X": ([2, 30, 5, 6], F32), "ImgSize": ([2, 2], I32)},
+                {"Boxes": 0, "Scores": 0}, dict(YOLO, iou_aware=True))
+    assert got["Boxes"] == ([2, 90, 4], F32)
+
+
+def test_yolo_box_channel_check():
+    with pytest.raises(ShapeError, match=r"X's channels \(28\)"):
+        build("yolo_box", {"X": ([1, 28, 5, 6], F32), "ImgSize": ([1, 2], I32)}, {"Boxes": 0, "Scores": 0}, YOLO)
+    with pytest.raises(AttrError, match="anchors"):
+        build("yolo_box", {"X": ([1, 27, 5, 6], F32), "ImgSize": ([1, 2], I32)}, {"Boxes": 0, "Scores": 0},
+              dict(YOLO, anchors=[10, 13, 16]))
+
+
+NMS = dict(score_threshold=0.05, nms_top_k=100, keep_top_k=10)
+
+
+def test_multiclass_nms3_shapes_both_layouts():
+    got = build("multiclass_nms3", {"BBoxes": ([3, 50, 4], F32), "Scores": ([3, 5, 50], F32)},
+                {"Out": 0, "Index": 0, "NmsRoisNum": 0}, NMS)
+    assert got == {"Out": ([-1, 6], F32), "Index": ([-1, 1], I32), "NmsRoisNum": ([3], I32)}
+    got = build("multiclass_nms3", {"BBoxes": ([-1, 5, 4], F32), "Scores": ([-1, 5], F32),
+                                    "RoisNum": ([2], I32)}, {"Out": 0, "Index": 0, "NmsRoisNum": 0}, NMS)
+    assert got == {"Out": ([-1, 6], F32), "Index": ([-1, 1], I32), "NmsRoisNum": ([2], I32)}
+    with pytest.raises(ShapeError, match="disagree"):
+        build("multiclass_nms3", {"BBoxes": ([3, 50, 4], F32), "Scores": ([3, 5, 40], F32)},
+              {"Out": 0, "Index": 0}, NMS)
+
+
+def test_matrix_nms_and_prior_shapes():
+    got = build("matrix_nms", {"BBoxes": ([2, 30, 4], F32), "Scores": ([2, 4, 30], F32)},
+                {"Out": 0, "Index": 0, "RoisNum": 0}, dict(score_threshold=0.1, nms_top_k=10, keep_top_k=5))
+    assert got == {"Out": ([-1, 6], F32), "Index": ([-1, 1], I32), "RoisNum": ([2], I32)}
+    pb = dict(min_sizes=[4.0, 9.0], max_sizes=[8.0, 15.0], aspect_ratios=[2.0, 3.0],
+              variances=[0.1, 0.1, 0.2, 0.2])
+    got = build("prior_box", {"Input": ([1, 8, 3, 4], F32), "Image": ([1, 3, 30, 40], F32)},
+                {"Boxes": 0, "Variances": 0}, pb)
+    assert got["Boxes"] == ([3, 4, 12, 4], F32)   # (1, 2, 1/2, 3, 1/3) * 2 sizes + 2 max sizes
+    got = build("density_prior_box", {"Input": ([1, 8, 3, 4], F32), "Image": ([1, 3, 30, 40], F32)},
+                {"Boxes": 0, "Variances": 0}, dict(variances=[0.1, 0.1, 0.2, 0.2], fixed_sizes=[8.0, 16.0],
+                                                   fixed_ratios=[1.0, 2.0], densities=[2, 1], flatten_to_2d=True))
+    assert got["Boxes"] == ([3 * 4 * 10, 4], F32)
+    got = build("anchor_generator", {"Input": ([1, 8, 3, 4], F32)}, {"Anchors": 0, "Variances": 0},
+                dict(anchor_sizes=[32.0, 64.0], aspect_ratios=[0.5, 1.0, 2.0], variances=[0.1, 0.1, 0.2, 0.2]))
+    assert got["Anchors"] == ([3, 4, 6, 4], F32)
+
+
+def test_box_coder_roi_and_proposal_shapes():
+    enc = build("box_coder", {"PriorBox": ([5, 4], F32), "TargetBox": ([3, 4], F32)}, {"OutputBox": 0}, {})
+    assert enc["OutputBox"] == ([3, 5, 4], F32)
+    dec = build("box_coder", {"PriorBox": ([3, 4], F32), "TargetBox": ([3, 5, 4], F32)}, {"OutputBox": 0},
+                dict(code_type="decode_center_size", axis=1))
+    assert dec["OutputBox"] == ([3, 5, 4], F32)
+    with pytest.raises(ShapeError, match="axis 0"):
+        build("box_coder", {"PriorBox": ([3, 4], F32), "TargetBox": ([3, 5, 4], F32)}, {"OutputBox": 0},
+              dict(code_type="decode_center_size", axis=0))
+    ra = build("roi_align", {"X": ([2, 8, 10, 10], F32), "ROIs": ([-1, 4], F32), "RoisNum": ([2], I32)},
+               {"Out": 0}, dict(pooled_height=7, pooled_width=5))
+    assert ra["Out"] == ([-1, 8, 7, 5], F32)
+    rp = build("roi_pool", {"X": ([2, 8, 10, 10], F32), "ROIs": ([6, 4], F32)}, {"Out": 0, "Argmax": 0},
+               dict(pooled_height=2, pooled_width=2))
+    assert rp == {"Out": ([6, 8, 2, 2], F32), "Argmax": ([6, 8, 2, 2], I64)}
+    gp = build("generate_proposals_v2",
+               {"Scores": ([2, 3, 4, 5], F32), "BboxDeltas": ([2, 12, 4, 5], F32), "ImShape": ([2, 2], F32),
+                "Anchors": ([4, 5, 3, 4], F32), "Variances": ([4, 5, 3, 4], F32)},
+               {"RpnRois": 0, "RpnRoiProbs": 0, "RpnRoisNum": 0},
+               dict(pre_nms_topN=100, post_nms_topN=10, nms_thresh=0.5, min_size=1.0, eta=1.0))
+    assert gp == {"RpnRois": ([-1, 4], F32), "RpnRoiProbs": ([-1, 1], F32), "RpnRoisNum": ([2], I32)}
+    fpn = build("distribute_fpn_proposals", {"FpnRois": ([9, 4], F32), "RoisNum": ([2], I32)},
+                {"MultiFpnRois": 3, "MultiLevelRoIsNum": 3, "RestoreIndex": 0},
+                dict(min_level=2, max_level=4, refer_level=3, refer_scale=56))
+    assert fpn == {"MultiFpnRois": [([-1, 4], F32)] * 3, "MultiLevelRoIsNum": [([2], I32)] * 3,
+                   "RestoreIndex": ([9, 1], I32)}
+    with pytest.raises(ShapeError, match="3 variables"):
+        build("distribute_fpn_proposals", {"FpnRois": ([9, 4], F32)}, {"MultiFpnRois": 2, "RestoreIndex": 0},
+              dict(min_level=2, max_level=4, refer_level=3, refer_scale=56))
+
+
+# -- the YOLO head exported by PaddlePaddle --------------------------------------------------
+
+@pytest.mark.parametrize("ir_optim", [False, True])
+def test_yolo_head_from_paddle_runs_exactly_as_paddle(ir_optim):
+    io = np.load(FIXTURES / "yolo_head.io.npz", allow_pickle=False)
+    config = Config(str(FIXTURES / "yolo_head"))
+    config.switch_ir_optim(ir_optim)
+    pred = create_predictor(config)
+    assert pred.get_input_names() == ["image", "im_size"]
+    assert pred.get_output_names() == ["nms_out", "nms_index", "nms_num"]
+    got = pred.run([io[f"in:{n}"] for n in pred.get_input_names()])
+    assert len(got) == 3
+    for i, g in enumerate(got):
+        want = io[f"out:{i}"]
+        assert g.dtype == want.dtype and g.shape == want.shape, (i, g.dtype, g.shape, want.dtype, want.shape)
+        np.testing.assert_array_equal(g, want, err_msg=f"output {i}")
+    out, index, num = got
+    assert num.sum() == len(out) == len(index) > 0
+
+
+def test_yolo_head_index_names_the_yolo_box_rows():
+    """Each NMS row is the yolo_box box its Index names (image * boxes + box), with the
+    score of its class."""
+    exe, scope = Executor(), Scope()
+    program, feeds, fetches = load_inference_model(str(FIXTURES / "yolo_head"), exe, scope=scope)
+    yolo = next(op for op in program.global_block().ops if op.type == "yolo_box")
+    io = np.load(FIXTURES / "yolo_head.io.npz", allow_pickle=False)
+    boxes, scores, out, index = exe.run(
+        program, feed={n: io[f"in:{n}"] for n in feeds},
+        fetch_list=[yolo.output("Boxes")[0], yolo.output("Scores")[0], fetches[0], fetches[1]], scope=scope)
+    flat_boxes, flat_scores = boxes.reshape(-1, 4), scores.reshape(-1, scores.shape[-1])
+    np.testing.assert_array_equal(out[:, 2:], flat_boxes[index[:, 0]])
+    np.testing.assert_array_equal(out[:, 1], flat_scores[index[:, 0], out[:, 0].astype(int)])
