@@ -153,3 +153,52 @@ def test_yolo_head_index_names_the_yolo_box_rows():
     flat_boxes, flat_scores = boxes.reshape(-1, 4), scores.reshape(-1, scores.shape[-1])
     np.testing.assert_array_equal(out[:, 2:], flat_boxes[index[:, 0]])
     np.testing.assert_array_equal(out[:, 1], flat_scores[index[:, 0], out[:, 0].astype(int)])
+
+
+def test_yolo_head_built_with_keel_layers_equals_paddles():
+    """The same head built with pg.nn.conv2d, pg.vision.yolo_box and
+    pg.vision.multiclass_nms: the same op types and parameter names as PaddlePaddle's
+    export, and with its parameters, the same outputs bit for bit."""
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        image = pg.data("image", [-1, 4, 8, 8])
+        im_size = pg.data("im_size", [-1, 2], "int32")
+        head = pg.nn.conv2d(image, 3 * (5 + 3), 3, padding=1)
+        boxes, scores = pg.vision.yolo_box(head, im_size, anchors=[10, 13, 16, 30, 33, 23], class_num=3,
+                                           conf_thresh=0.05, downsample_ratio=8, clip_bbox=True, scale_x_y=1.05)
+        out, index, num = pg.vision.multiclass_nms(boxes, pg.transpose(scores, [0, 2, 1]), score_threshold=0.1,
+                                                   nms_top_k=40, keep_top_k=12, nms_threshold=0.45,
+                                                   normalized=False)
+    ref_scope = Scope()
+    ref, _, _ = load_inference_model(str(FIXTURES / "yolo_head"), Executor(), scope=ref_scope)
+    assert [op.type for op in main.global_block().ops] == \
+        [op.type for op in ref.global_block().ops if op.type not in ("feed", "fetch")]
+    scope = Scope()
+    for name in ("conv2d_0.w_0", "conv2d_0.b_0"):
+        scope.set(name, np.asarray(ref_scope.get(name)))
+    io = np.load(FIXTURES / "yolo_head.io.npz", allow_pickle=False)
+    got = Executor().run(main, feed={"image": io["in:image"], "im_size": io["in:im_size"]},
+                         fetch_list=[out, index, num], scope=scope)
+    for i, g in enumerate(got):
+        np.testing.assert_array_equal(g, io[f"out:{i}"], err_msg=f"output {i}")
+
+
+def test_vision_layers_build_their_ops():
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        feat = pg.data("feat", [2, 8, 6, 6])
+        image = pg.data("image", [2, 3, 48, 48])
+        rois = pg.data("rois", [-1, 4])
+        rois_num = pg.data("rois_num", [2], "int32")
+        priors, pvar = pg.vision.prior_box(feat, image, [8.0], [16.0], [2.0], flip=True, clip=True)
+        dens, _ = pg.vision.density_prior_box(feat, image, [2], [8.0], [1.0])
+        anchors, avar = pg.vision.anchor_generator(feat, [32.0], [0.5, 1.0, 2.0], stride=[8.0, 8.0])
+        dec = pg.vision.box_coder(pg.reshape(priors, [-1, 4]), [0.1, 0.1, 0.2, 0.2],
+                                  pg.data("deltas", [5, 6 * 6 * 4, 4]), "decode_center_size")
+        ra = pg.vision.roi_align(feat, rois, rois_num, 3, spatial_scale=0.25)
+        rp = pg.vision.roi_pool(feat, rois, rois_num, (2, 3))
+        mrois, restore, mnum = pg.vision.distribute_fpn_proposals(rois, 2, 4, 3, 56, rois_num=rois_num)
+    assert priors.shape == (6, 6, 4, 4) and dens.shape == (6, 6, 4, 4) and anchors.shape == (6, 6, 3, 4)
+    assert dec.shape == (5, 144, 4) and ra.shape == (-1, 8, 3, 3) and rp.shape == (-1, 8, 2, 3)
+    assert len(mrois) == len(mnum) == 3 and restore.shape == (-1, 1)
+    assert not ra.stop_gradient and mnum[0].stop_gradient
