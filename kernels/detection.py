@@ -272,6 +272,14 @@ def multiclass_nms3(xp, bboxes, scores, rois_num, **attrs):
     return _device(xp, out), _device(xp, index), _device(xp, counts)
 
 
+def _matrix_decay(ious, maxes, sigma, gaussian, dtype):
+    """decay_score: exp((max_iou^2 - iou^2) * sigma) in T, or (1 - iou) / (1 - max_iou) in
+    double rounded to T (inf or NaN where max_iou is 1, as in PaddlePaddle)."""
+    if gaussian:
+        return _libm(np, np.exp, (maxes * maxes - ious * ious) * sigma)
+    return ((1.0 - ious.astype(np.float64)) / (1.0 - maxes.astype(np.float64))).astype(dtype)
+
+
 def _matrix_nms_class(boxes, scores, attrs):
     """NMSMatrix for one class: (selected box indices, decayed scores)."""
     dt = boxes.dtype.type
@@ -288,7 +296,7 @@ def _matrix_nms_class(boxes, scores, attrs):
     iou_max = np.zeros(num, dtype=boxes.dtype)
     for i in range(1, num):
         iou[i, :i] = _iou_one_to_many(boxes[order[i]], boxes[order[:i]], normalized)
-        iou_max[i] = max(boxes.dtype.type(0), iou[i, :i].max())
+        iou_max[i] = np.fmax.reduce(np.concatenate([[dt(0)], iou[i, :i]]).astype(boxes.dtype))  # std::max from 0
     post = dt(attrs["post_threshold"])
     sigma = dt(attrs["gaussian_sigma"])
     sel, dec = [], []
@@ -297,11 +305,10 @@ def _matrix_nms_class(boxes, scores, attrs):
         dec.append(scores[order[0]])
     for i in range(1, num):
         ious, maxes = iou[i, :i], iou_max[:i]
-        if attrs["use_gaussian"]:
-            decay = _libm(np, np.exp, (maxes * maxes - ious * ious) * sigma)
-        else:
-            decay = ((1.0 - ious.astype(np.float64)) / (1.0 - maxes.astype(np.float64))).astype(boxes.dtype)
-        min_decay = min(dt(1), decay.min())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            decay = _matrix_decay(ious, maxes, sigma, attrs["use_gaussian"], boxes.dtype)
+        # std::min(min_decay, decay) from 1: a NaN decay (0/0: two identical boxes) is skipped
+        min_decay = np.fmin.reduce(np.concatenate([[dt(1)], decay]).astype(boxes.dtype))
         ds = dt(min_decay * scores[order[i]])
         if ds <= post:
             continue

@@ -202,3 +202,89 @@ def test_vision_layers_build_their_ops():
     assert dec.shape == (5, 144, 4) and ra.shape == (-1, 8, 3, 3) and rp.shape == (-1, 8, 2, 3)
     assert len(mrois) == len(mnum) == 3 and restore.shape == (-1, 1)
     assert not ra.stop_gradient and mnum[0].stop_gradient
+
+
+# -- PaddlePaddle runs Keel's file (optional: needs `paddle`) -----------------------------------
+
+def _detection_zoo():
+    """A program using every detection op PaddlePaddle 3.3.1 registers, built with pg.vision."""
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        image = pg.data("image", [-1, 4, 8, 8])
+        im_size = pg.data("im_size", [-1, 2], "int32")
+        rois = pg.data("rois", [-1, 4])
+        rois_num = pg.data("rois_num", [-1], "int32")
+        rpn_scores = pg.data("rpn_scores", [-1, 6, 8, 8])
+        rpn_deltas = pg.data("rpn_deltas", [-1, 24, 8, 8])
+        head = pg.nn.conv2d(image, 3 * (5 + 2), 3, padding=1)
+        boxes, scores = pg.vision.yolo_box(head, im_size, anchors=[10, 13, 16, 30, 33, 23], class_num=2,
+                                           conf_thresh=0.05, downsample_ratio=8, scale_x_y=1.05)
+        tscores = pg.transpose(scores, [0, 2, 1])
+        nms = pg.vision.multiclass_nms(boxes, tscores, 0.1, 40, 12, 0.45, normalized=False)
+        mnms = pg.vision.matrix_nms(boxes, tscores, 0.1, 0.05, 40, 12, background_label=-1, normalized=False)
+        priors, pvar = pg.vision.prior_box(head, image, [2.0], [5.0], [2.0], flip=True, clip=True)
+        anchors, avar = pg.vision.anchor_generator(head, [16.0, 32.0], [0.5, 1.0, 2.0], stride=[8.0, 8.0])
+        flat_priors = pg.reshape(priors, [-1, 4])
+        enc = pg.vision.box_coder(flat_priors, pg.reshape(pvar, [-1, 4]), rois)
+        ra = pg.vision.roi_align(image, rois, rois_num, (2, 3), spatial_scale=0.5, sampling_ratio=-1, aligned=False)
+        rp = pg.vision.roi_pool(image, rois, rois_num, 2, spatial_scale=0.5)
+        rpn = pg.vision.generate_proposals(rpn_scores, rpn_deltas, pg.cast(im_size, "float32"), anchors, avar, 50, 10, 0.5, 1.0,
+                                           pixel_offset=True)
+        fpn_rois, restore, fpn_num = pg.vision.distribute_fpn_proposals(rois, 2, 3, 2, 4, pixel_offset=True,
+                                                                       rois_num=rois_num)
+    fetches = [*nms, *mnms, priors, anchors, enc, ra, rp, *rpn, *fpn_rois, restore, *fpn_num]
+    return main, startup, [image, im_size, rois, rois_num, rpn_scores, rpn_deltas], fetches
+
+
+def _zoo_feed(rng, dyadic):
+    """RPN scores without ties: which of equal scores std::nth_element keeps is libstdc++'s
+    business (see generate_proposals_v2 in kernels/detection.py)."""
+    image = rng.normal(size=(2, 4, 8, 8))
+    return {"image": (np.round(image * 8) / 8 if dyadic else image).astype(np.float32),
+            "im_size": np.array([[64, 64], [48, 80]], np.int32),
+            "rois": (rng.uniform(0, 6, (5, 4)) + np.array([0, 0, 4, 4])).astype(np.float32),
+            "rois_num": np.array([3, 2], np.int32),
+            "rpn_scores": rng.permutation(np.arange(2 * 6 * 64)).reshape(2, 6, 8, 8).astype(np.float32) / 768,
+            "rpn_deltas": rng.normal(0, 0.3, (2, 24, 8, 8)).astype(np.float32)}
+
+
+@pytest.mark.paddle
+def test_paddle_runs_keels_detection_program_with_the_same_outputs(tmp_path):
+    import os
+    os.environ.setdefault("FLAGS_enable_pir_api", "0")
+    paddle = pytest.importorskip("paddle")
+    main, startup, feeds, fetches = _detection_zoo()
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(3)
+    for name in ("conv2d_0.w_0", "conv2d_0.b_0"):
+        shape = np.asarray(scope.get(name)).shape   # on a dyadic grid: the convs are exact
+        scope.set(name, (np.round(rng.normal(0, 0.4, shape) * 16) / 16).astype(np.float32))
+    feed = _zoo_feed(rng, dyadic=True)
+    want = exe.run(main, feed=feed, fetch_list=fetches, scope=scope)
+    prefix = str(tmp_path / "zoo")
+    pg.io.save_inference_model(prefix, feeds, fetches, exe, program=main, scope=scope)
+    paddle.enable_static()
+    pexe = paddle.static.Executor(paddle.CPUPlace())
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        program, names, targets = paddle.static.load_inference_model(prefix, pexe)
+        got = pexe.run(program, feed={n: feed[n] for n in names}, fetch_list=targets, return_numpy=False)
+    assert len(got) == len(want)
+    bad = []
+    for i, (g, w) in enumerate(zip(got, want)):
+        g = np.array(g)
+        if not (g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w, equal_nan=True)):
+            bad.append((i, fetches[i].name, g.dtype, g.shape, w.dtype, w.shape))
+    assert not bad, bad
+
+
+def test_detection_zoo_runs_in_keel():
+    main, startup, feeds, fetches = _detection_zoo()
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    got = exe.run(main, feed=_zoo_feed(np.random.default_rng(3), dyadic=False), fetch_list=fetches, scope=scope)
+    nms, mnms, rpn, fpn = got[0:3], got[3:6], got[11:14], got[14:]
+    assert nms[2].sum() == len(nms[0]) == len(nms[1]) and mnms[2].sum() == len(mnms[0]) == len(mnms[1])
+    assert rpn[2].sum() == len(rpn[0]) == len(rpn[1])
+    assert sum(len(r) for r in fpn[0:2]) == 5 and sorted(fpn[2].ravel()) == list(range(5))
+    assert [int(n.sum()) for n in fpn[3:]] == [len(r) for r in fpn[0:2]]
