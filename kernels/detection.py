@@ -3,11 +3,13 @@ anchor_generator, box_coder, roi_align (+ grad), roi_pool (+ grad), generate_pro
 distribute_fpn_proposals.
 
 Each follows PaddlePaddle 3.3.1's CPU kernel operation for operation, in the input's
-precision (float32 arithmetic stays float32, so results are PaddlePaddle's bits where the
-operations are the same IEEE operations; exp/log/pow may differ by an ulp between libm
-implementations), with PaddlePaddle's ordering and tie-breaking: NMS candidates in
-descending score order, ties kept in index order (std::stable_sort), kept boxes listed per
-class in ascending class order.
+precision (float32 arithmetic stays float32, so results are PaddlePaddle's bits; exp, log,
+log2 and pow, whose float32 versions in numpy may be an ulp off, are evaluated in double
+and rounded, which gives glibc's correctly rounded float results), with PaddlePaddle's ordering and tie-breaking: multiclass NMS
+candidates in descending score order, equal scores in index order (std::stable_sort),
+kept boxes listed per class in ascending class order; where PaddlePaddle ranks with
+std::sort, std::nth_element or std::partial_sort (generate_proposals_v2, matrix_nms),
+equal scores are arranged as libstdc++ arranges them (kernels/stl_order.py).
 
 Device and host:
 - yolo_box, box_coder and roi_pool_grad run entirely on the array module.
@@ -28,6 +30,7 @@ import math
 
 import numpy as np
 
+from kernels import stl_order
 from kernels.registry import kernel
 from kernels.tensor import scatter_add
 
@@ -272,6 +275,21 @@ def multiclass_nms3(xp, bboxes, scores, rois_num, **attrs):
     return _device(xp, out), _device(xp, index), _device(xp, counts)
 
 
+def _descending(keys, items, count):
+    """std::partial_sort(items, items + count, end) by descending key: the first `count`
+    items. With equal keys among them, in the order libstdc++ leaves them (stl_order);
+    otherwise a numpy sort gives the same."""
+    if count <= 0:
+        return items[:0]
+    k = keys[items]
+    if np.unique(k).size == k.size:
+        return items[np.argsort(-k, kind="stable")[:count]]
+    key = keys.tolist()
+    seq = items.tolist()
+    stl_order.partial_sort(seq, count, lambda a, b: key[a] > key[b])
+    return np.asarray(seq[:count], dtype=items.dtype)
+
+
 def _matrix_decay(ious, maxes, sigma, gaussian, dtype):
     """decay_score: exp((max_iou^2 - iou^2) * sigma) in T, or (1 - iou) / (1 - max_iou) in
     double rounded to T (inf or NaN where max_iou is 1, as in PaddlePaddle)."""
@@ -286,10 +304,11 @@ def _matrix_nms_class(boxes, scores, attrs):
     cand = np.nonzero(~(scores <= dt(attrs["score_threshold"])))[0]
     if cand.size == 0:
         return [], []
-    order = cand[np.argsort(-scores[cand], kind="stable")]
+    num = cand.size
     top_k = attrs["nms_top_k"]
-    if -1 < top_k < order.size:
-        order = order[:top_k]
+    if -1 < top_k < num:
+        num = top_k
+    order = _descending(scores, cand, num)
     num = order.size
     normalized = attrs["normalized"]
     iou = np.zeros((num, num), dtype=boxes.dtype)
@@ -338,7 +357,7 @@ def matrix_nms(xp, bboxes, scores, **attrs):
         num = len(all_idx)
         if attrs["keep_top_k"] > -1:
             num = min(num, attrs["keep_top_k"])
-        order = sorted(range(len(all_idx)), key=lambda k: -all_scores[k])[:num]
+        order = _descending(np.asarray(all_scores, dtype=scores_h.dtype), np.arange(len(all_idx)), num)
         for k in order:
             idx = all_idx[k]
             index.append(i * m + idx)
@@ -742,14 +761,38 @@ def _proposal_nms(boxes, scores, threshold, eta, normalized):
     return np.asarray(selected, dtype=np.int64)
 
 
+def _proposal_order(scores, pre, keep_arrangement):
+    """The anchors PaddlePaddle keeps before NMS, in its arrangement: all of them by
+    std::sort (descending score) when pre_nms_topN <= 0 or covers them all, else the
+    first pre_nms_topN after std::nth_element. The arrangement matters for equal scores
+    (NMS visits equal scores last-arranged first) and, without NMS (nms_thresh <= 0), for
+    the output order itself; then libstdc++'s algorithms are followed (stl_order).
+    Otherwise a numpy sort picks the same anchors."""
+    n = scores.size
+    select = 0 < pre < n
+    ties = np.unique(scores).size < n
+    if not ties and not (select and keep_arrangement):
+        order = np.argsort(-scores, kind="stable")
+        return order[:pre] if select else order
+    key = scores.tolist()
+    seq = list(range(n))
+
+    def less(a, b):
+        return key[a] > key[b]
+    if select:
+        stl_order.nth_element(seq, pre, less)
+        seq = seq[:pre]
+    else:
+        stl_order.sort(seq, less)
+    return np.asarray(seq, dtype=np.int64)
+
+
 def _proposals_one_image(im, anchors, variances, deltas, scores, attrs):
     dt = scores.dtype.type
     pixel_offset = attrs["pixel_offset"]
     off = dt(1) if pixel_offset else dt(0)
     pre, post = attrs["pre_nms_topN"], attrs["post_nms_topN"]
-    order = np.argsort(-scores, kind="stable")
-    if 0 < pre < scores.size:
-        order = order[:pre]
+    order = _proposal_order(scores, pre, attrs["nms_thresh"] <= 0)
     sc, d, a, v = scores[order], deltas[order], anchors[order], variances[order]
     aw = a[:, 2] - a[:, 0] + off
     ah = a[:, 3] - a[:, 1] + off
