@@ -5,11 +5,12 @@ distribute_fpn_proposals.
 Each follows PaddlePaddle 3.3.1's CPU kernel operation for operation, in the input's
 precision (float32 arithmetic stays float32, so results are PaddlePaddle's bits; exp, log,
 log2 and pow, whose float32 versions in numpy may be an ulp off, are evaluated in double
-and rounded, which gives glibc's correctly rounded float results), with PaddlePaddle's ordering and tie-breaking: multiclass NMS
-candidates in descending score order, equal scores in index order (std::stable_sort),
-kept boxes listed per class in ascending class order; where PaddlePaddle ranks with
-std::sort, std::nth_element or std::partial_sort (generate_proposals_v2, matrix_nms),
-equal scores are arranged as libstdc++ arranges them (kernels/stl_order.py).
+and rounded, which gives glibc's correctly rounded float results), with PaddlePaddle's
+ordering and tie-breaking: multiclass NMS candidates in descending score order, equal
+scores in index order (std::stable_sort), kept boxes listed per class in ascending class
+order; where PaddlePaddle ranks with std::sort, std::nth_element or std::partial_sort
+(generate_proposals_v2, matrix_nms), equal scores are arranged as libstdc++ arranges them
+(kernels/stl_order.py).
 
 Device and host:
 - yolo_box, box_coder and roi_pool_grad run entirely on the array module.

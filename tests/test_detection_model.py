@@ -228,8 +228,8 @@ def _detection_zoo():
         enc = pg.vision.box_coder(flat_priors, pg.reshape(pvar, [-1, 4]), rois)
         ra = pg.vision.roi_align(image, rois, rois_num, (2, 3), spatial_scale=0.5, sampling_ratio=-1, aligned=False)
         rp = pg.vision.roi_pool(image, rois, rois_num, 2, spatial_scale=0.5)
-        rpn = pg.vision.generate_proposals(rpn_scores, rpn_deltas, pg.cast(im_size, "float32"), anchors, avar, 50, 10, 0.5, 1.0,
-                                           pixel_offset=True)
+        rpn = pg.vision.generate_proposals(rpn_scores, rpn_deltas, pg.cast(im_size, "float32"), anchors, avar,
+                                           50, 10, 0.5, 1.0, pixel_offset=True)
         fpn_rois, restore, fpn_num = pg.vision.distribute_fpn_proposals(rois, 2, 3, 2, 4, pixel_offset=True,
                                                                        rois_num=rois_num)
     fetches = [*nms, *mnms, priors, anchors, enc, ra, rp, *rpn, *fpn_rois, restore, *fpn_num]
