@@ -29,12 +29,14 @@ import gradcheck
 import standin
 import test_fused_ops
 import test_grad_activation
+import test_grad_detection
 import test_grad_elementwise
 import test_grad_loss
 import test_grad_math
 import test_grad_nn
 import test_grad_rnn
 import test_grad_tensor
+import test_kernels_detection
 import test_kernels_math
 import test_kernels_nn
 import test_kernels_optimizer
@@ -45,9 +47,10 @@ from kernels import registry as kernel_registry
 
 KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, test_kernels_optimizer,
                        test_fused_ops, test_grad_activation, test_grad_elementwise, test_grad_loss,
-                       test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn]
+                       test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn,
+                       test_kernels_detection, test_grad_detection]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
-                test_grad_tensor, test_grad_rnn]
+                test_grad_tensor, test_grad_rnn, test_grad_detection]
 
 # Kernels that never run on the device here, and why (none: every kernel does).
 NOT_ON_DEVICE: dict = {}
@@ -70,6 +73,14 @@ READS_BACK = {
     **dict.fromkeys(["bce_loss", "cross_entropy", "cross_entropy2", "lookup_table_v2", "one_hot_v2",
                      "softmax_with_cross_entropy", "gather_nd", "gather_nd_grad", "lookup_table_v2_grad",
                      "scatter", "scatter_grad"], _VALIDATION),
+    **dict.fromkeys(["multiclass_nms3", "matrix_nms", "generate_proposals_v2", "distribute_fpn_proposals"],
+                    "output-shaped: how many boxes survive (NMS, proposal filtering, per-level counts) "
+                    "depends on the values, and the greedy selection is sequential, so the boxes and "
+                    "scores are read back and selected on the host, as PaddlePaddle's CPU kernels do"),
+    **dict.fromkeys(["roi_align", "roi_align_grad", "roi_pool"],
+                    "each RoI's sampling grid or integer bins (their number depends on the RoI's size "
+                    "with sampling_ratio <= 0) are computed on the host from the RoIs and RoisNum read "
+                    "back; the feature-map gathers, sums and scatters run on the device"),
 }
 
 # Tests of the source modules not collected again here, and why.
