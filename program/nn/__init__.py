@@ -666,3 +666,14 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     helper.append_op("pixel_shuffle", {"X": x}, {"Out": out},
                      {"upscale_factor": int(upscale_factor), "data_format": data_format})
     return out
+
+
+# -- vision layers beyond conv2d/pool2d (program/nn/vision.py) -----------------------------------
+from program.nn.vision import (adaptive_avg_pool3d, adaptive_max_pool2d_with_index,  # noqa: E402,F401
+                               adaptive_max_pool3d, affine_grid, avg_pool3d, conv3d, conv3d_transpose,
+                               deform_conv2d, grid_sample, max_pool2d_with_index, max_pool3d,
+                               max_unpool2d, pool3d)
+
+__all__ += ["conv3d", "conv3d_transpose", "pool3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+            "adaptive_max_pool3d", "max_pool2d_with_index", "adaptive_max_pool2d_with_index",
+            "max_unpool2d", "affine_grid", "grid_sample", "deform_conv2d"]
