@@ -1046,9 +1046,13 @@ def _deform_check(op, x, w, mask, d, groups, im2col_step):
         raise ValueError(f"{op}: Input has {c} channels, Filter {tuple(w.shape)} with groups={g}")
     if mask is not None and tuple(mask.shape) != (n, d.dg * d.k) + d.out:
         raise ValueError(f"{op}: Mask must be {[n, d.dg * d.k, *d.out]}, got {tuple(mask.shape)}")
-    step = min(int(im2col_step), n) if im2col_step else n
-    if step <= 0 or n % step:
-        raise ValueError(f"{op}: the batch size {n} must be divisible by im2col_step {im2col_step}")
+    step = int(im2col_step)
+    if step <= 0 or (n > step and n % step):
+        raise ValueError(f"{op}: the batch size {n} must be at most im2col_step {im2col_step} or divisible "
+                         "by it")
+    if w.shape[0] % d.dg:
+        raise ValueError(f"{op}: the filter's output channels ({w.shape[0]}) must be divisible by "
+                         f"deformable_groups ({d.dg})")
     return g
 
 

@@ -7,9 +7,12 @@ through save_inference_model / load_inference_model:
 - a UNet-like 3-D net: conv3d, pool3d (max and avg), conv3d_transpose and a skip concat,
   trained on a per-voxel regression.
 
-With PaddlePaddle installed (`paddle` marker), PaddlePaddle loads the files Keel wrote and
-gives Keel's outputs."""
+And the other way: inference models PaddlePaddle 3.3.1 wrote with its own layers
+(tests/fixtures/vision_models/, made by tests/fixtures/vision_models.py) load in Keel and give
+PaddlePaddle's outputs. With PaddlePaddle installed (`paddle` marker), PaddlePaddle also loads
+the files Keel wrote and gives Keel's outputs."""
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,6 +64,24 @@ def unet3d():
 
 
 MODELS = {"spatial_transformer": spatial_transformer, "unet3d": unet3d}
+PADDLE_MODELS = Path(__file__).parent / "fixtures" / "vision_models"
+
+
+@pytest.mark.parametrize("name", ["spatial", "volume"])
+def test_paddle_written_models_give_paddles_outputs(name):
+    """PaddlePaddle's layers wrote these (affine_grid, grid_sampler, max_pool2d_with_index +
+    unpool, deformable_conv v1/v2, conv3d NCDHW/NDHWC, pool3d, max_pool3d_with_index,
+    conv3d_transpose with its "NHWC" channel-last spelling)."""
+    exe, scope = Executor(), Scope()
+    prog, feeds, fetches = pg.io.load_inference_model(PADDLE_MODELS / name, exe, scope=scope)
+    io = np.load(PADDLE_MODELS / f"{name}.io.npz")
+    outs = exe.run(prog, feed={f: io[f"in:{f}"] for f in feeds}, fetch_list=fetches, scope=scope)
+    assert len(outs) == len([k for k in io.files if k.startswith("out:")])
+    for i, got in enumerate(outs):
+        want = io[f"out:{i}"]
+        assert got.shape == want.shape and got.dtype == want.dtype, i
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max())),
+                                   err_msg=f"{name} output {i}")
 
 
 def _train(name, steps, lr):

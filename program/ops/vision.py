@@ -337,13 +337,21 @@ def _infer_deformable_conv(ctx):
     paddings = _int_list(ctx, "paddings", 2)
     _check_positive(ctx, "strides", strides)
     _check_positive(ctx, "dilations", dilations)
-    if ctx.attr("im2col_step") <= 0:
-        _attr_fail(ctx, f"im2col_step must be > 0, got {ctx.attr('im2col_step')}")
+    step = ctx.attr("im2col_step")
+    if step <= 0:
+        _attr_fail(ctx, f"im2col_step must be > 0, got {step}")
+    if x.shape[0] > step and x.shape[0] % step:
+        ctx.fail(f"the batch size ({x.shape[0]}) must be at most im2col_step ({step}) or divisible by it: "
+                 f"Input {x}")
     c, out_c = x.shape[1], w.shape[0]
+    if out_c >= 0 and (out_c % groups or out_c % dg):
+        ctx.fail(f"the filter's output channels ({out_c}) must be divisible by groups ({groups}) and by "
+                 f"deformable_groups ({dg}): Filter {w}")
     if c >= 0 and w.shape[1] >= 0 and c != w.shape[1] * groups:
         ctx.fail(f"input channels ({c}) must equal filter channels ({w.shape[1]}) * groups ({groups}): "
                  f"Input {x}, Filter {w}")
     if c >= 0 and c % dg:
+        # (PaddlePaddle does not check this; its kernel then reads offsets past the tensor)
         ctx.fail(f"input channels ({c}) must be divisible by deformable_groups ({dg}): Input {x}")
     kh, kw = w.shape[2:]
     out = [_conv_out(ctx, x, w, i, x.shape[2 + i], (kh, kw)[i], paddings[i], paddings[i], dilations[i],
