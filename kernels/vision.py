@@ -14,10 +14,12 @@ Two N-d engines serve every spatial rank, so a 3-D op is not a copy of a 2-D one
 - Pooling (`_PoolWindows`): per spatial axis, the input index each window offset reads for
   every output position ([out, k], host arrays; adaptive bins padded to the longest bin)
   and whether it lies inside the input. Forward and gradient loop over the window offsets
-  in row-major order (d, h, w), gathering one output-shaped slice of the input per
-  offset, which gives Paddle's tie rules directly: max pooling's gradient and
-  max_pool*_with_index's Mask take the first maximum in that order. Gradients scatter-add
-  into the flattened input.
+  in row-major order (d, h, w), reading one output-shaped slice of the input per offset
+  (a strided slice of the input padded with a neutral value for regular windows, a
+  gather for adaptive bins), which gives Paddle's tie rules directly: max pooling's
+  gradient and max_pool*_with_index's Mask take the first maximum in that order.
+  Gradients add through the same strided slices (regular windows) or scatter-add into
+  the flattened input (adaptive bins, Mask).
 
 grid_sampler and deformable_conv sample with Paddle's bilinear conventions: corner weights
 (x_hi - x) and (x - x_lo), a corner outside the input contributing 0 (grid_sampler checks
@@ -605,9 +607,8 @@ def _max_pool_with_index(xp, op, nd, x, ksize, strides, paddings, global_pooling
     return best, index.astype(xp.int32)
 
 
-def _max_pool_with_index_grad(xp, op, nd, x, mask, dout, ksize, strides, paddings, global_pooling, adaptive,
-                              ceil_mode):
-    """dX[Mask] += dOut (per sample and channel)."""
+def _max_pool_with_index_grad(xp, x, mask, dout):
+    """dX[Mask] += dOut (per sample and channel); the window attributes are not needed."""
     cdt = _compute_dtype(xp, x.dtype)
     dx = _scatter_plane(xp, mask.astype(xp.int64), dout.astype(cdt, copy=False), x.shape, cdt)
     return dx.astype(x.dtype, copy=False)
@@ -623,8 +624,7 @@ def max_pool2d_with_index(xp, x, *, ksize, strides, paddings, global_pooling, ad
         attrs=_WITH_INDEX_ATTRS)
 def max_pool2d_with_index_grad(xp, x, mask, dout, *, ksize, strides, paddings, global_pooling, adaptive,
                                ceil_mode):
-    return _max_pool_with_index_grad(xp, "max_pool2d_with_index_grad", 2, x, mask, dout, ksize, strides,
-                                     paddings, global_pooling, adaptive, ceil_mode)
+    return _max_pool_with_index_grad(xp, x, mask, dout)
 
 
 @kernel("max_pool3d_with_index", inputs=["X"], outputs=["Out", "Mask"], attrs=_WITH_INDEX_ATTRS)
@@ -637,8 +637,7 @@ def max_pool3d_with_index(xp, x, *, ksize, strides, paddings, global_pooling, ad
         attrs=_WITH_INDEX_ATTRS)
 def max_pool3d_with_index_grad(xp, x, mask, dout, *, ksize, strides, paddings, global_pooling, adaptive,
                                ceil_mode):
-    return _max_pool_with_index_grad(xp, "max_pool3d_with_index_grad", 3, x, mask, dout, ksize, strides,
-                                     paddings, global_pooling, adaptive, ceil_mode)
+    return _max_pool_with_index_grad(xp, x, mask, dout)
 
 
 # ----------------------------------------------------------------------------- unpool
@@ -681,7 +680,8 @@ def _unpool_grad(xp, op, nd, x, indices, dout):
         attrs=["unpooling_type", "ksize", "strides", "paddings", "output_size", "data_format"])
 def unpool(xp, x, indices, *, unpooling_type, ksize, strides, paddings, output_size, data_format):
     """Max unpooling (the inverse of max_pool2d_with_index's Mask); the output size is the
-    output_size attribute (the layer computes it from ksize/strides/paddings)."""
+    output_size attribute (the layer computes it from ksize/strides/paddings). Like
+    PaddlePaddle's kernel, it reads X as NCHW whatever data_format says."""
     if unpooling_type != "max":
         raise ValueError(f"unpool: unpooling_type must be 'max', got {unpooling_type!r}")
     return _unpool(xp, "unpool", 2, x, indices, output_size)
@@ -831,7 +831,6 @@ class _GridSample:
 
     def inside(self, pos):
         """Per point: every coordinate in [0, size-1] (Paddle's IsInBound, on floats)."""
-        xp = self.xp
         ok = None
         for p, size in zip(pos, self.sizes):
             v = (p >= 0) & (p <= size - 1)

@@ -371,7 +371,8 @@ def test_conv3d_transpose_reads_ndhwc_as_channel_first():
 def test_conv3d_transpose_rejects_output_size_out_of_range():
     r = rng(6)
     with pytest.raises(ValueError, match="output_size"):
-        run("conv3d_transpose", {"Input": r.standard_normal((1, 1, 2, 2, 2)), "Filter": r.standard_normal((1, 1, 2, 2, 2))},
+        run("conv3d_transpose", {"Input": r.standard_normal((1, 1, 2, 2, 2)),
+                                 "Filter": r.standard_normal((1, 1, 2, 2, 2))},
             strides=[2, 2, 2], output_size=[6, 4, 4])
 
 

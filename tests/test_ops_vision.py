@@ -70,21 +70,34 @@ def expect_error(cls, fn, *fragments):
 def test_build_time_errors():
     conv = dict(strides=[1, 1, 1], paddings=[0, 0, 0], dilations=[1, 1, 1], groups=2, data_format="NCDHW",
                 padding_algorithm="EXPLICIT")
-    expect_error(ShapeError, lambda: build("conv3d", {"Input": ([1, 3, 4, 4, 4], F32), "Filter": ([4, 3, 2, 2, 2], F32)}, {"Output": 1}, conv),  # noqa: E501
-                 "input channels (3) must equal filter channels (3) * groups (2)")
-    expect_error(ShapeError, lambda: build("pool3d", {"X": ([1, 3, 4, 4], F32)}, {"Out": 1}, dict(pooling_type="max", ksize=[2, 2, 2])),  # noqa: E501
-                 "5-d")
-    expect_error(AttrError, lambda: build("grid_sampler", {"X": ([1, 3, 4, 4], F32), "Grid": ([1, 2, 2, 2], F32)}, {"Output": 1}, dict(padding_mode="wrap")),  # noqa: E501
-                 "padding_mode", "wrap")
-    expect_error(ShapeError, lambda: build("grid_sampler", {"X": ([1, 3, 4, 4], F32), "Grid": ([1, 2, 2, 3], F32)}, {"Output": 1}),  # noqa: E501
-                 "Grid must be [N, *out, 2]")
-    expect_error(ShapeError, lambda: build("deformable_conv", {"Input": ([1, 2, 5, 5], F32), "Offset": ([1, 9, 5, 5], F32), "Mask": ([1, 9, 5, 5], F32), "Filter": ([2, 2, 3, 3], F32)}, {"Output": 1}, dict(paddings=[1, 1])),  # noqa: E501
+    expect_error(ShapeError, lambda: build(
+        "conv3d", {"Input": ([1, 3, 4, 4, 4], F32), "Filter": ([4, 3, 2, 2, 2], F32)}, {"Output": 1}, conv),
+        "input channels (3) must equal filter channels (3) * groups (2)")
+    expect_error(ShapeError, lambda: build(
+        "pool3d", {"X": ([1, 3, 4, 4], F32)}, {"Out": 1}, dict(pooling_type="max", ksize=[2, 2, 2])), "5-d")
+    expect_error(AttrError, lambda: build(
+        "grid_sampler", {"X": ([1, 3, 4, 4], F32), "Grid": ([1, 2, 2, 2], F32)}, {"Output": 1},
+        dict(padding_mode="wrap")), "padding_mode", "wrap")
+    expect_error(ShapeError, lambda: build(
+        "grid_sampler", {"X": ([1, 3, 4, 4], F32), "Grid": ([1, 2, 2, 3], F32)}, {"Output": 1}),
+        "Grid must be [N, *out, 2]")
+    dcn = {"Input": ([1, 2, 5, 5], F32), "Offset": ([1, 9, 5, 5], F32), "Mask": ([1, 9, 5, 5], F32),
+           "Filter": ([2, 2, 3, 3], F32)}
+    expect_error(ShapeError, lambda: build("deformable_conv", dcn, {"Output": 1}, dict(paddings=[1, 1])),
                  "Offset must have 2 * deformable_groups * kh * kw = 18 channels")
-    expect_error(ShapeError, lambda: build("unpool", {"X": ([1, 2, 3, 3], F32), "Indices": ([1, 2, 3, 4], I32)}, {"Out": 1}, dict(unpooling_type="max", ksize=[2, 2], output_size=[6, 6])),  # noqa: E501
-                 "Indices must have X's shape")
-    expect_error(DTypeError, lambda: build("unpool", {"X": ([1, 2, 3, 3], F32), "Indices": ([1, 2, 3, 3], F32)}, {"Out": 1}, dict(unpooling_type="max", ksize=[2, 2], output_size=[6, 6])),  # noqa: E501
-                 "Indices must be int32 or int64")
-    expect_error(AttrError, lambda: build("affine_grid", {"Theta": ([2, 2, 3], F32)}, {"Output": 1}, dict(output_shape=[2, 3])),  # noqa: E501
-                 "output_shape")
-    expect_error(ShapeError, lambda: build("affine_grid", {"Theta": ([2, 2, 3], F32)}, {"Output": 1}, dict(output_shape=[2, 1, 3, 4, 5])),  # noqa: E501
-                 "needs Theta [N, 3, 4]")
+    dcn = dict(dcn, Input=([3, 2, 5, 5], F32), Offset=([3, 18, 5, 5], F32), Mask=([3, 9, 5, 5], F32))
+    expect_error(ShapeError, lambda: build("deformable_conv", dcn, {"Output": 1},
+                                           dict(paddings=[1, 1], im2col_step=2)),
+                 "batch size (3) must be at most im2col_step (2) or divisible by it")
+    unpool = dict(unpooling_type="max", ksize=[2, 2], output_size=[6, 6])
+    expect_error(ShapeError, lambda: build(
+        "unpool", {"X": ([1, 2, 3, 3], F32), "Indices": ([1, 2, 3, 4], I32)}, {"Out": 1}, unpool),
+        "Indices must have X's shape")
+    expect_error(DTypeError, lambda: build(
+        "unpool", {"X": ([1, 2, 3, 3], F32), "Indices": ([1, 2, 3, 3], F32)}, {"Out": 1}, unpool),
+        "Indices must be int32 or int64")
+    expect_error(AttrError, lambda: build(
+        "affine_grid", {"Theta": ([2, 2, 3], F32)}, {"Output": 1}, dict(output_shape=[2, 3])), "output_shape")
+    expect_error(ShapeError, lambda: build(
+        "affine_grid", {"Theta": ([2, 2, 3], F32)}, {"Output": 1}, dict(output_shape=[2, 1, 3, 4, 5])),
+        "needs Theta [N, 3, 4]")
