@@ -101,3 +101,23 @@ def test_build_time_errors():
     expect_error(ShapeError, lambda: build(
         "affine_grid", {"Theta": ([2, 2, 3], F32)}, {"Output": 1}, dict(output_shape=[2, 1, 3, 4, 5])),
         "needs Theta [N, 3, 4]")
+
+
+def test_adaptive_max_pool2d_layer_writes_max_pool2d_with_index():
+    """As PaddlePaddle's layer: its pool2d kernel runs max pooling with adaptive ignored."""
+    import program as pg
+    from executor import Executor, Scope
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [-1, 2, 7, 6])
+        y = pg.nn.adaptive_max_pool2d(x, [3, 4])
+    assert [op.type for op in main.global_block().ops] == ["max_pool2d_with_index"]
+    xv = np.random.default_rng(0).standard_normal((2, 2, 7, 6)).astype(np.float32)
+    got = Executor().run(main, feed={"x": xv}, fetch_list=[y], scope=Scope())[0]
+    want = np.zeros((2, 2, 3, 4), np.float32)
+    for i in range(3):
+        for j in range(4):
+            rows = slice((i * 7) // 3, -(-(i + 1) * 7 // 3))
+            cols = slice((j * 6) // 4, -(-(j + 1) * 6 // 4))
+            want[:, :, i, j] = xv[:, :, rows, cols].max(axis=(2, 3))
+    np.testing.assert_array_equal(got, want)

@@ -331,6 +331,12 @@ def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
 
 
 def adaptive_max_pool2d(x, output_size, data_format="NCHW", name=None):
+    """paddle.nn.functional.adaptive_max_pool2d: op max_pool2d_with_index (adaptive) for
+    NCHW, as PaddlePaddle's layer writes it (PaddlePaddle's pool2d kernel ignores `adaptive`
+    for max pooling, so a pool2d here would run differently there)."""
+    if data_format == "NCHW":
+        from program.nn.vision import adaptive_max_pool2d_with_index
+        return adaptive_max_pool2d_with_index(x, output_size, name)[0]
     return adaptive_pool2d(x, output_size, "max", data_format, name)
 
 
