@@ -154,3 +154,20 @@ def test_paddle_runs_keels_saved_model(name, tmp_path):
         got = pexe.run(program, feed={n: inputs[n] for n in feed_names}, fetch_list=fetch_vars)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(w).max())))
+
+
+@pytest.mark.parametrize("name", ["spatial", "volume"])
+@pytest.mark.parametrize("ir_optim", [False, True])
+def test_paddle_written_models_through_the_predictor(name, ir_optim):
+    """The Predictor, with and without its inference passes (constant folding, fusions),
+    gives PaddlePaddle's outputs for the vision models."""
+    from executor.inference import Config, create_predictor
+    config = Config(str(PADDLE_MODELS / name))
+    config.switch_ir_optim(ir_optim)
+    pred = create_predictor(config)
+    io = np.load(PADDLE_MODELS / f"{name}.io.npz")
+    got = pred.run([io[f"in:{n}"] for n in pred.get_input_names()])
+    for i, g in enumerate(got):
+        want = io[f"out:{i}"]
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max())),
+                                   err_msg=f"{name} output {i}")
