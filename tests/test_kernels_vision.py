@@ -616,6 +616,46 @@ def test_deformable_conv_with_zero_offsets_is_conv2d():
     close(got, want)
 
 
+# ============================================================================ the N-d engines in 2-D
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_nd_convolution_engine_in_2d_is_conv2d(layout):
+    """kernels/vision.py's N-d convolution on 4-D input gives kernels/nn.py's conv2d results."""
+    from kernels import vision
+    r = rng(40)
+    x, w = r.standard_normal((2, 4, 7, 6)), r.standard_normal((6, 2, 3, 2))
+    if layout == "NHWC":
+        x = x.transpose(0, 2, 3, 1)
+    attrs = dict(strides=[2, 1], paddings=[1, 0, 2, 1], padding_algorithm="EXPLICIT", dilations=[1, 2],
+                 groups=2, data_format=layout)
+    want = run("conv2d", {"Input": x, "Filter": w}, **attrs)["Output"]
+    close(vision._convnd(np, "conv2d", 2, x, w, **attrs), want)
+    dy = r.standard_normal(want.shape)
+    grads = run("conv2d_grad", {"Input": x, "Filter": w, "Output@GRAD": dy}, **attrs)
+    dx, dw = vision._convnd_grad(np, "conv2d_grad", x, w, dy, need={"Input@GRAD", "Filter@GRAD"}, **attrs)
+    close(dx, grads["Input@GRAD"])
+    close(dw, grads["Filter@GRAD"])
+
+
+@pytest.mark.parametrize("pooling_type", ["max", "avg"])
+@pytest.mark.parametrize("case", [dict(ksize=[3, 3], strides=[2, 1], paddings=[1, 1]),
+                                  dict(ksize=[2, 3], strides=[2, 2], paddings=[0, 1], ceil_mode=True),
+                                  dict(ksize=[3, 2], strides=[1, 1], paddings=[1, 1], exclusive=False)], ids=str)
+def test_nd_pooling_engine_in_2d_is_pool2d(pooling_type, case):
+    from kernels import vision
+    x = rng(41).standard_normal((2, 3, 7, 6))
+    attrs = dict(case, pooling_type=pooling_type)
+    want = run("pool2d", {"X": x}, **attrs)["Out"]
+    ks, st, pads, out = vision._pool_sizes("pool2d", 2, x.shape[2:], case["ksize"], case["strides"],
+                                           case["paddings"], "EXPLICIT", case.get("ceil_mode", False), False, False)
+    win = vision._PoolWindows(x.shape[2:], ks, st, pads, out, False)
+    exclusive = case.get("exclusive", True)
+    close(vision._pool_forward(np, x, win, pooling_type, exclusive, False, ks), want)
+    dout = rng(42).standard_normal(want.shape)
+    dx = run("pool2d_grad", {"X": x, "Out": want, "Out@GRAD": dout}, **attrs)["X@GRAD"]
+    close(vision._pool_grad(np, x, want, dout, win, pooling_type, exclusive, False, ks), dx)
+
+
 # ============================================================================ PaddlePaddle's outputs
 
 ORACLE = np.load(FIXTURES / "vision_oracle.npz")
