@@ -719,12 +719,14 @@ def _linspace(count, align_corners, dtype):
     from -1, or, not align_corners, step 2/count from -1*(count-1)/count."""
     t = np.dtype(dtype).type
     start, end = t(-1), t(1)
-    if align_corners:
-        step = (end - start) / t(count - 1) if count > 1 else t(0)
-    else:
-        step = (end - start) / t(count)
-        start = start * (t(count - 1) / t(count))
-    return (start + np.arange(count).astype(dtype) * step).astype(dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if align_corners:
+            # one cell: PaddlePaddle's step is 2/0 = inf and its grid -1 + 0*inf = NaN
+            step = (end - start) / t(count - 1)
+        else:
+            step = (end - start) / t(count)
+            start = start * (t(count - 1) / t(count))
+        return (start + np.arange(count).astype(dtype) * step).astype(dtype)
 
 
 def _affine_base(xp, sizes, align_corners, dtype):

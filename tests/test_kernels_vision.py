@@ -535,6 +535,16 @@ def test_affine_grid_matches_formula(align_corners):
     close(got3["Output"], ref_affine_grid(theta3, [3, 4, 2], align_corners))
 
 
+def test_affine_grid_single_row_follows_paddle():
+    """A one-cell axis: PaddlePaddle 3.3.1 gives NaN with align_corners (its step is 2/0)
+    and the cell centre 0 without (checked against its output)."""
+    theta = np.array([[[1.0, 0, 0], [0, 1.0, 0]]], np.float32)
+    got = run("affine_grid", {"Theta": theta}, output_shape=[1, 1, 1, 3], align_corners=True)["Output"]
+    assert np.isnan(got).all()
+    got = run("affine_grid", {"Theta": theta}, output_shape=[1, 1, 1, 3], align_corners=False)["Output"]
+    close(got.reshape(-1, 2), np.array([[-2 / 3, 0], [0, 0], [2 / 3, 0]]), 1e-6, 1e-6)
+
+
 def test_affine_grid_grad_is_the_adjoint():
     theta = rng(23).standard_normal((2, 2, 3))
     dout = rng(24).standard_normal((2, 4, 5, 2))
