@@ -7,3 +7,4 @@ from kernels import (activation, elementwise, loss, math, nn, optimizer, random,
 from kernels import detection  # noqa: F401
 from kernels import fused  # noqa: F401
 from kernels import rnn  # noqa: F401
+from kernels import vision  # noqa: F401

@@ -36,21 +36,23 @@ import test_grad_math
 import test_grad_nn
 import test_grad_rnn
 import test_grad_tensor
+import test_grad_vision
 import test_kernels_detection
 import test_kernels_math
 import test_kernels_nn
 import test_kernels_optimizer
 import test_kernels_rnn
 import test_kernels_tensor
+import test_kernels_vision
 from executor import kernel_call
 from kernels import registry as kernel_registry
 
 KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, test_kernels_optimizer,
                        test_fused_ops, test_grad_activation, test_grad_elementwise, test_grad_loss,
                        test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn,
-                       test_kernels_detection, test_grad_detection]
+                       test_kernels_detection, test_grad_detection, test_kernels_vision, test_grad_vision]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
-                test_grad_tensor, test_grad_rnn, test_grad_detection]
+                test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision]
 
 # Kernels that never run on the device here, and why (none: every kernel does).
 NOT_ON_DEVICE: dict = {}
@@ -67,12 +69,14 @@ READS_BACK = {
                      "dropout", "expand_v2", "fill_constant", "gather", "gather_grad", "linspace",
                      "nearest_interp_v2", "nearest_interp_v2_grad", "pad3d", "pow", "range", "reduce_all",
                      "reduce_any", "reshape2", "scale", "slice", "slice_grad", "split", "strided_slice",
-                     "strided_slice_grad", "tile", "top_k_v2", "uniform_random", "unsqueeze2"],
+                     "strided_slice_grad", "tile", "top_k_v2", "uniform_random", "unsqueeze2",
+                     "affine_grid"],
                     _ATTRIBUTE_TENSOR),
     "where_index": "its output's shape is the number of true elements",
     **dict.fromkeys(["bce_loss", "cross_entropy", "cross_entropy2", "lookup_table_v2", "one_hot_v2",
                      "softmax_with_cross_entropy", "gather_nd", "gather_nd_grad", "lookup_table_v2_grad",
-                     "scatter", "scatter_grad"], _VALIDATION),
+                     "scatter", "scatter_grad", "unpool", "unpool_grad", "unpool3d", "unpool3d_grad"],
+                    _VALIDATION),
     **dict.fromkeys(["multiclass_nms3", "matrix_nms", "generate_proposals_v2", "distribute_fpn_proposals"],
                     "output-shaped: how many boxes survive (NMS, proposal filtering, per-level counts) "
                     "depends on the values, and the greedy selection is sequential, so the boxes and "

@@ -331,6 +331,12 @@ def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
 
 
 def adaptive_max_pool2d(x, output_size, data_format="NCHW", name=None):
+    """paddle.nn.functional.adaptive_max_pool2d: op max_pool2d_with_index (adaptive) for
+    NCHW, as PaddlePaddle's layer writes it (PaddlePaddle's pool2d kernel ignores `adaptive`
+    for max pooling, so a pool2d here would run differently there)."""
+    if data_format == "NCHW":
+        from program.nn.vision import adaptive_max_pool2d_with_index
+        return adaptive_max_pool2d_with_index(x, output_size, name)[0]
     return adaptive_pool2d(x, output_size, "max", data_format, name)
 
 
@@ -682,3 +688,13 @@ from program.nn.rnn_layers import GRU, LSTM, SimpleRNN  # noqa: E402,F401
 
 from program.nn import layers as _layers, transformer as _transformer  # noqa: E402
 __all__ += ["Layer", "LayerParameter", *_layers.__all__, *_transformer.__all__, "LSTM", "GRU", "SimpleRNN"]
+
+# -- vision layers beyond conv2d/pool2d (program/nn/vision.py) -----------------------------------
+from program.nn.vision import (adaptive_avg_pool3d, adaptive_max_pool2d_with_index,  # noqa: E402,F401
+                               adaptive_max_pool3d, affine_grid, avg_pool3d, conv3d, conv3d_transpose,
+                               deform_conv2d, grid_sample, max_pool2d_with_index, max_pool3d,
+                               max_unpool2d, pool3d)
+
+__all__ += ["conv3d", "conv3d_transpose", "pool3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+            "adaptive_max_pool3d", "max_pool2d_with_index", "adaptive_max_pool2d_with_index",
+            "max_unpool2d", "affine_grid", "grid_sample", "deform_conv2d"]

@@ -5,3 +5,4 @@ from program.ops import (activation, elementwise, loss, math, nn, optimizer,  # 
 from program.ops import detection  # noqa: F401
 from program.ops import fused  # noqa: F401
 from program.ops import rnn  # noqa: F401
+from program.ops import vision  # noqa: F401

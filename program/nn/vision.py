@@ -1,0 +1,292 @@
+"""Vision layers beyond conv2d/pool2d, appending the ops of program/ops/vision.py as
+PaddlePaddle's static-graph layers do (paddle.static.nn.conv3d / conv3d_transpose /
+deform_conv2d, paddle.nn.functional.max_pool3d / avg_pool3d / adaptive_*_pool3d /
+max_pool2d(return_mask=True) / max_unpool2d / affine_grid / grid_sample):
+
+    x = pg.data("x", [-1, 1, 8, 16, 16])
+    h = pg.nn.conv3d(x, 8, 3, padding=1, act="relu")
+    h = pg.nn.pool3d(h, 2, "max", 2)
+    theta = pg.nn.fc(feat, 6)                        # a localization net
+    grid = pg.nn.affine_grid(pg.reshape(theta, [-1, 2, 3]), [n, c, h, w])
+    y = pg.nn.grid_sample(img, grid)
+"""
+from __future__ import annotations
+
+import math
+
+from program import initializer as init
+from program.errors import AttrError
+from program.layers.helper import LayerHelper
+from program.variable import Variable
+from proto import pb
+
+_LAYOUTS = ("NCDHW", "NDHWC")
+
+
+def _fail(layer, message, cls=None):
+    from program.nn import _fail as fail
+    fail(layer, message, cls or AttrError)
+
+
+def _triple(layer, value, what) -> list[int]:
+    if isinstance(value, (list, tuple)):
+        v = [int(a) for a in value]
+        if len(v) == 1:
+            v *= 3
+        if len(v) != 3:
+            _fail(layer, f"{what} must be an int or 3 ints, got {value!r}")
+        return v
+    return [int(value)] * 3
+
+
+def _padding3d(layer, padding):
+    """An int, 3 values (symmetric), 6 values [front, back, top, bottom, left, right], or
+    "SAME"/"VALID" -> (paddings attr, padding_algorithm)."""
+    if isinstance(padding, str):
+        algo = padding.upper()
+        if algo not in ("SAME", "VALID"):
+            _fail(layer, f"unknown padding {padding!r}: use an int, a list, 'SAME' or 'VALID'")
+        return [0, 0, 0], algo
+    if isinstance(padding, (list, tuple)) and len(padding) == 6:
+        p = [int(v) for v in padding]
+        if p[0] == p[1] and p[2] == p[3] and p[4] == p[5]:
+            return [p[0], p[2], p[4]], "EXPLICIT"
+        return p, "EXPLICIT"
+    return _triple(layer, padding, "padding"), "EXPLICIT"
+
+
+def _channels3d(layer, x, data_format):
+    from program.nn import _fail as fail
+    if data_format not in _LAYOUTS:
+        fail(layer, f"data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}", AttrError)
+    if x.ndim != 5:
+        fail(layer, f"expects a 5-d input ({data_format}), got {x.name} {x.type_string()}")
+    c = x.shape[4] if data_format == "NDHWC" else x.shape[1]
+    if c < 0:
+        fail(layer, f"the channel dim of input {x.name} {x.type_string()} must be known")
+    return c
+
+
+def _bias(helper, out, bias_attr, size, axis, dtype):
+    b = helper.create_parameter(bias_attr, [size], dtype, init.Constant(0.0), suffix="b")
+    if b is None:
+        return out
+    res = helper.create_tmp(dtype)
+    helper.append_op("elementwise_add", {"X": out, "Y": b}, {"Out": res}, {"axis": axis})
+    return res
+
+
+# -- 3-D convolution ----------------------------------------------------------------------------
+def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=1, param_attr=None,
+           bias_attr=None, act=None, data_format="NCDHW", name=None):
+    """3-D convolution (paddle.static.nn.conv3d): Filter `conv3d_N.w_0` [num_filters,
+    in_channels/groups, kd, kh, kw], Normal(0, sqrt(2 / fan_in)) by default; bias
+    `conv3d_N.b_0` added along the channel axis; then `act`."""
+    layer = "conv3d"
+    c = _channels3d(layer, input, data_format)
+    groups = int(groups or 1)
+    if groups <= 0 or c % groups or num_filters % groups:
+        _fail(layer, f"groups ({groups}) must divide the input channels ({c}) and num_filters ({num_filters})")
+    helper = LayerHelper(layer, name)
+    ksize = _triple(layer, filter_size, "filter_size")
+    paddings, algorithm = _padding3d(layer, padding)
+    fan_in = math.prod(ksize) * c // groups
+    w = helper.create_parameter(param_attr, [num_filters, c // groups, *ksize], input.dtype,
+                                init.Normal(0.0, math.sqrt(2.0 / fan_in)))
+    out = helper.create_tmp(input.dtype)
+    helper.append_op(layer, {"Input": input, "Filter": w}, {"Output": out},
+                     {"strides": _triple(layer, stride, "stride"), "paddings": paddings,
+                      "padding_algorithm": algorithm, "dilations": _triple(layer, dilation, "dilation"),
+                      "groups": groups, "data_format": data_format})
+    out = _bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCDHW" else 4, input.dtype)
+    return helper.append_activation(out, act)
+
+
+def conv3d_transpose(input, num_filters, output_size=None, filter_size=None, padding=0, stride=1, dilation=1,
+                     groups=1, param_attr=None, bias_attr=None, act=None, data_format="NCDHW", name=None):
+    """3-D transposed convolution (paddle.static.nn.conv3d_transpose): Filter
+    `conv3d_transpose_N.w_0` [in_channels, num_filters/groups, kd, kh, kw]. As PaddlePaddle's
+    layer, the op's data_format is written "NCHW" / "NHWC" (what its kernel reads)."""
+    layer = "conv3d_transpose"
+    c = _channels3d(layer, input, data_format)
+    groups = int(groups or 1)
+    if groups <= 0 or c % groups or num_filters % groups:
+        _fail(layer, f"groups ({groups}) must divide the input channels ({c}) and num_filters ({num_filters})")
+    helper = LayerHelper(layer, name)
+    strides, dilations = _triple(layer, stride, "stride"), _triple(layer, dilation, "dilation")
+    paddings, algorithm = _padding3d(layer, padding)
+    out_size = [] if output_size is None else _triple(layer, output_size, "output_size")
+    if filter_size is None:
+        spatial = input.shape[2:5] if data_format == "NCDHW" else input.shape[1:4]
+        if not out_size or any(d < 0 for d in spatial):
+            _fail(layer, "needs filter_size, or output_size and known spatial input dims")
+        pads = paddings if len(paddings) == 6 else [p for p in paddings for _ in range(2)]
+        filter_size = [(out_size[i] - (spatial[i] - 1) * strides[i] + pads[2 * i] + pads[2 * i + 1] - 1)
+                       // dilations[i] + 1 for i in range(3)]
+    ksize = _triple(layer, filter_size, "filter_size")
+    w = helper.create_parameter(param_attr, [c, num_filters // groups, *ksize], input.dtype)
+    out = helper.create_tmp(input.dtype)
+    helper.append_op(layer, {"Input": input, "Filter": w}, {"Output": out},
+                     {"output_size": out_size, "output_padding": [], "strides": strides, "paddings": paddings,
+                      "padding_algorithm": algorithm, "dilations": dilations, "groups": groups,
+                      "data_format": "NCHW" if data_format == "NCDHW" else "NHWC"})
+    out = _bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCDHW" else 4, input.dtype)
+    return helper.append_activation(out, act)
+
+
+# -- 3-D pooling ------------------------------------------------------------------------------------
+def pool3d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
+           ceil_mode=False, exclusive=True, data_format="NCDHW", name=None):
+    """3-D pooling: op `pool3d` (paddle.nn.functional.max_pool3d / avg_pool3d)."""
+    layer = "pool3d"
+    _channels3d(layer, input, data_format)
+    if pool_type not in ("max", "avg"):
+        _fail(layer, f"pool_type must be 'max' or 'avg', got {pool_type!r}")
+    if not global_pooling and (pool_size is None or pool_size == -1):
+        _fail(layer, "pool_size must be given unless global_pooling is True")
+    paddings, algorithm = _padding3d(layer, pool_padding)
+    ksize = [1, 1, 1] if global_pooling and pool_size in (None, -1) else _triple(layer, pool_size, "pool_size")
+    return _pool3d(input, ksize, pool_type, _triple(layer, pool_stride, "pool_stride"), paddings, algorithm,
+                   global_pooling, ceil_mode, exclusive, False, data_format, name)
+
+
+def _pool3d(x, ksize, pool_type, strides, paddings, algorithm, global_pooling, ceil_mode, exclusive, adaptive,
+            data_format, name):
+    helper = LayerHelper("pool3d", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("pool3d", {"X": x}, {"Out": out},
+                     {"pooling_type": pool_type, "ksize": ksize, "global_pooling": global_pooling,
+                      "strides": strides, "paddings": paddings, "padding_algorithm": algorithm,
+                      "use_cudnn": False, "ceil_mode": ceil_mode, "exclusive": exclusive,
+                      "adaptive": adaptive, "data_format": data_format})
+    return out
+
+
+def max_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCDHW", name=None):
+    return pool3d(x, kernel_size, "max", kernel_size if stride is None else stride, padding,
+                  ceil_mode=ceil_mode, data_format=data_format, name=name)
+
+
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, data_format="NCDHW",
+               name=None):
+    return pool3d(x, kernel_size, "avg", kernel_size if stride is None else stride, padding,
+                  ceil_mode=ceil_mode, exclusive=exclusive, data_format=data_format, name=name)
+
+
+def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
+    """op pool3d with adaptive=True (bins [floor(i*in/out), ceil((i+1)*in/out)))."""
+    _channels3d("adaptive_avg_pool3d", x, data_format)
+    return _pool3d(x, _triple("adaptive_avg_pool3d", output_size, "output_size"), "avg", [1, 1, 1], [0, 0, 0],
+                   "EXPLICIT", False, False, True, True, data_format, name)
+
+
+def _max_pool_with_index(layer, op_type, nd, x, ksize, strides, paddings, adaptive, ceil_mode, name):
+    helper = LayerHelper(layer, name)
+    out = helper.create_tmp(x.dtype)
+    mask = helper.create_tmp(pb.VarType.INT32, stop_gradient=True)
+    helper.append_op(op_type, {"X": x}, {"Out": out, "Mask": mask},
+                     {"ksize": ksize, "strides": strides, "paddings": paddings, "global_pooling": False,
+                      "adaptive": adaptive, "ceil_mode": ceil_mode})
+    return out, mask
+
+
+def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
+    """op max_pool3d_with_index with adaptive=True (as paddle.nn.functional.adaptive_max_pool3d)."""
+    size = _triple("adaptive_max_pool3d", output_size, "output_size")
+    out, mask = _max_pool_with_index("adaptive_max_pool3d", "max_pool3d_with_index", 3, x, size, [1, 1, 1],
+                                     [0, 0, 0], True, False, name)
+    return (out, mask) if return_mask else out
+
+
+def max_pool2d_with_index(x, kernel_size, stride=None, padding=0, ceil_mode=False, name=None):
+    """paddle.nn.functional.max_pool2d(..., return_mask=True): (Out, Mask) from op
+    max_pool2d_with_index (NCHW; symmetric padding)."""
+    from program.nn import _pair
+    layer = "max_pool2d"
+    ksize = _pair(layer, kernel_size, "kernel_size")
+    strides = ksize if stride is None else _pair(layer, stride, "stride")
+    return _max_pool_with_index(layer, "max_pool2d_with_index", 2, x, ksize, strides,
+                                _pair(layer, padding, "padding"), False, ceil_mode, name)
+
+
+def adaptive_max_pool2d_with_index(x, output_size, name=None):
+    from program.nn import _pair
+    size = _pair("adaptive_max_pool2d", output_size, "output_size")
+    return _max_pool_with_index("adaptive_max_pool2d", "max_pool2d_with_index", 2, x, size, [1, 1], [0, 0],
+                                True, False, name)
+
+
+def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None, name=None):
+    """paddle.nn.functional.max_unpool2d: op unpool; the output size defaults to
+    (in - 1) * stride - 2 * padding + kernel_size."""
+    from program.nn import _pair
+    layer = "max_unpool2d"
+    ksize = _pair(layer, kernel_size, "kernel_size")
+    strides = ksize if stride is None else _pair(layer, stride, "stride")
+    pads = _pair(layer, padding, "padding")
+    if output_size is None:
+        hw = x.shape[2:4]
+        if any(d < 0 for d in hw):
+            _fail(layer, f"output_size must be given when the spatial dims of {x.name} are unknown")
+        output_size = [(hw[i] - 1) * strides[i] - 2 * pads[i] + ksize[i] for i in range(2)]
+    else:
+        output_size = list(output_size)[-2:]
+    helper = LayerHelper(layer, name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("unpool", {"X": x, "Indices": indices}, {"Out": out},
+                     {"unpooling_type": "max", "ksize": ksize, "strides": strides, "paddings": pads,
+                      "output_size": [int(v) for v in output_size], "data_format": "NCHW"})
+    return out
+
+
+# -- spatial transformer -------------------------------------------------------------------------------
+def affine_grid(theta, out_shape, align_corners=True, name=None):
+    """paddle.nn.functional.affine_grid: Theta [N, 2, 3] -> grid [N, H, W, 2] for out_shape
+    [N, C, H, W] (a list, written as the output_shape attribute, or an int32 Variable,
+    bound to the OutputShape input)."""
+    helper = LayerHelper("affine_grid", name)
+    out = helper.create_tmp(theta.dtype)
+    if isinstance(out_shape, Variable):
+        helper.append_op("affine_grid", {"Theta": theta, "OutputShape": out_shape}, {"Output": out},
+                         {"align_corners": bool(align_corners), "output_shape": []})
+    else:
+        helper.append_op("affine_grid", {"Theta": theta}, {"Output": out},
+                         {"align_corners": bool(align_corners), "output_shape": [int(v) for v in out_shape]})
+    return out
+
+
+def grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True, name=None):
+    """paddle.nn.functional.grid_sample: op grid_sampler."""
+    helper = LayerHelper("grid_sample", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("grid_sampler", {"X": x, "Grid": grid}, {"Output": out},
+                     {"mode": mode, "padding_mode": padding_mode, "align_corners": bool(align_corners)})
+    return out
+
+
+# -- deformable convolution ---------------------------------------------------------------------------------
+def deform_conv2d(x, offset, mask, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=1,
+                  deformable_groups=1, im2col_step=1, weight_attr=None, bias_attr=None, name=None):
+    """paddle.static.nn.deform_conv2d: op deformable_conv (DCNv2) with a Mask, else
+    deformable_conv_v1; Filter `deformable_conv_N.w_0` [num_filters, C/groups, kh, kw];
+    bias `deformable_conv_N.b_0` added along axis 1."""
+    from program.nn import _pair
+    layer = "deformable_conv"
+    c = x.shape[1]
+    if x.ndim != 4 or c < 0:
+        _fail(layer, f"expects a 4-d NCHW input with known channels, got {x.name} {x.type_string()}")
+    groups = int(groups or 1)
+    helper = LayerHelper(layer, name)
+    ksize = _pair(layer, filter_size, "filter_size")
+    fan_in = ksize[0] * ksize[1] * c // groups
+    w = helper.create_parameter(weight_attr, [num_filters, c // groups, *ksize], x.dtype,
+                                init.Normal(0.0, math.sqrt(2.0 / fan_in)))
+    out = helper.create_tmp(x.dtype)
+    inputs = {"Input": x, "Offset": offset, "Filter": w}
+    if mask is not None:
+        inputs["Mask"] = mask
+    helper.append_op("deformable_conv" if mask is not None else "deformable_conv_v1", inputs, {"Output": out},
+                     {"strides": _pair(layer, stride, "stride"), "paddings": _pair(layer, padding, "padding"),
+                      "dilations": _pair(layer, dilation, "dilation"), "groups": groups,
+                      "deformable_groups": int(deformable_groups), "im2col_step": int(im2col_step)})
+    return _bias(helper, out, bias_attr, num_filters, 1, x.dtype)

@@ -1,0 +1,123 @@
+"""Shape/dtype inference and build-time checks of the vision ops (program/ops/vision.py).
+Every case of the PaddlePaddle oracle fixture is also built here: the shapes Keel's rules
+infer equal the shapes of PaddlePaddle's outputs."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from program.errors import AttrError, DTypeError, ShapeError
+from shapecheck import build
+
+F32, I32, I64 = "float32", "int32", "int64"
+ORACLE = np.load(Path(__file__).parent / "fixtures" / "vision_oracle.npz")
+ORACLE_IDS = sorted({k.split("/")[0] for k in ORACLE.files})
+
+
+@pytest.mark.parametrize("cid", ORACLE_IDS)
+def test_inferred_shapes_are_paddles(cid):
+    meta = json.loads(str(ORACLE[f"{cid}/meta"]))
+    prefix = f"{cid}/in/"
+    ins = {k[len(prefix):]: ORACLE[k] for k in ORACLE.files if k.startswith(prefix)}
+    if "OutputShape" in ins:
+        pytest.skip("an OutputShape tensor: the size is known at run time only")
+    got = build(meta["op"], {s: (list(a.shape), str(a.dtype)) for s, a in ins.items()},
+                {s: 1 for s in meta["outputs"]}, meta["attrs"])
+    for slot in meta["outputs"]:
+        want = ORACLE[f"{cid}/out/{slot}"]
+        assert got[slot] == (list(want.shape), str(want.dtype)), slot
+
+
+def test_unknown_dims_stay_unknown():
+    conv = dict(strides=[1, 1, 1], paddings=[1, 1, 1], dilations=[1, 1, 1], groups=1, data_format="NCDHW",
+                padding_algorithm="EXPLICIT")
+    got = build("conv3d", {"Input": ([-1, 3, -1, 8, 8], F32), "Filter": ([4, 3, 3, 3, 3], F32)},
+                {"Output": 1}, conv)
+    assert got["Output"] == ([-1, 4, -1, 8, 8], F32)
+    got = build("pool3d", {"X": ([-1, 3, 8, -1, 8], F32)}, {"Out": 1},
+                dict(pooling_type="avg", ksize=[2, 2, 2], strides=[2, 2, 2], data_format="NCDHW"))
+    assert got["Out"] == ([-1, 3, 4, -1, 4], F32)
+    got = build("affine_grid", {"Theta": ([-1, 2, 3], F32), "OutputShape": ([4], I32)}, {"Output": 1})
+    assert got["Output"] == ([-1, -1, -1, 2], F32)
+    got = build("grid_sampler", {"X": ([-1, 3, 8, 8], F32), "Grid": ([-1, 5, 6, 2], F32)}, {"Output": 1})
+    assert got["Output"] == ([-1, 3, 5, 6], F32)
+    got = build("max_pool2d_with_index", {"X": ([-1, 3, 8, 8], F32)}, {"Out": 1, "Mask": 1},
+                dict(ksize=[2, 2], strides=[2, 2]))
+    assert got["Out"] == ([-1, 3, 4, 4], F32) and got["Mask"] == ([-1, 3, 4, 4], I32)
+
+
+def test_conv3d_transpose_layouts():
+    """PaddlePaddle's layers write "NHWC" for a channel-last conv3d_transpose; the legacy op
+    treats any other value, "NDHWC" included, as channel-first."""
+    attrs = dict(strides=[2, 2, 2], paddings=[0, 0, 0], dilations=[1, 1, 1], groups=1,
+                 padding_algorithm="EXPLICIT", output_size=[], output_padding=[])
+    x, w = ([1, 2, 3, 4, 5], F32), ([5, 6, 2, 2, 2], F32)
+    assert build("conv3d_transpose", {"Input": x, "Filter": w}, {"Output": 1},
+                 dict(attrs, data_format="NHWC"))["Output"] == ([1, 4, 6, 8, 6], F32)
+    x = ([1, 5, 3, 4, 5], F32)
+    assert build("conv3d_transpose", {"Input": x, "Filter": w}, {"Output": 1},
+                 dict(attrs, data_format="NDHWC"))["Output"] == ([1, 6, 6, 8, 10], F32)
+
+
+def expect_error(cls, fn, *fragments):
+    with pytest.raises(cls) as info:
+        fn()
+    for fragment in fragments:
+        assert fragment in str(info.value), f"{fragment!r} not in {info.value}"
+
+
+def test_build_time_errors():
+    conv = dict(strides=[1, 1, 1], paddings=[0, 0, 0], dilations=[1, 1, 1], groups=2, data_format="NCDHW",
+                padding_algorithm="EXPLICIT")
+    expect_error(ShapeError, lambda: build(
+        "conv3d", {"Input": ([1, 3, 4, 4, 4], F32), "Filter": ([4, 3, 2, 2, 2], F32)}, {"Output": 1}, conv),
+        "input channels (3) must equal filter channels (3) * groups (2)")
+    expect_error(ShapeError, lambda: build(
+        "pool3d", {"X": ([1, 3, 4, 4], F32)}, {"Out": 1}, dict(pooling_type="max", ksize=[2, 2, 2])), "5-d")
+    expect_error(AttrError, lambda: build(
+        "grid_sampler", {"X": ([1, 3, 4, 4], F32), "Grid": ([1, 2, 2, 2], F32)}, {"Output": 1},
+        dict(padding_mode="wrap")), "padding_mode", "wrap")
+    expect_error(ShapeError, lambda: build(
+        "grid_sampler", {"X": ([1, 3, 4, 4], F32), "Grid": ([1, 2, 2, 3], F32)}, {"Output": 1}),
+        "Grid must be [N, *out, 2]")
+    dcn = {"Input": ([1, 2, 5, 5], F32), "Offset": ([1, 9, 5, 5], F32), "Mask": ([1, 9, 5, 5], F32),
+           "Filter": ([2, 2, 3, 3], F32)}
+    expect_error(ShapeError, lambda: build("deformable_conv", dcn, {"Output": 1}, dict(paddings=[1, 1])),
+                 "Offset must have 2 * deformable_groups * kh * kw = 18 channels")
+    dcn = dict(dcn, Input=([3, 2, 5, 5], F32), Offset=([3, 18, 5, 5], F32), Mask=([3, 9, 5, 5], F32))
+    expect_error(ShapeError, lambda: build("deformable_conv", dcn, {"Output": 1},
+                                           dict(paddings=[1, 1], im2col_step=2)),
+                 "batch size (3) must be at most im2col_step (2) or divisible by it")
+    unpool = dict(unpooling_type="max", ksize=[2, 2], output_size=[6, 6])
+    expect_error(ShapeError, lambda: build(
+        "unpool", {"X": ([1, 2, 3, 3], F32), "Indices": ([1, 2, 3, 4], I32)}, {"Out": 1}, unpool),
+        "Indices must have X's shape")
+    expect_error(DTypeError, lambda: build(
+        "unpool", {"X": ([1, 2, 3, 3], F32), "Indices": ([1, 2, 3, 3], F32)}, {"Out": 1}, unpool),
+        "Indices must be int32 or int64")
+    expect_error(AttrError, lambda: build(
+        "affine_grid", {"Theta": ([2, 2, 3], F32)}, {"Output": 1}, dict(output_shape=[2, 3])), "output_shape")
+    expect_error(ShapeError, lambda: build(
+        "affine_grid", {"Theta": ([2, 2, 3], F32)}, {"Output": 1}, dict(output_shape=[2, 1, 3, 4, 5])),
+        "needs Theta [N, 3, 4]")
+
+
+def test_adaptive_max_pool2d_layer_writes_max_pool2d_with_index():
+    """As PaddlePaddle's layer: its pool2d kernel runs max pooling with adaptive ignored."""
+    import program as pg
+    from executor import Executor, Scope
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [-1, 2, 7, 6])
+        y = pg.nn.adaptive_max_pool2d(x, [3, 4])
+    assert [op.type for op in main.global_block().ops] == ["max_pool2d_with_index"]
+    xv = np.random.default_rng(0).standard_normal((2, 2, 7, 6)).astype(np.float32)
+    got = Executor().run(main, feed={"x": xv}, fetch_list=[y], scope=Scope())[0]
+    want = np.zeros((2, 2, 3, 4), np.float32)
+    for i in range(3):
+        for j in range(4):
+            rows = slice((i * 7) // 3, -(-(i + 1) * 7 // 3))
+            cols = slice((j * 6) // 4, -(-(j + 1) * 6 // 4))
+            want[:, :, i, j] = xv[:, :, rows, cols].max(axis=(2, 3))
+    np.testing.assert_array_equal(got, want)
