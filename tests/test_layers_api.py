@@ -276,3 +276,24 @@ def test_recurrent_layers_equal_the_functional_rnn_with_paddles_structure(cls, k
                           scope=ref_scope)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_conv3d_layer_equals_the_functional_conv3d():
+    with pg.unique_name.guard():
+        layer = pg.nn.Conv3D(2, 3, 3, padding=1)
+    assert layer.parameters()[0].shape == [3, 2, 3, 3, 3]
+    x = np.random.default_rng(8).standard_normal((1, 2, 4, 4, 4)).astype(np.float32)
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        out = layer(pg.data("x", [-1, 2, 4, 4, 4]))
+    scope = Scope()
+    Executor().run(startup, scope=scope)
+    got, = Executor().run(main, feed={"x": x}, fetch_list=[out], scope=scope)
+    w, b = scope.get(layer.parameters()[0].name), scope.get(layer.parameters()[1].name)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))
+    want = np.zeros((1, 3, 4, 4, 4))
+    for d in range(4):
+        for h in range(4):
+            for v in range(4):
+                want[0, :, d, h, v] = np.einsum("cijk,ocijk->o", padded[0, :, d:d + 3, h:h + 3, v:v + 3], w) + b
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

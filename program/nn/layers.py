@@ -18,7 +18,7 @@ from program.layers import tensor as T
 from program.nn.layer import Layer
 from program.param_attr import ParamAttr
 
-__all__ = ["Linear", "Conv1D", "Conv2D", "Conv2DTranspose", "GroupNorm", "InstanceNorm2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
+__all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "GroupNorm", "InstanceNorm2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
            "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",
            "ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LeakyReLU", "Hardswish",
            "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict",
@@ -92,6 +92,29 @@ class Conv1D(Layer):
 
     def forward(self, x):
         return T.squeeze(self._conv(T.unsqueeze(x, [2])), [2])
+
+
+class Conv3D(Layer):
+    """3-D convolution; weight [out_channels, in_channels/groups, kd, kh, kw],
+    Normal(0, sqrt(2 / (kd*kh*kw*in_channels)))."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCDHW"):
+        super().__init__()
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv3D: padding_mode {padding_mode!r} is not supported")
+        k = [int(kernel_size)] * 3 if isinstance(kernel_size, int) else [int(v) for v in kernel_size]
+        self._config = dict(num_filters=int(out_channels), filter_size=k, stride=stride, padding=padding,
+                            dilation=dilation, groups=int(groups), data_format=data_format)
+        std = math.sqrt(2.0 / (math.prod(k) * in_channels))
+        self.weight = self.create_parameter([out_channels, in_channels // groups, *k], weight_attr,
+                                            default_initializer=init.Normal(0.0, std))
+        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        from program.nn.vision import conv3d
+        return conv3d(x, param_attr=_attr(self._parameters["weight"]), bias_attr=_attr(self._parameters.get("bias")),
+                      name=self._full_name, **self._config)
 
 
 class Conv2DTranspose(Layer):
