@@ -112,8 +112,7 @@ class Conv3D(Layer):
         self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
 
     def forward(self, x):
-        from program.nn.vision import conv3d
-        return conv3d(x, param_attr=_attr(self._parameters["weight"]), bias_attr=_attr(self._parameters.get("bias")),
+        return F.conv3d(x, param_attr=_attr(self._parameters["weight"]), bias_attr=_attr(self._parameters.get("bias")),
                       name=self._full_name, **self._config)
 
 
