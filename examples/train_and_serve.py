@@ -5,7 +5,7 @@ high-level `Model.fit`, exported with `jit.save`, served by the Predictor with n
 
 Written as PaddlePaddle's documentation writes it (class Net(nn.Layer), paddle.Model,
 prepare/fit/evaluate, save for inference, paddle.inference's Config and create_predictor);
-only the imports differ. The digits are scikit-learn's (8x8 images, no download).
+only the import lines differ (`import keel as paddle`). The digits are scikit-learn's (8x8 images, no download).
 """
 from __future__ import annotations
 
@@ -13,11 +13,9 @@ import argparse
 
 import numpy as np
 
-import program as paddle
-from executor import Config, create_predictor
-from hapi import Model, metrics
-from program import nn
-from program.static import InputSpec
+import keel as paddle
+from keel import nn
+from keel.static import InputSpec
 
 
 class Net(nn.Layer):
@@ -53,16 +51,17 @@ def main(argv=None):
 
     paddle.seed(2024)
     train_set, test_set = datasets()
-    model = Model(Net(), inputs=[InputSpec([None, 1, 8, 8], "float32", "image")],
+    model = paddle.Model(Net(), inputs=[InputSpec([None, 1, 8, 8], "float32", "image")],
                   labels=[InputSpec([None, 1], "int64", "label")])
     model.prepare(paddle.optimizer.Adam(learning_rate=2e-3, parameters=model.parameters()),
-                  nn.CrossEntropyLoss(), metrics.Accuracy())
+                  nn.CrossEntropyLoss(), paddle.metric.Accuracy())
     model.fit(train_set, test_set, epochs=args.epochs, batch_size=64, verbose=1)
     result = model.evaluate(test_set, batch_size=256, verbose=0)
     model.save(args.out, training=False)                  # jit.save: .pdmodel + .pdiparams
 
     # serving: the files alone, no model code
-    predictor = create_predictor(Config(args.out + ".pdmodel", args.out + ".pdiparams"))
+    config = paddle.inference.Config(args.out + ".pdmodel", args.out + ".pdiparams")
+    predictor = paddle.inference.create_predictor(config)
     images = test_set.tensors[0]
     served, = predictor.run([images])
     expected = np.concatenate(model.predict(test_set, batch_size=256, verbose=0)[0])

@@ -327,3 +327,27 @@ def test_jit_saved_layer_models_run_in_paddle_inference(tmp_path, make):
     predictor.run()
     got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_train_and_serve_example_runs_in_paddle_inference(tmp_path):
+    """The README's second example: its exported files in Paddle Inference, with Keel's numbers."""
+    pytest.importorskip("sklearn")  # the example's digits
+    import subprocess
+    import sys
+    from paddle import inference
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "net"
+    r = subprocess.run([sys.executable, str(root / "examples" / "train_and_serve.py"), "--out", str(out), "--epochs",
+                        "1"], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 0, r.stderr
+    images = np.random.default_rng(0).standard_normal((5, 1, 8, 8)).astype(np.float32)
+    import keel
+    want, = keel.inference.create_predictor(keel.inference.Config(str(out))).run([images])
+    config = inference.Config(str(out) + ".pdmodel", str(out) + ".pdiparams")
+    config.disable_gpu()
+    predictor = inference.create_predictor(config)
+    predictor.get_input_handle("image").copy_from_cpu(images)
+    predictor.run()
+    got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,35 @@
+"""`import keel as paddle`: PaddlePaddle's top-level names over Keel's packages, so a script
+written as PaddlePaddle's documentation writes it runs with its import line changed.
+
+    import keel as paddle
+    from keel import nn
+    from keel.static import InputSpec
+
+    model = paddle.Model(Net(), inputs=[InputSpec([None, 784], "float32", "x")], labels=[...])
+    model.prepare(paddle.optimizer.Adam(parameters=model.parameters()), nn.CrossEntropyLoss(),
+                  paddle.metric.Accuracy())
+    model.fit(train_dataset, epochs=2, batch_size=64)
+    model.save("inference/net", training=False)
+    predictor = paddle.inference.create_predictor(paddle.inference.Config("inference/net"))
+
+It holds no code of its own: `program` (the IR, builder API, layers, io, jit, optimizers),
+`executor` (running, inference) and `hapi` (Model, metrics, callbacks) do the work; this
+facade sits above all three, as `tools/` does.
+"""
+from program import *  # noqa: F401,F403  (Program, data, nn, io, jit, static, optimizer, lr, seed, save, load, ...)
+from program import io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
+from executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
+from executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
+from hapi import Model, callbacks  # noqa: F401
+from hapi import metrics as metric  # noqa: F401
+
+import sys as _sys
+
+from program import vision  # noqa: E402,F401
+
+# `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
+# packages' own modules under a second name (the same objects, not copies)
+for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
+                       "regularizer": regularizer, "vision": vision, "inference": inference,
+                       "metric": metric, "callbacks": callbacks}.items():
+    _sys.modules[f"{__name__}.{_name}"] = _module
