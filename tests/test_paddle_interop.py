@@ -351,3 +351,26 @@ def test_the_train_and_serve_example_runs_in_paddle_inference(tmp_path):
     predictor.run()
     got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_paddle_jit_load_reads_keels_jit_save(tmp_path):
+    """Without the pickled .pdiparams.info PaddlePaddle's own jit.save adds (Keel writes no
+    pickles): paddle.jit.load still loads the files and gives Keel's outputs."""
+    import test_layers_api as layers_api
+    with pg.unique_name.guard():
+        model = layers_api.MLP()
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        model(pg.data("x", [-1, 8]))
+    scope = Scope()
+    Executor().run(startup, scope=scope)
+    prefix = str(tmp_path / "mlp")
+    pg.jit.save(model, prefix, input_spec=[pg.static.InputSpec([None, 8], "float32", "x")], scope=scope)
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    want = pg.jit.load(prefix, scope=Scope())(x)
+    paddle.disable_static()
+    try:
+        got = paddle.jit.load(prefix)(paddle.to_tensor(x)).numpy()
+    finally:
+        paddle.enable_static()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
