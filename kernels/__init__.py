@@ -5,3 +5,4 @@ from kernels import registry  # noqa: F401
 from kernels import (activation, elementwise, loss, math, nn, optimizer, random,  # noqa: F401
                      tensor)
 from kernels import fused  # noqa: F401
+from kernels import manip  # noqa: F401
