@@ -6,3 +6,4 @@ from kernels import (activation, elementwise, loss, math, nn, optimizer, random,
                      tensor)
 from kernels import fused  # noqa: F401
 from kernels import manip  # noqa: F401
+from kernels import amp  # noqa: F401

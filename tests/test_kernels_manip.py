@@ -1,4 +1,5 @@
-"""Kernels of program/ops/manip.py (and acos, asin, atan, brelu, stanh) against
+"""Kernels of program/ops/manip.py (and acos, asin, atan, brelu, stanh, and the loss-scaling
+ops of program/ops/amp.py) against
 independent references written from each op's definition (explicit loops on small
 inputs), and against PaddlePaddle 3.3.1's own outputs and gradients
 (tests/fixtures/manip/cases.npz, made by tests/fixtures/manip/generate.py)."""
@@ -24,7 +25,7 @@ CASES = json.loads(str(ORACLE["__cases__"]))
 MANIP_OPS = ["tril_triu", "argsort", "flip", "index_select", "roll", "take_along_axis",
              "put_along_axis", "einsum", "dist", "maxout", "norm", "scatter_nd_add",
              "shuffle_channel", "size", "share_data", "unfold", "acos", "asin", "atan", "brelu",
-             "stanh"]
+             "stanh", "check_finite_and_unscale", "update_loss_scaling"]
 
 
 def run(op, inputs, attrs=None):
@@ -64,7 +65,9 @@ def _inputs(cid):
         parts = key.split("|")
         if parts[0] == cid and parts[1] == "in":
             ins.setdefault(parts[2], {})[int(parts[3])] = ORACLE[key]
-    return {slot: ([v[i] for i in sorted(v)] if slot == "Operands" else v[0]) for slot, v in ins.items()}
+    op = op_registry.get(CASES[cid]["op"])
+    return {slot: ([v[i] for i in sorted(v)] if op.input_slots[slot].duplicable else v[0])
+            for slot, v in ins.items()}
 
 
 def _assert_close(got, want, what):
@@ -77,13 +80,15 @@ def _assert_close(got, want, what):
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning")
 @pytest.mark.parametrize("cid", sorted(CASES))
 def test_forward_matches_paddle(cid):
     c = CASES[cid]
     got = run(c["op"], _inputs(cid), c["attrs"])
+    op = op_registry.get(c["op"])
     for slot in c["check"]:
         for i in range(c["outputs"][slot]):
-            value = got[slot][i] if c["outputs"][slot] > 1 else got[slot]
+            value = got[slot][i] if op.output_slots[slot].duplicable else got[slot]
             _assert_close(np.asarray(value), ORACLE[f"{cid}|out|{slot}|{i}"], f"{cid}: {slot}")
 
 
@@ -350,3 +355,40 @@ def test_gradient_kernels_check_indices_too():
                                      "Result@GRAD": dout}, {"Axis": 1})
     with pytest.raises(IndexRangeError, match=r"scatter_nd_add_grad: Index\[1, 0\] = 2"):
         run("scatter_nd_add_grad", {"Index": np.array([[0], [2]]), "Updates": dout, "Out@GRAD": dout})
+
+
+# -- loss scaling ------------------------------------------------------------------------------------
+
+def test_check_finite_and_unscale_reference():
+    xs = [np.array([2.0, -4.0], np.float32), np.array([[8.0]], np.float32)]
+    res = run("check_finite_and_unscale", {"X": xs, "Scale": np.array([4.0], np.float32)})
+    np.testing.assert_array_equal(res["Out"][0], [0.5, -1.0])
+    np.testing.assert_array_equal(res["Out"][1], [[2.0]])
+    assert res["FoundInfinite"].tolist() == [False] and res["FoundInfinite"].dtype == bool
+    with np.errstate(invalid="ignore"):
+        res = run("check_finite_and_unscale", {"X": [xs[0], np.array([np.nan], np.float32), xs[1]],
+                                               "Scale": np.array([4.0], np.float32)})
+    assert res["FoundInfinite"].tolist() == [True]
+    np.testing.assert_array_equal(res["Out"][0], [0.5, -1.0])   # before the NaN: unscaled
+    np.testing.assert_array_equal(res["Out"][2], [[0.0]])       # from it on: times 0
+
+
+def test_update_loss_scaling_follows_a_reference_state_machine():
+    attrs = {"incr_every_n_steps": 2, "decr_every_n_nan_or_inf": 2, "incr_ratio": 2.0, "decr_ratio": 0.25}
+    scale, good, bad = 4.0, 0, 0
+    state = (np.array([scale], np.float32), np.array([good], np.int32), np.array([bad], np.int32))
+    x = np.array([1.0, 2.0], np.float32)
+    for found in [False, False, False, True, True, True, False, True, True, True, True]:
+        res = run("update_loss_scaling", {"X": [x], "FoundInfinite": np.array([found]), "PrevLossScaling": state[0],
+                                          "InGoodSteps": state[1], "InBadSteps": state[2]}, attrs)
+        if found:
+            good, bad = 0, bad + 1
+            if bad == 2:
+                scale, bad = max(scale * 0.25, 1.0), 0
+        else:
+            good, bad = good + 1, 0
+            if good == 2:
+                scale, good = scale * 2.0, 0
+        state = (res["LossScaling"], res["OutGoodSteps"], res["OutBadSteps"])
+        assert (float(state[0][0]), int(state[1][0]), int(state[2][0])) == (scale, good, bad)
+        np.testing.assert_array_equal(res["Out"][0], np.zeros(2) if found else x)

@@ -65,7 +65,7 @@ READS_BACK = {
                      "nearest_interp_v2", "nearest_interp_v2_grad", "pad3d", "pow", "range", "reduce_all",
                      "reduce_any", "reshape2", "scale", "slice", "slice_grad", "split", "strided_slice",
                      "strided_slice_grad", "tile", "top_k_v2", "uniform_random", "unsqueeze2", "roll",
-                     "roll_grad"],
+                     "roll_grad", "update_loss_scaling"],
                     _ATTRIBUTE_TENSOR),
     "where_index": "its output's shape is the number of true elements",
     **dict.fromkeys(["bce_loss", "cross_entropy", "cross_entropy2", "lookup_table_v2", "one_hot_v2",

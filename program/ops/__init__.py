@@ -4,3 +4,4 @@ from program.ops import (activation, elementwise, loss, math, nn, optimizer,  # 
                          random, tensor)
 from program.ops import fused  # noqa: F401
 from program.ops import manip  # noqa: F401
+from program.ops import amp  # noqa: F401
