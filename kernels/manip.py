@@ -399,8 +399,8 @@ def einsum(xp, operands, *, equation, need=None):
     operands = list(operands)
     terms, rhs = _einsum_terms(equation, [o.shape for o in operands])
     out = xp.asarray(xp.einsum(",".join(terms) + "->" + rhs, *operands))
-    if out.dtype != operands[0].dtype:
-        out = out.astype(operands[0].dtype)
+    if out.dtype != operands[0].dtype or out.base is not None:  # 'ij->ji' is a view of the operand
+        out = out.astype(operands[0].dtype, copy=True)
     cache = shapes = None
     if need is None or "InnerCache" in need:
         cache = [xp.zeros((0,), dtype=o.dtype) for o in operands]
@@ -577,7 +577,7 @@ def scatter_nd_add_grad(xp, index, updates, dout, need=None):
 
 def _shuffle(xp, x, a, b):
     n, c = x.shape[:2]
-    return xp.ascontiguousarray(x.reshape(n, a, b, *x.shape[2:]).swapaxes(1, 2)).reshape(x.shape)
+    return x.reshape(n, a, b, *x.shape[2:]).swapaxes(1, 2).copy().reshape(x.shape)
 
 
 @kernel("shuffle_channel", inputs=["X"], outputs=["Out"], attrs=["group"])

@@ -19,7 +19,8 @@ from kernels.tensor import IndexRangeError
 from program.ops import registry as op_registry
 
 FIXTURE = Path(__file__).parent / "fixtures" / "manip" / "cases.npz"
-ORACLE = np.load(FIXTURE, allow_pickle=False)
+with np.load(FIXTURE, allow_pickle=False) as _npz:
+    ORACLE = {name: _npz[name] for name in _npz.files}
 CASES = json.loads(str(ORACLE["__cases__"]))
 
 MANIP_OPS = ["tril_triu", "argsort", "flip", "index_select", "roll", "take_along_axis",
@@ -61,7 +62,7 @@ def test_kernel_slots_match_the_op(op_type):
 
 def _inputs(cid):
     ins = {}
-    for key in ORACLE.files:
+    for key in ORACLE:
         parts = key.split("|")
         if parts[0] == cid and parts[1] == "in":
             ins.setdefault(parts[2], {})[int(parts[3])] = ORACLE[key]
@@ -392,3 +393,19 @@ def test_update_loss_scaling_follows_a_reference_state_machine():
         state = (res["LossScaling"], res["OutGoodSteps"], res["OutBadSteps"])
         assert (float(state[0][0]), int(state[1][0]), int(state[2][0])) == (scale, good, bad)
         np.testing.assert_array_equal(res["Out"][0], np.zeros(2) if found else x)
+
+
+@pytest.mark.parametrize("op, inputs, attrs", [
+    ("einsum", {"Operands": [rnd(2, 3)]}, {"equation": "ij->ji"}),
+    ("einsum", {"Operands": [rnd(2, 3)]}, {"equation": "ij->ij"}),
+    ("shuffle_channel", {"X": rnd(2, 3, 2, 2)}, {"group": 1}),
+    ("shuffle_channel", {"X": rnd(2, 3, 2, 2)}, {"group": 3}),
+    ("flip", {"X": rnd(2, 3)}, {"axis": []}),
+    ("roll", {"X": rnd(2, 3)}, {"shifts": [0], "axis": [0]}),
+    ("share_data", {"X": rnd(2, 3)}, {}),
+])
+def test_outputs_never_alias_inputs(op, inputs, attrs):
+    got = run(op, inputs, attrs)["Out"]
+    for value in inputs.values():
+        for arr in value if isinstance(value, list) else [value]:
+            assert not np.shares_memory(got, arr)

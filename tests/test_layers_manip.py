@@ -1,7 +1,6 @@
 """The builder API of program/layers/manip.py: the ops and attributes each layer appends, a
 program of them run against numpy, and its round trip through an inference model."""
 import numpy as np
-import pytest
 
 import program as pg
 from executor import CPUPlace, Executor, Scope
