@@ -12,6 +12,18 @@ from executor.inference import Config, PrecisionType, PredictorError, create_pre
 from executor.place import CPUPlace, CUDAPlace
 from executor.scope import Scope, global_scope, scope_guard
 
+def _run_program(program, feed, fetch_names, scope, _executors={}):
+    """program.default's runner (jit.load's layers called on arrays): one Executor per thread."""
+    import threading
+    exe = _executors.get(threading.get_ident())
+    if exe is None:
+        exe = _executors[threading.get_ident()] = Executor()
+    return exe.run(program, feed=feed, fetch_list=list(fetch_names), scope=scope)
+
+
+from program import default as _default  # noqa: E402
+_default.register_runner(_run_program)
+
 __all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",
            "ExecutionError", "FeedError", "NonFiniteError", "save_checkpoint", "load_checkpoint",
            "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType"]

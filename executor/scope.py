@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from program import default
+
 
 class VarHandle:
     """What `Scope.find_var` returns, for PaddlePaddle habits:
@@ -83,6 +85,9 @@ _global_scope = Scope()
 
 def global_scope() -> Scope:
     return _global_scope
+
+
+default.register_global_scope(global_scope)  # Layer.state_dict's default, without importing us
 
 
 class scope_guard:

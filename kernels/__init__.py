@@ -4,6 +4,8 @@ Importing it registers every kernel (one module per op family)."""
 from kernels import registry  # noqa: F401
 from kernels import (activation, elementwise, loss, math, nn, optimizer, random,  # noqa: F401
                      tensor)
+from kernels import detection  # noqa: F401
 from kernels import fused  # noqa: F401
 from kernels import manip  # noqa: F401
 from kernels import amp  # noqa: F401
+from kernels import rnn  # noqa: F401

@@ -10,7 +10,7 @@
 from program import ops as _ops  # noqa: F401  (registers every op definition)
 from program.block import Block
 from program.default import (default_main_program, default_startup_program, name_scope,
-                             program_guard, switch_main_program, switch_startup_program)
+                             program_guard, seed, switch_main_program, switch_startup_program)
 from program.errors import (AttrError, DTypeError, DuplicateNameError, KeelError, OpError, ParseError,
                             ProgramError, ShapeError, SlotError, UndefinedVariableError, UnknownOpError,
                             UnsupportedProgramError)
@@ -26,6 +26,9 @@ from program.layers.math import *  # noqa: F401,F403  (add, matmul, mean, relu, 
 from program.layers.tensor import *  # noqa: F401,F403  (reshape, concat, fill_constant, ...)
 from program.layers.manip import *  # noqa: F401,F403  (flip, roll, einsum, argsort, ...)
 from program import nn
+from program import vision
 from program import io
 from program.backward import append_backward, gradients
 from program import lr, optimizer, regularizer
+from program import static, jit
+from program.io.state_file import load, save

@@ -51,7 +51,8 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None) -> li
     if parameter_list is None:
         params = [p for p in program.all_parameters() if p.trainable]
     else:
-        params = [block.var(p) if isinstance(p, str) else p for p in parameter_list]
+        # by name: Parameters, names, or a Layer's parameters (program.nn.LayerParameter)
+        params = [block.var(p if isinstance(p, str) else p.name) for p in parameter_list]
     _mark_loss_op(block, loss)
     seed = _ones_like(loss, attrs_role=op_role.BACKWARD | op_role.LOSS)
     grads = _differentiate(block, [loss.name], [seed], [p.name for p in params], no_grad_set)

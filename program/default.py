@@ -19,6 +19,57 @@ def default_startup_program() -> Program:
     return _startup
 
 
+_global_scope_provider = None
+_global_seed = 0
+
+
+def seed(value: int) -> None:
+    """paddle.seed: the default programs' `random_seed` (their random initializers and the
+    executor's random stream) becomes `value`, and so does that of the programs the
+    high-level API builds (hapi.Model), so a run is repeatable."""
+    global _global_seed
+    _global_seed = int(value)
+    _main.random_seed = _startup.random_seed = _global_seed
+
+
+def global_seed() -> int:
+    """The seed set by `seed()` (0: none)."""
+    return _global_seed
+
+
+def register_global_scope(provider) -> None:
+    """The executor package registers its `global_scope` here when imported, so that
+    program-level code reading parameter values (Layer.state_dict) can default to it
+    without importing the executor."""
+    global _global_scope_provider
+    _global_scope_provider = provider
+
+
+_runner = None
+
+
+def register_runner(run) -> None:
+    """The executor package registers `run(program, feed, fetch_names, scope) -> arrays`
+    here when imported, for program-level objects that run themselves on arrays
+    (jit.load's TranslatedLayer), without importing the executor."""
+    global _runner
+    _runner = run
+
+
+def run_program(program, feed: dict, fetch_names, scope):
+    if _runner is None:
+        raise RuntimeError("running a program needs the executor package: from executor import Executor")
+    return _runner(program, feed, fetch_names, scope)
+
+
+def global_scope():
+    """The executor's global scope (the one `Executor.run` uses when given none)."""
+    if _global_scope_provider is None:
+        raise RuntimeError("no scope: import the executor package (from executor import Executor), "
+                           "or pass scope=...")
+    return _global_scope_provider()
+
+
 def switch_main_program(program: Program) -> Program:
     global _main
     previous, _main = _main, program

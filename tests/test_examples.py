@@ -1,4 +1,5 @@
 """The examples run end to end (scikit-learn is in the `test` extra for the digits data)."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,18 @@ def test_define_then_run_example():
     assert r.returncode == 0, r.stderr
     assert "parsed back equal: True" in r.stdout
     assert "sum to 1.000000" in r.stdout
+
+
+def test_train_and_serve_example_trains_a_layer_and_serves_the_same_outputs(tmp_path):
+    out = tmp_path / "net"
+    runs = [subprocess.run([sys.executable, str(ROOT / "examples" / "train_and_serve.py"), "--out", str(out),
+                            "--epochs", "3"], capture_output=True, text=True, timeout=600) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    same = [re.sub(r"samples/s: [\d.]+", "", r.stdout) for r in runs]
+    assert same[0] == same[1]                                                 # pg.seed: the same run twice
+    last = runs[0].stdout.strip().splitlines()[-1]
+    served, evaluated = (float(v) for v in last.split("served accuracy ")[1].rstrip(")").split(" (evaluate: "))
+    assert served == evaluated and served >= 0.95
+    assert "Epoch 3/3" in runs[0].stdout and "Eval - loss" in runs[0].stdout
+    assert (tmp_path / "net.pdmodel").exists() and (tmp_path / "net.pdiparams").exists()

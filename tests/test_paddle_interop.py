@@ -218,3 +218,112 @@ def test_our_bf16_weights_run_in_paddle_inference(source, tmp_path):
             assert got.dtype == want.dtype == np.float32
             tol = (1e-5 if not ir_optim else 1e-4) * max(float(np.abs(want).max()), 1e-6)
             assert np.abs(got - want).max() <= tol, (source, ir_optim, name)
+
+
+@pytest.mark.parametrize("ir_optim", [False, True])
+def test_jit_save_of_a_layer_runs_in_paddle_inference(tmp_path, ir_optim):
+    from paddle import inference
+    import test_layers_api as layers_api
+    with pg.unique_name.guard():
+        model = layers_api.CNN()
+    rng = np.random.default_rng(2)
+    images = rng.standard_normal((16, 1, 8, 8)).astype(np.float32)
+    _, scope, _ = layers_api.train(model, 10, make_input=lambda: pg.data("image", [-1, 1, 8, 8]),
+                                   batch=(images, rng.integers(0, 3, (16, 1))))
+    want, _ = layers_api.eval_outputs(model, scope, images[:4], make_input=lambda: pg.data("image", [-1, 1, 8, 8]))
+    prefix = str(tmp_path / "cnn")
+    pg.jit.save(model, prefix, input_spec=[pg.static.InputSpec([None, 1, 8, 8], "float32", "image")], scope=scope)
+    config = inference.Config(prefix + ".pdmodel", prefix + ".pdiparams")
+    config.switch_ir_optim(ir_optim)
+    config.disable_gpu()
+    predictor = inference.create_predictor(config)
+    handle = predictor.get_input_handle("image")
+    handle.copy_from_cpu(images[:4])
+    predictor.run()
+    got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _gpt(vocab=13, seq=6, width=16):
+    class GPT(pg.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.embed = pg.nn.Embedding(vocab, width)
+            self.blocks = pg.nn.TransformerEncoder(
+                pg.nn.TransformerEncoderLayer(width, 2, 32, 0.1, activation="gelu", normalize_before=True), 2,
+                pg.nn.LayerNorm(width))
+            self.head = pg.nn.Linear(width, vocab)
+
+        def forward(self, ids, mask):
+            return self.head(self.blocks(self.embed(ids), mask))
+    causal = np.triu(np.full((seq, seq), -1e9, np.float32), 1)[None, None]
+    ids = np.random.default_rng(0).integers(0, vocab, (2, seq))
+    return GPT(), [pg.static.InputSpec([None, seq], "int64", "ids"),
+                   pg.static.InputSpec([1, 1, seq, seq], "float32", "mask")], [ids, causal]
+
+
+def _encoder():
+    class Encoder(pg.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.enc = pg.nn.TransformerEncoder(pg.nn.TransformerEncoderLayer(16, 4, 32, 0.1), 2)
+            self.pool = pg.nn.Linear(16, 3)
+
+        def forward(self, x):
+            return pg.softmax(self.pool(self.enc(x)))
+    x = np.random.default_rng(1).standard_normal((3, 7, 16)).astype(np.float32)
+    return Encoder(), [pg.static.InputSpec([None, 7, 16], "float32", "x")], [x]
+
+
+def _lstm_classifier():
+    class Classifier(pg.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.embed = pg.nn.Embedding(20, 8)
+            self.lstm = pg.nn.LSTM(8, 16, num_layers=2, direction="bidirect")
+            self.head = pg.nn.Linear(32, 4)
+
+        def forward(self, ids):
+            out, _ = self.lstm(self.embed(ids))
+            return pg.softmax(self.head(pg.mean(out, axis=1)))
+    ids = np.random.default_rng(2).integers(0, 20, (3, 9))
+    return Classifier(), [pg.static.InputSpec([None, 9], "int64", "ids")], [ids]
+
+
+def _cnn():
+    import test_layers_api as layers_api
+    x = np.random.default_rng(4).standard_normal((2, 1, 8, 8)).astype(np.float32)
+    return layers_api.CNN(), [pg.static.InputSpec([None, 1, 8, 8], "float32", "image")], [x]
+
+
+def _mlp():
+    import test_layers_api as layers_api
+    x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    return layers_api.MLP(), [pg.static.InputSpec([None, 8], "float32", "x")], [x]
+
+
+@pytest.mark.parametrize("make", [_mlp, _cnn, _encoder, _lstm_classifier, _gpt],
+                         ids=["mlp", "cnn-batchnorm", "transformer-encoder", "lstm-classifier", "gpt-decoder"])
+def test_jit_saved_layer_models_run_in_paddle_inference(tmp_path, make):
+    from paddle import inference
+    from executor import Config, create_predictor
+    with pg.unique_name.guard():
+        model, specs, inputs = make()
+    main, startup = pg.Program(), pg.Program()
+    startup.random_seed = 3
+    with pg.program_guard(main, startup):
+        model(*[pg.data(s.name, s.shape, s.dtype) for s in specs])
+    scope = Scope()
+    Executor().run(startup, scope=scope)
+    prefix = str(tmp_path / "model")
+    pg.jit.save(model, prefix, input_spec=specs, scope=scope)
+    want = create_predictor(Config(prefix)).run(inputs)[0]
+    config = inference.Config(prefix + ".pdmodel", prefix + ".pdiparams")
+    config.disable_gpu()
+    config.switch_ir_optim(False)
+    predictor = inference.create_predictor(config)
+    for name, value in zip(predictor.get_input_names(), inputs):
+        predictor.get_input_handle(name).copy_from_cpu(value)
+    predictor.run()
+    got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

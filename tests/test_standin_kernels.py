@@ -29,25 +29,30 @@ import gradcheck
 import standin
 import test_fused_ops
 import test_grad_activation
+import test_grad_detection
 import test_grad_elementwise
 import test_grad_loss
 import test_grad_manip
 import test_grad_math
 import test_grad_nn
+import test_grad_rnn
 import test_grad_tensor
+import test_kernels_detection
 import test_kernels_manip
 import test_kernels_math
 import test_kernels_nn
 import test_kernels_optimizer
+import test_kernels_rnn
 import test_kernels_tensor
 from executor import kernel_call
 from kernels import registry as kernel_registry
 
 KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, test_kernels_optimizer,
                        test_fused_ops, test_grad_activation, test_grad_elementwise, test_grad_loss,
-                       test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_manip, test_grad_manip]
+                       test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn,
+                       test_kernels_detection, test_grad_detection, test_kernels_manip, test_grad_manip]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
-                test_grad_tensor, test_grad_manip]
+                test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_manip]
 
 # Kernels that never run on the device here, and why (none: every kernel does).
 NOT_ON_DEVICE: dict = {}
@@ -73,6 +78,14 @@ READS_BACK = {
                      "scatter", "scatter_grad", "index_select", "index_select_grad", "take_along_axis",
                      "take_along_axis_grad", "put_along_axis", "put_along_axis_grad", "scatter_nd_add",
                      "scatter_nd_add_grad"], _VALIDATION),
+    **dict.fromkeys(["multiclass_nms3", "matrix_nms", "generate_proposals_v2", "distribute_fpn_proposals"],
+                    "output-shaped: how many boxes survive (NMS, proposal filtering, per-level counts) "
+                    "depends on the values, and the greedy selection is sequential, so the boxes and "
+                    "scores are read back and selected on the host, as PaddlePaddle's CPU kernels do"),
+    **dict.fromkeys(["roi_align", "roi_align_grad", "roi_pool"],
+                    "each RoI's sampling grid or integer bins (their number depends on the RoI's size "
+                    "with sampling_ratio <= 0) are computed on the host from the RoIs and RoisNum read "
+                    "back; the feature-map gathers, sums and scatters run on the device"),
 }
 
 # Tests of the source modules not collected again here, and why.

@@ -666,3 +666,19 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     helper.append_op("pixel_shuffle", {"X": x}, {"Out": out},
                      {"upscale_factor": int(upscale_factor), "data_format": data_format})
     return out
+
+
+# recurrent layers and CTC (program/nn/rnn.py)
+from program.nn.rnn import (ctc_greedy_decoder, ctc_loss, gru, lstm, rnn, simple_rnn,  # noqa: E402,F401
+                            warpctc)
+
+__all__ += ["rnn", "lstm", "gru", "simple_rnn", "warpctc", "ctc_loss", "ctc_greedy_decoder"]
+
+# -- layer classes (paddle.nn.Layer and its subclasses), built on the functions above ---------
+from program.nn.layer import Layer, LayerParameter  # noqa: E402,F401
+from program.nn.layers import *  # noqa: E402,F401,F403
+from program.nn.transformer import *  # noqa: E402,F401,F403
+from program.nn.rnn_layers import GRU, LSTM, SimpleRNN  # noqa: E402,F401
+
+from program.nn import layers as _layers, transformer as _transformer  # noqa: E402
+__all__ += ["Layer", "LayerParameter", *_layers.__all__, *_transformer.__all__, "LSTM", "GRU", "SimpleRNN"]

@@ -2,6 +2,8 @@
 from program.ops import registry  # noqa: F401
 from program.ops import (activation, elementwise, loss, math, nn, optimizer,  # noqa: F401
                          random, tensor)
+from program.ops import detection  # noqa: F401
 from program.ops import fused  # noqa: F401
 from program.ops import manip  # noqa: F401
 from program.ops import amp  # noqa: F401
+from program.ops import rnn  # noqa: F401

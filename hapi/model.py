@@ -1,0 +1,277 @@
+"""`Model`: PaddlePaddle's high-level training API (paddle.Model) over a Layer.
+
+`prepare` builds three programs from the one network: training (train mode, loss and the
+optimizer's backward and update ops), evaluation and prediction (eval mode, so dropout is
+off and batch norm uses its running statistics). They share the parameters by name in the
+Model's own scope, so what `fit` trains is what `evaluate`, `predict` and `save` see.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import program as pg
+from executor import Executor, Scope, load_checkpoint, save_checkpoint
+from hapi import callbacks as cbks
+from hapi.metrics import Metric
+from program.static import InputSpec
+
+__all__ = ["Model"]
+
+
+def _specs(specs, what) -> list[InputSpec]:
+    if specs is None:
+        return []
+    specs = list(specs) if isinstance(specs, (list, tuple)) else [specs]
+    for s in specs:
+        if not isinstance(s, InputSpec):
+            raise TypeError(f"Model: {what} must be InputSpecs, got {s!r}")
+    return specs
+
+
+def _as_list(value) -> list:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return list(value.values())
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+class _Programs:
+    """One mode's program: its feeds (inputs then labels), outputs and loss."""
+
+    def __init__(self, main, feeds, outputs, loss):
+        self.main, self.feeds, self.outputs, self.loss = main, feeds, outputs, loss
+
+
+class Model:
+    """`Model(network, inputs=[InputSpec...], labels=[InputSpec...])`; then `prepare`,
+    `fit`, `evaluate`, `predict`, `save`, `load`. Unnamed input specs are named `input_i`,
+    label specs `label_i`."""
+
+    def __init__(self, network, inputs=None, labels=None):
+        if not isinstance(network, pg.nn.Layer):
+            raise TypeError(f"Model: network must be a program.nn.Layer, got {type(network).__name__}")
+        self.network = network
+        self._inputs = _specs(inputs, "inputs")
+        self._labels = _specs(labels, "labels")
+        if not self._inputs:
+            raise ValueError("Model: give inputs=[InputSpec(shape, dtype, name), ...] (Keel builds programs "
+                             "from them; there is no eager run to trace)")
+        self._scope = Scope()
+        self._executor = Executor()
+        self._optimizer = self._loss = None
+        self._metrics: list[Metric] = []
+        self._modes: dict[str, _Programs] = {}
+        self.stop_training = False
+
+    # -- setup -----------------------------------------------------------------------------
+    def parameters(self):
+        return self.network.parameters()
+
+    def prepare(self, optimizer=None, loss=None, metrics=None):
+        """Build the programs and initialize the parameters (in the Model's scope)."""
+        self._optimizer, self._loss = optimizer, loss
+        self._metrics = _as_list(metrics)
+        for m in self._metrics:
+            if not isinstance(m, Metric):
+                raise TypeError(f"Model.prepare: metrics must be hapi.metrics.Metric objects, got {m!r}")
+        train_startup, eval_startup = self._program(), self._program()
+        self._modes = {}
+        if optimizer is not None:
+            if loss is None:
+                raise ValueError("Model.prepare: training needs a loss")
+            self._modes["train"] = self._build("train", train_startup)
+        self._modes["eval"] = self._build("eval", eval_startup)
+        self._modes["predict"] = self._build("predict", self._program())
+        # the first program built holds every initializer (parameters, optimizer state)
+        self._executor.run(train_startup if optimizer is not None else eval_startup, scope=self._scope)
+
+    @staticmethod
+    def _program():
+        program = pg.Program()
+        program.random_seed = pg.default.global_seed()  # pg.seed(n): repeatable runs
+        return program
+
+    def _build(self, mode, startup) -> _Programs:
+        main = self._program()
+        training = mode == "train"
+        modes = [(layer, layer.training) for layer in self.network.sublayers(include_self=True)]
+        self.network.train() if training else self.network.eval()
+        try:
+            with pg.program_guard(main, startup):
+                feeds = [pg.data(s.name or f"input_{i}", s.shape, s.dtype) for i, s in enumerate(self._inputs)]
+                outputs = pg.jit._flatten(self.network(*feeds))
+                labels = []
+                loss = None
+                if mode != "predict" and self._labels:
+                    labels = [pg.data(s.name or f"label_{i}", s.shape, s.dtype) for i, s in enumerate(self._labels)]
+                    if self._loss is not None:
+                        loss = self._loss(*outputs, *labels)
+                if training:
+                    self._optimizer.minimize(loss)
+        finally:
+            for layer, was in modes:
+                layer.training = was
+        return _Programs(main, feeds + labels, outputs, loss)
+
+    def _require(self, mode):
+        if mode not in self._modes:
+            raise RuntimeError("Model: call prepare() first" if not self._modes else
+                               "Model: fit needs prepare(optimizer, loss)")
+        return self._modes[mode]
+
+    # -- running ---------------------------------------------------------------------------
+    def _loader(self, data, batch_size, shuffle, drop_last, num_workers):
+        if data is None or isinstance(data, pg.io.DataLoader):
+            return data
+        if isinstance(data, (pg.io.Dataset, pg.io.IterableDataset)):
+            return pg.io.DataLoader(data, batch_size=batch_size, shuffle=shuffle and isinstance(data, pg.io.Dataset),
+                                    drop_last=drop_last, num_workers=num_workers,
+                                    seed=pg.default.global_seed() or None)
+        return data  # any iterable of batches
+
+    def _run_batch(self, mode, batch):
+        prog = self._require(mode)
+        fields = _as_list(batch)
+        if len(fields) < len(prog.feeds):
+            raise ValueError(f"Model: a batch has {len(fields)} field(s), the {mode} program feeds "
+                             f"{[v.name for v in prog.feeds]}")
+        feed = {v.name: f for v, f in zip(prog.feeds, fields)}
+        fetch = ([prog.loss] if prog.loss is not None else []) + prog.outputs
+        values = self._executor.run(prog.main, feed=feed, fetch_list=fetch, scope=self._scope)
+        loss = values.pop(0) if prog.loss is not None else None
+        labels = fields[len(self._inputs):len(self._inputs) + len(self._labels)]
+        return loss, values, labels, len(fields[0])
+
+    def _logs(self, losses, batch_size):
+        logs = {}
+        if losses:
+            logs["loss"] = float(np.mean(losses[-1]))
+        for m in self._metrics:
+            value, names = m.accumulate(), m.name()
+            names = names if isinstance(names, list) else [names]
+            values = value if isinstance(value, list) else [value]
+            logs.update(zip(names, values))
+        logs["batch_size"] = batch_size
+        return logs
+
+    def _callbacks(self, callbacks, verbose, log_freq, save_dir, save_freq, params):
+        items = list(callbacks or [])
+        if not any(isinstance(c, cbks.ProgBarLogger) for c in items):
+            items.insert(0, cbks.ProgBarLogger(log_freq, verbose))
+        if save_dir and not any(isinstance(c, cbks.ModelCheckpoint) for c in items):
+            items.append(cbks.ModelCheckpoint(save_freq, save_dir))
+        if not any(isinstance(c, cbks.LRScheduler) for c in items):
+            items.append(cbks.LRScheduler())
+        for c in items:
+            c.set_model(self)
+            c.set_params(params)
+        return items
+
+    def fit(self, train_data=None, eval_data=None, batch_size=1, epochs=1, eval_freq=1, log_freq=10,
+            save_dir=None, save_freq=1, verbose=2, drop_last=False, shuffle=True, num_workers=0,
+            callbacks=None):
+        """Train for `epochs` over `train_data` (a Dataset, a DataLoader or an iterable of
+        batches: inputs then labels), evaluating on `eval_data` every `eval_freq` epochs.
+        Returns the history: a list of each epoch's logs."""
+        self._require("train")
+        loader = self._loader(train_data, batch_size, shuffle, drop_last, num_workers)
+        steps = len(loader) if hasattr(loader, "__len__") else None
+        params = {"epochs": epochs, "steps": steps, "save_dir": save_dir, "verbose": verbose}
+        items = self._callbacks(callbacks, verbose, log_freq, save_dir, save_freq, params)
+        self.stop_training = False
+        history = []
+        for c in items:
+            c.on_train_begin({})
+        for epoch in range(epochs):
+            params["epoch"] = epoch
+            for m in self._metrics:
+                m.reset()
+            for c in items:
+                c.on_epoch_begin(epoch, {})
+            losses, logs = [], {}
+            for step, batch in enumerate(loader):
+                for c in items:
+                    c.on_train_batch_begin(step, {})
+                loss, outputs, labels, size = self._run_batch("train", batch)
+                losses.append(loss)
+                for m in self._metrics:
+                    m.update(outputs[0], labels[0] if labels else None)
+                logs = self._logs(losses, size)
+                for c in items:
+                    c.on_train_batch_end(step, logs)
+            for c in items:
+                c.on_epoch_end(epoch, logs)
+            history.append(dict(logs))
+            if eval_data is not None and (epoch + 1) % eval_freq == 0:
+                eval_logs = self.evaluate(eval_data, batch_size, verbose=0, num_workers=num_workers)
+                history[-1].update({f"eval_{k}": v for k, v in eval_logs.items()})
+                for c in items:
+                    c.on_eval_end(eval_logs)
+            if self.stop_training:
+                break
+        for c in items:
+            c.on_train_end(history[-1] if history else {})
+        return history
+
+    def evaluate(self, eval_data, batch_size=1, log_freq=10, verbose=2, num_workers=0, callbacks=None):
+        """The mean loss over `eval_data` (weighted by batch size) and the metrics."""
+        loader = self._loader(eval_data, batch_size, False, False, num_workers)
+        for m in self._metrics:
+            m.reset()
+        total, count = 0.0, 0
+        for batch in loader:
+            loss, outputs, labels, size = self._run_batch("eval", batch)
+            if loss is not None:
+                total += float(np.mean(loss)) * size
+            count += size
+            for m in self._metrics:
+                m.update(outputs[0], labels[0] if labels else None)
+        logs = {"loss": total / max(count, 1)} if self._modes["eval"].loss is not None else {}
+        for m in self._metrics:
+            value, names = m.accumulate(), m.name()
+            logs.update(zip(names if isinstance(names, list) else [names],
+                            value if isinstance(value, list) else [value]))
+        if verbose:
+            cbks.ProgBarLogger(log_freq, verbose).on_eval_end(logs)
+        return logs
+
+    def predict(self, test_data, batch_size=1, num_workers=0, stack_outputs=False, verbose=1, callbacks=None):
+        """The network's outputs over `test_data`: one list per output of per-batch arrays
+        (concatenated with stack_outputs=True). Batches may carry labels; they are ignored."""
+        loader = self._loader(test_data, batch_size, False, False, num_workers)
+        per_output = None
+        for batch in loader:
+            _, outputs, _, _ = self._run_batch("predict", _as_list(batch)[:len(self._inputs)])
+            per_output = per_output or [[] for _ in outputs]
+            for store, value in zip(per_output, outputs):
+                store.append(value)
+        per_output = per_output or []
+        return [np.concatenate(v) for v in per_output] if stack_outputs else per_output
+
+    # -- files -------------------------------------------------------------------------------
+    def save(self, path, training=True):
+        """training=True: a checkpoint `path.ckpt` (parameters, optimizer state, random state,
+        LR schedules), for `load`. training=False: the inference files `path.pdmodel` +
+        `path.pdiparams` (jit.save's), for the Predictor and Paddle Inference."""
+        path = os.fspath(path)
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        if not training:
+            return pg.jit.save(self.network, path, input_spec=self._inputs, scope=self._scope)
+        mode = "train" if "train" in self._modes else "eval"
+        save_checkpoint(path + ".ckpt", self._require(mode).main, self._executor, scope=self._scope)
+
+    def load(self, path):
+        """Restore a checkpoint written by `save(path)`."""
+        mode = "train" if "train" in self._modes else "eval"
+        load_checkpoint(os.fspath(path) + ".ckpt", self._require(mode).main, self._executor, scope=self._scope)
+
+    def state_dict(self):
+        return self.network.state_dict(scope=self._scope)
+
+    def set_state_dict(self, state):
+        return self.network.set_state_dict(state, scope=self._scope)

@@ -1,0 +1,885 @@
+"""Detection kernels: yolo_box, multiclass_nms3, matrix_nms, prior_box, density_prior_box,
+anchor_generator, box_coder, roi_align (+ grad), roi_pool (+ grad), generate_proposals_v2,
+distribute_fpn_proposals.
+
+Each follows PaddlePaddle 3.3.1's CPU kernel operation for operation, in the input's
+precision (float32 arithmetic stays float32, so results are PaddlePaddle's bits; exp, log,
+log2 and pow, whose float32 versions in numpy may be an ulp off, are evaluated in double
+and rounded, which gives glibc's correctly rounded float results), with PaddlePaddle's
+ordering and tie-breaking: multiclass NMS candidates in descending score order, equal
+scores in index order (std::stable_sort), kept boxes listed per class in ascending class
+order; where PaddlePaddle ranks with std::sort, std::nth_element or std::partial_sort
+(generate_proposals_v2, matrix_nms), equal scores are arranged as libstdc++ arranges them
+(kernels/stl_order.py).
+
+Device and host:
+- yolo_box, box_coder and roi_pool_grad run entirely on the array module.
+- prior_box, density_prior_box and anchor_generator depend only on shapes and attributes:
+  they are computed on the host and copied to the device once (no read back).
+- The NMS ops, generate_proposals_v2 and distribute_fpn_proposals produce outputs whose
+  size depends on the values, and their greedy loops are sequential: they read their
+  inputs back to the host, run there, and copy the (small) results to the device, as
+  PaddlePaddle's CPU kernels do.
+- roi_align and roi_align_grad compute each RoI's sampling grid (whose size depends on the
+  RoI with sampling_ratio <= 0) on the host from the RoIs read back; the feature-map
+  gathers, sums and scatters run on the device. roi_pool reads the RoIs back for its
+  integer bins likewise.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kernels import stl_order
+from kernels.registry import kernel
+from kernels.tensor import scatter_add
+
+_FLT_MAX = np.finfo(np.float32).max
+
+
+def _host(xp, a):
+    """A device array as a numpy array (a read back on a GPU)."""
+    if a is None or xp is np:
+        return a
+    return a.get()
+
+
+def _device(xp, a):
+    return a if xp is np else xp.asarray(a)
+
+
+def _rois_batch_ids(rois_num, rois_count, batch, what):
+    """The image of each RoI from RoisNum (host ints); without it, every RoI belongs to the
+    one image of a batch of 1 (Keel has no LoD)."""
+    if rois_num is None:
+        if batch != 1:
+            raise ValueError(f"{what}: RoisNum is needed to assign {rois_count} RoIs to a batch of "
+                             f"{batch} images")
+        return np.zeros(rois_count, dtype=np.int64)
+    counts = np.asarray(rois_num).reshape(-1).astype(np.int64)
+    if counts.size != batch:
+        raise ValueError(f"{what}: RoisNum has {counts.size} entries for a batch of {batch} images")
+    if counts.sum() != rois_count or (counts < 0).any():
+        raise ValueError(f"{what}: RoisNum {counts.tolist()} does not add up to the {rois_count} RoIs")
+    return np.repeat(np.arange(batch, dtype=np.int64), counts)
+
+
+def _libm(xp, fn, *args):
+    """`fn` (exp, log, log2, power) of float32 arrays as glibc's float functions give it:
+    correctly rounded, which numpy's float32 SIMD loops are not always (an ulp off), so the
+    function is evaluated in double and rounded. Other dtypes: `fn` itself."""
+    if args[0].dtype == np.float32:
+        return fn(*[a.astype(np.float64) for a in args]).astype(np.float32)
+    return fn(*args)
+
+
+# ============================================================================ yolo_box
+
+def _sigmoid(xp, t):
+    """PaddlePaddle's sigmoid<float>: 1.0 / (1.0 + expf(-t)) evaluated in double, rounded."""
+    e = _libm(xp, xp.exp, -t)
+    return (1.0 / (1.0 + e.astype(np.float64))).astype(t.dtype)
+
+
+@kernel("yolo_box", inputs=["X", "ImgSize"], outputs=["Boxes", "Scores"],
+        attrs=["anchors", "class_num", "conf_thresh", "downsample_ratio", "clip_bbox", "scale_x_y",
+               "iou_aware", "iou_aware_factor"])
+def yolo_box(xp, x, img_size, *, anchors, class_num, conf_thresh, downsample_ratio, clip_bbox,
+             scale_x_y, iou_aware, iou_aware_factor):
+    n, c, h, w = x.shape
+    an = len(anchors) // 2
+    dt = x.dtype.type
+    if iou_aware:
+        iou_logit, body = x[:, :an], x[:, an:]
+    else:
+        iou_logit, body = None, x
+    body = body.reshape(n, an, 5 + class_num, h, w)
+    conf = _sigmoid(xp, body[:, :, 4])
+    if iou_aware:
+        iou = _sigmoid(xp, iou_logit)
+        # pow(float, float) resolves to the double pow here, the product is a double
+        conf = (xp.power(conf.astype(np.float64), float(dt(1.0 - float(np.float32(iou_aware_factor))))) *
+                xp.power(iou.astype(np.float64), float(dt(iou_aware_factor)))).astype(x.dtype)
+    keep = ~(conf < dt(conf_thresh))                                  # [n, an, h, w]
+    scale = dt(scale_x_y)
+    bias = dt(np.float32(-0.5) * (np.float32(scale_x_y) - np.float32(1.0)))
+    img = img_size.astype(x.dtype)
+    img_h = img[:, 0].reshape(n, 1, 1, 1)
+    img_w = img[:, 1].reshape(n, 1, 1, 1)
+    grid_x = xp.arange(w, dtype=x.dtype).reshape(1, 1, 1, w)
+    grid_y = xp.arange(h, dtype=x.dtype).reshape(1, 1, h, 1)
+    aw = xp.asarray(np.asarray(anchors[0::2], dtype=x.dtype)).reshape(1, an, 1, 1)
+    ah = xp.asarray(np.asarray(anchors[1::2], dtype=x.dtype)).reshape(1, an, 1, 1)
+    cx = (grid_x + _sigmoid(xp, body[:, :, 0]) * scale + bias) * img_w / dt(w)
+    cy = (grid_y + _sigmoid(xp, body[:, :, 1]) * scale + bias) * img_h / dt(h)
+    bw = _libm(xp, xp.exp, body[:, :, 2]) * aw * img_w / dt(downsample_ratio * w)
+    bh = _libm(xp, xp.exp, body[:, :, 3]) * ah * img_h / dt(downsample_ratio * h)
+    half = dt(2)
+    x0, y0, x1, y1 = cx - bw / half, cy - bh / half, cx + bw / half, cy + bh / half
+    if clip_bbox:
+        zero = dt(0)
+        x0 = xp.where(x0 > zero, x0, zero)
+        y0 = xp.where(y0 > zero, y0, zero)
+        wmax = (img_size[:, 1].astype(np.int64) - 1).astype(x.dtype).reshape(n, 1, 1, 1)
+        hmax = (img_size[:, 0].astype(np.int64) - 1).astype(x.dtype).reshape(n, 1, 1, 1)
+        x1 = xp.where(x1 < wmax, x1, wmax)
+        y1 = xp.where(y1 < hmax, y1, hmax)
+    boxes = xp.stack([x0, y0, x1, y1], axis=-1)                      # [n, an, h, w, 4]
+    boxes = xp.where(keep[..., None], boxes, dt(0)).reshape(n, an * h * w, 4)
+    cls = _sigmoid(xp, body[:, :, 5:])                               # [n, an, cls, h, w]
+    scores = conf[:, :, None] * cls
+    scores = xp.where(keep[:, :, None], scores, dt(0))
+    scores = scores.transpose(0, 1, 3, 4, 2).reshape(n, an * h * w, class_num)
+    return boxes, scores
+
+
+# ============================================================================ NMS (host)
+
+def _iou_one_to_many(box, others, normalized):
+    """PaddlePaddle's JaccardOverlap(box, other) for each row of `others` (4-coordinate
+    boxes), in the boxes' precision and PaddlePaddle's operation order."""
+    dt = others.dtype.type
+    norm = dt(0) if normalized else dt(1)
+
+    def area(b):
+        w, h = b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
+        a = w * h if normalized else (w + norm) * (h + norm)
+        return np.where((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1]), dt(0), a)
+
+    apart = (others[:, 0] > box[2]) | (others[:, 2] < box[0]) | (others[:, 1] > box[3]) | \
+        (others[:, 3] < box[1])
+    iw = np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]) + norm
+    ih = np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]) + norm
+    inter = iw * ih
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area(box) + area(others) - inter)
+    return np.where(apart, dt(0), iou)
+
+
+def _check_box_size(op, box_size):
+    if box_size != 4:
+        raise NotImplementedError(f"{op}: polygon boxes ({box_size} coordinates) are not supported; "
+                                  f"Keel runs 4-coordinate boxes [x1, y1, x2, y2]")
+
+
+def _sorted_candidates(scores, threshold, top_k):
+    """GetMaxScoreIndex: indices with score > threshold, by descending score, ties in index
+    order (stable), the first top_k (top_k > -1)."""
+    idx = np.nonzero(scores > threshold)[0]
+    idx = idx[np.argsort(-scores[idx], kind="stable")]
+    if -1 < top_k < idx.size:
+        idx = idx[:top_k]
+    return idx
+
+
+def _nms_fast(boxes, scores, score_threshold, nms_threshold, eta, top_k, normalized):
+    """NMSFast: greedy selection in descending score order; a candidate is kept when its
+    overlap with every kept box is <= the (adaptive) threshold."""
+    dt = boxes.dtype.type
+    cand = _sorted_candidates(scores, dt(score_threshold), top_k)
+    selected = []
+    threshold = dt(nms_threshold)
+    eta = dt(eta)
+    for i in cand:
+        if selected:
+            iou = _iou_one_to_many(boxes[i], boxes[selected], normalized)
+            if not (iou <= threshold).all():
+                continue
+        selected.append(int(i))
+        if eta < 1 and threshold > 0.5:
+            threshold = dt(threshold * eta)
+    return selected
+
+
+def _multiclass_nms_one(boxes, scores, two_d, attrs):
+    """MultiClassNMS for one image. 3-d layout: boxes [M, 4], scores [C, M]; 2-d layout:
+    boxes [M, C, 4], scores [M, C]. Returns {label: [box index, ...]} (ascending labels)."""
+    class_num = scores.shape[1] if two_d else scores.shape[0]
+    indices = {}
+    num_det = 0
+    for c in range(class_num):
+        if c == attrs["background_label"]:
+            continue
+        cls_boxes = boxes[:, c] if two_d else boxes
+        cls_scores = scores[:, c] if two_d else scores[c]
+        sel = _nms_fast(cls_boxes, cls_scores, attrs["score_threshold"], attrs["nms_threshold"],
+                        attrs["nms_eta"], attrs["nms_top_k"], attrs["normalized"])
+        if two_d:
+            sel.sort()
+        indices[c] = sel
+        num_det += len(sel)
+    keep_top_k = attrs["keep_top_k"]
+    if -1 < keep_top_k < num_det:
+        pairs = []
+        for c, sel in indices.items():
+            cls_scores = scores[:, c] if two_d else scores[c]
+            pairs += [(np.float32(cls_scores[i]), c, i) for i in sel]
+        order = sorted(range(len(pairs)), key=lambda k: -pairs[k][0])  # stable
+        new = {}
+        for k in order[:keep_top_k]:
+            _, c, i = pairs[k]
+            new.setdefault(c, []).append(i)
+        if two_d:
+            for sel in new.values():
+                sel.sort()
+        indices = dict(sorted(new.items()))
+    return indices
+
+
+@kernel("multiclass_nms3", inputs=["BBoxes", "Scores", "RoisNum"],
+        outputs=["Out", "Index", "NmsRoisNum"],
+        attrs=["score_threshold", "nms_top_k", "keep_top_k", "nms_threshold", "normalized",
+               "nms_eta", "background_label"])
+def multiclass_nms3(xp, bboxes, scores, rois_num, **attrs):
+    boxes_h, scores_h = _host(xp, bboxes), _host(xp, scores)
+    two_d = scores_h.ndim == 2
+    box_dim = boxes_h.shape[2]
+    _check_box_size("multiclass_nms3", box_dim)
+    rows, index, counts = [], [], []
+    if two_d:
+        m, c = scores_h.shape
+        if rois_num is None:
+            starts = [0, m]
+        else:
+            starts = np.concatenate([[0], np.cumsum(_host(xp, rois_num).reshape(-1).astype(np.int64))])
+        images = [(int(starts[i]), int(starts[i + 1])) for i in range(len(starts) - 1)]
+    else:
+        m = scores_h.shape[2]
+        images = [(i, i + 1) for i in range(scores_h.shape[0])]
+    for i, (s, e) in enumerate(images):
+        if two_d:
+            if s == e:
+                counts.append(0)
+                continue
+            img_boxes, img_scores = boxes_h[s:e], scores_h[s:e]
+            offset = s * scores_h.shape[1]
+        else:
+            img_boxes, img_scores = boxes_h[i], scores_h[i]
+            offset = i * m
+        kept = _multiclass_nms_one(img_boxes, img_scores, two_d, attrs)
+        n_kept = 0
+        for label, sel in kept.items():
+            for idx in sel:
+                if two_d:
+                    score, box = img_scores[idx, label], img_boxes[idx, label]
+                    index.append(offset + idx * scores_h.shape[1] + label)
+                else:
+                    score, box = img_scores[label, idx], img_boxes[idx]
+                    index.append(offset + idx)
+                rows.append(np.concatenate([[label, score], box]).astype(boxes_h.dtype))
+                n_kept += 1
+        counts.append(n_kept)
+    out = np.stack(rows) if rows else np.zeros((0, box_dim + 2), dtype=boxes_h.dtype)
+    index = np.asarray(index, dtype=np.int32).reshape(-1, 1)
+    counts = np.asarray(counts, dtype=np.int32)
+    return _device(xp, out), _device(xp, index), _device(xp, counts)
+
+
+def _descending(keys, items, count):
+    """std::partial_sort(items, items + count, end) by descending key: the first `count`
+    items. With equal keys among them, in the order libstdc++ leaves them (stl_order);
+    otherwise a numpy sort gives the same."""
+    if count <= 0:
+        return items[:0]
+    k = keys[items]
+    if np.unique(k).size == k.size:
+        return items[np.argsort(-k, kind="stable")[:count]]
+    key = keys.tolist()
+    seq = items.tolist()
+    stl_order.partial_sort(seq, count, lambda a, b: key[a] > key[b])
+    return np.asarray(seq[:count], dtype=items.dtype)
+
+
+def _matrix_decay(ious, maxes, sigma, gaussian, dtype):
+    """decay_score: exp((max_iou^2 - iou^2) * sigma) in T, or (1 - iou) / (1 - max_iou) in
+    double rounded to T (inf or NaN where max_iou is 1, as in PaddlePaddle)."""
+    if gaussian:
+        return _libm(np, np.exp, (maxes * maxes - ious * ious) * sigma)
+    return ((1.0 - ious.astype(np.float64)) / (1.0 - maxes.astype(np.float64))).astype(dtype)
+
+
+def _matrix_nms_class(boxes, scores, attrs):
+    """NMSMatrix for one class: (selected box indices, decayed scores)."""
+    dt = boxes.dtype.type
+    cand = np.nonzero(~(scores <= dt(attrs["score_threshold"])))[0]
+    if cand.size == 0:
+        return [], []
+    num = cand.size
+    top_k = attrs["nms_top_k"]
+    if -1 < top_k < num:
+        num = top_k
+    order = _descending(scores, cand, num)
+    num = order.size
+    normalized = attrs["normalized"]
+    iou = np.zeros((num, num), dtype=boxes.dtype)
+    iou_max = np.zeros(num, dtype=boxes.dtype)
+    for i in range(1, num):
+        iou[i, :i] = _iou_one_to_many(boxes[order[i]], boxes[order[:i]], normalized)
+        iou_max[i] = np.fmax.reduce(np.concatenate([[dt(0)], iou[i, :i]]).astype(boxes.dtype))  # std::max from 0
+    post = dt(attrs["post_threshold"])
+    sigma = dt(attrs["gaussian_sigma"])
+    sel, dec = [], []
+    if scores[order[0]] > post:
+        sel.append(int(order[0]))
+        dec.append(scores[order[0]])
+    for i in range(1, num):
+        ious, maxes = iou[i, :i], iou_max[:i]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            decay = _matrix_decay(ious, maxes, sigma, attrs["use_gaussian"], boxes.dtype)
+        # std::min(min_decay, decay) from 1: a NaN decay (0/0: two identical boxes) is skipped
+        min_decay = np.fmin.reduce(np.concatenate([[dt(1)], decay]).astype(boxes.dtype))
+        ds = dt(min_decay * scores[order[i]])
+        if ds <= post:
+            continue
+        sel.append(int(order[i]))
+        dec.append(ds)
+    return sel, dec
+
+
+@kernel("matrix_nms", inputs=["BBoxes", "Scores"], outputs=["Out", "Index", "RoisNum"],
+        attrs=["score_threshold", "post_threshold", "nms_top_k", "keep_top_k", "normalized",
+               "use_gaussian", "gaussian_sigma", "background_label"])
+def matrix_nms(xp, bboxes, scores, **attrs):
+    boxes_h, scores_h = _host(xp, bboxes), _host(xp, scores)
+    n, c, m = scores_h.shape
+    box_dim = boxes_h.shape[2]
+    _check_box_size("matrix_nms", box_dim)
+    rows, index, counts = [], [], []
+    for i in range(n):
+        all_idx, all_scores, all_cls = [], [], []
+        for cls in range(c):
+            if cls == attrs["background_label"]:
+                continue
+            sel, dec = _matrix_nms_class(boxes_h[i], scores_h[i, cls], attrs)
+            all_idx += sel
+            all_scores += dec
+            all_cls += [cls] * len(sel)
+        num = len(all_idx)
+        if attrs["keep_top_k"] > -1:
+            num = min(num, attrs["keep_top_k"])
+        order = _descending(np.asarray(all_scores, dtype=scores_h.dtype), np.arange(len(all_idx)), num)
+        for k in order:
+            idx = all_idx[k]
+            index.append(i * m + idx)
+            rows.append(np.concatenate([[all_cls[k], all_scores[k]], boxes_h[i, idx]]).astype(boxes_h.dtype))
+        counts.append(num)
+    out = np.stack(rows) if rows else np.zeros((0, box_dim + 2), dtype=boxes_h.dtype)
+    return (_device(xp, out), _device(xp, np.asarray(index, dtype=np.int32).reshape(-1, 1)),
+            _device(xp, np.asarray(counts, dtype=np.int32)))
+
+
+# ============================================================================ priors and anchors
+
+def _expand_aspect_ratios(aspect_ratios, flip):
+    out = [np.float32(1.0)]
+    for ar in aspect_ratios:
+        ar = np.float32(ar)
+        if any(abs(float(ar) - float(seen)) < 1e-6 for seen in out):
+            continue
+        out.append(ar)
+        if flip:
+            out.append(np.float32(1.0 / float(ar)))
+    return out
+
+
+@kernel("prior_box", inputs=["Input", "Image"], outputs=["Boxes", "Variances"],
+        attrs=["min_sizes", "max_sizes", "aspect_ratios", "variances", "flip", "clip", "step_w",
+               "step_h", "offset", "min_max_aspect_ratios_order"])
+def prior_box(xp, x, image, *, min_sizes, max_sizes, aspect_ratios, variances, flip, clip, step_w,
+              step_h, offset, min_max_aspect_ratios_order):
+    dt = x.dtype.type
+    fh, fw = x.shape[2], x.shape[3]
+    ih, iw = image.shape[2], image.shape[3]
+    ars = _expand_aspect_ratios(aspect_ratios, flip)
+    if dt(step_w) == 0 or dt(step_h) == 0:
+        step_x, step_y = dt(dt(iw) / dt(fw)), dt(dt(ih) / dt(fh))
+    else:
+        step_x, step_y = dt(step_w), dt(step_h)
+    half_sizes = []   # (half width, half height) per prior, in PaddlePaddle's order
+    for s, mn in enumerate(min_sizes):
+        mn = np.float32(mn)
+        square = [(dt(mn / 2), dt(mn / 2))]
+        if max_sizes:
+            side = dt(np.sqrt(np.float32(mn * np.float32(max_sizes[s]))) / 2)
+            square.append((side, side))
+        ratio = [(dt(np.float32(mn * np.sqrt(ar)) / 2), dt(np.float32(mn / np.sqrt(ar)) / 2))
+                 for ar in ars if not (min_max_aspect_ratios_order and abs(float(ar) - 1.0) < 1e-6)]
+        if min_max_aspect_ratios_order:
+            half_sizes += square + ratio
+        else:
+            half_sizes += ratio + square[1:]
+    half = np.asarray(half_sizes, dtype=x.dtype)                         # [P, 2]
+    cx = (np.arange(fw, dtype=x.dtype) + dt(offset)) * step_x              # [fw]
+    cy = (np.arange(fh, dtype=x.dtype) + dt(offset)) * step_y              # [fh]
+    cx = np.broadcast_to(cx[None, :, None], (fh, fw, len(half)))
+    cy = np.broadcast_to(cy[:, None, None], (fh, fw, len(half)))
+    hw, hh = half[:, 0], half[:, 1]
+    boxes = np.stack([(cx - hw) / dt(iw), (cy - hh) / dt(ih), (cx + hw) / dt(iw), (cy + hh) / dt(ih)],
+                     axis=-1).astype(x.dtype)
+    if clip:
+        boxes = np.minimum(np.maximum(boxes, dt(0)), dt(1))
+    var = np.broadcast_to(np.asarray(variances, dtype=x.dtype), boxes.shape).copy()
+    return _device(xp, np.ascontiguousarray(boxes)), _device(xp, var)
+
+
+@kernel("density_prior_box", inputs=["Input", "Image"], outputs=["Boxes", "Variances"],
+        attrs=["variances", "clip", "flatten_to_2d", "step_w", "step_h", "offset", "fixed_sizes",
+               "fixed_ratios", "densities"])
+def density_prior_box(xp, x, image, *, variances, clip, flatten_to_2d, step_w, step_h, offset,
+                      fixed_sizes, fixed_ratios, densities):
+    dt = x.dtype.type
+    fh, fw = x.shape[2], x.shape[3]
+    ih, iw = image.shape[2], image.shape[3]
+    if dt(step_w) == 0 or dt(step_h) == 0:
+        step_x, step_y = dt(dt(iw) / dt(fw)), dt(dt(ih) / dt(fh))
+    else:
+        step_x, step_y = dt(step_w), dt(step_h)
+    step_average = int(float(dt(step_x + step_y)) * 0.5)
+    sqrt_ratios = [np.float32(math.sqrt(float(np.float32(r)))) for r in fixed_ratios]
+    priors = []   # (offset of the center from the cell's center, before rounding, box w, box h)
+    for size, density in zip(fixed_sizes, densities):
+        size = np.float32(size)
+        shift = step_average // density
+        for sr in sqrt_ratios:
+            bw, bh = np.float32(size * sr), np.float32(size / sr)
+            for di in range(density):
+                for dj in range(density):
+                    priors.append((dj * shift, di * shift, float(bw), float(bh), shift))
+    boxes = np.zeros((fh, fw, len(priors), 4), dtype=x.dtype)
+    for h in range(fh):
+        cy = float(dt((dt(h) + dt(offset)) * step_y))
+        for w in range(fw):
+            cx = float(dt((dt(w) + dt(offset)) * step_x))
+            for k, (ox, oy, bw, bh, shift) in enumerate(priors):
+                dcx = float(np.float32(cx - step_average / 2.0 + shift / 2.0))
+                dcy = float(np.float32(cy - step_average / 2.0 + shift / 2.0))
+                tx, ty = float(np.float32(dcx + ox)), float(np.float32(dcy + oy))
+                boxes[h, w, k] = [max((tx - bw / 2.0) / iw, 0.0), max((ty - bh / 2.0) / ih, 0.0),
+                                  min((tx + bw / 2.0) / iw, 1.0), min((ty + bh / 2.0) / ih, 1.0)]
+    if clip:
+        boxes = np.minimum(np.maximum(boxes, dt(0)), dt(1))
+    var = np.broadcast_to(np.asarray(variances, dtype=x.dtype), boxes.shape).copy()
+    if flatten_to_2d:
+        boxes, var = boxes.reshape(-1, 4), var.reshape(-1, 4)
+    return _device(xp, boxes), _device(xp, var)
+
+
+@kernel("anchor_generator", inputs=["Input"], outputs=["Anchors", "Variances"],
+        attrs=["anchor_sizes", "aspect_ratios", "variances", "stride", "offset"])
+def anchor_generator(xp, x, *, anchor_sizes, aspect_ratios, variances, stride, offset):
+    dt = x.dtype.type
+    fh, fw = x.shape[2], x.shape[3]
+    sw, sh = dt(stride[0]), dt(stride[1])
+    off = dt(offset)
+    sizes = []   # (width, height) per anchor: ratios outer, sizes inner
+    for ar in aspect_ratios:
+        ar = dt(ar)
+        for size in anchor_sizes:
+            size = dt(size)
+            area = dt(sw * sh)
+            # std::round on a float: halves away from zero (the values are positive)
+            base_w = dt(math.floor(float(np.sqrt(dt(area / ar))) + 0.5))
+            base_h = dt(math.floor(float(dt(base_w * ar)) + 0.5))
+            sizes.append((dt(dt(size / sw) * base_w), dt(dt(size / sh) * base_h)))
+    wh = np.asarray(sizes, dtype=x.dtype) - dt(1)          # anchor size - 1, in T  [A, 2]
+    x_ctr = ((np.arange(fw, dtype=x.dtype) * sw) + dt(off * dt(sw - dt(1)))).astype(np.float64)
+    y_ctr = ((np.arange(fh, dtype=x.dtype) * sh) + dt(off * dt(sh - dt(1)))).astype(np.float64)
+    xc = x_ctr[None, :, None]
+    yc = y_ctr[:, None, None]
+    half_w, half_h = 0.5 * wh[:, 0].astype(np.float64), 0.5 * wh[:, 1].astype(np.float64)
+    anchors = np.stack(np.broadcast_arrays(xc - half_w, yc - half_h, xc + half_w, yc + half_h),
+                       axis=-1).astype(x.dtype)
+    var = np.broadcast_to(np.asarray(variances, dtype=x.dtype), anchors.shape).copy()
+    return _device(xp, np.ascontiguousarray(anchors)), _device(xp, var)
+
+
+# ============================================================================ box_coder
+
+@kernel("box_coder", inputs=["PriorBox", "PriorBoxVar", "TargetBox"], outputs=["OutputBox"],
+        attrs=["code_type", "box_normalized", "axis", "variance"])
+def box_coder(xp, prior, prior_var, target, *, code_type, box_normalized, axis, variance):
+    dt = target.dtype.type
+    one = dt(0) if box_normalized else dt(1)
+    two = dt(2)
+    pw = prior[:, 2] - prior[:, 0] + one
+    ph = prior[:, 3] - prior[:, 1] + one
+    pcx = prior[:, 0] + pw / two
+    pcy = prior[:, 1] + ph / two
+    if code_type == "encode_center_size":
+        tcx = ((target[:, 2] + target[:, 0]) / two)[:, None]
+        tcy = ((target[:, 3] + target[:, 1]) / two)[:, None]
+        tw = (target[:, 2] - target[:, 0] + one)[:, None]
+        th = (target[:, 3] - target[:, 1] + one)[:, None]
+        out = xp.stack([(tcx - pcx) / pw, (tcy - pcy) / ph,
+                        _libm(xp, xp.log, xp.abs(tw / pw)), _libm(xp, xp.log, xp.abs(th / ph))], axis=-1)
+        if prior_var is not None:
+            out = out / prior_var[None, :, :4]
+        elif len(variance):
+            out = out / xp.asarray(np.asarray(variance, dtype=target.dtype))
+        return out
+    if code_type != "decode_center_size":
+        raise ValueError(f"box_coder: unknown code_type {code_type!r}")
+    # decode: target [row, col, 4]; prior j (axis 0) or i (axis 1)
+    expand = (lambda a: a[None, :]) if axis == 0 else (lambda a: a[:, None])
+    pw, ph, pcx, pcy = expand(pw), expand(ph), expand(pcx), expand(pcy)
+    if prior_var is not None:
+        var = [expand(prior_var[:, k]) for k in range(4)]
+    elif len(variance):
+        var = [dt(v) for v in variance]
+    else:
+        var = [dt(1)] * 4
+    cx = var[0] * target[..., 0] * pw + pcx
+    cy = var[1] * target[..., 1] * ph + pcy
+    w = _libm(xp, xp.exp, var[2] * target[..., 2]) * pw
+    h = _libm(xp, xp.exp, var[3] * target[..., 3]) * ph
+    return xp.stack([cx - w / two, cy - h / two, cx + w / two - one, cy + h / two - one], axis=-1)
+
+
+# ============================================================================ roi_align
+
+def _roi_geometry(rois, spatial_scale, aligned, clamp_size):
+    """(xmin, ymin, width, height) of each RoI in feature-map units, float32 as PaddlePaddle."""
+    dt = rois.dtype.type
+    off = dt(0.5) if aligned else dt(0)
+    scaled = rois * dt(spatial_scale) - off
+    width = scaled[:, 2] - scaled[:, 0]
+    height = scaled[:, 3] - scaled[:, 1]
+    if clamp_size:
+        width, height = np.maximum(width, dt(1)), np.maximum(height, dt(1))
+    return scaled[:, 0], scaled[:, 1], width, height
+
+
+def _grid(size, pooled, sampling_ratio):
+    return sampling_ratio if sampling_ratio > 0 else int(math.ceil(float(np.float32(size / np.float32(pooled)))))
+
+
+def _align_samples(coord, limit):
+    """Clamped sample coordinate -> (low, high, weight of low), PaddlePaddle's forward rule;
+    `valid` False for samples outside [-1, limit]."""
+    dt = coord.dtype.type
+    valid = ~((coord < -1.0) | (coord > limit))
+    c = np.where(coord <= 0, dt(0), coord)
+    low = np.trunc(c).astype(np.int64)
+    at_end = low >= limit - 1
+    low = np.where(at_end, limit - 1, low)
+    high = np.where(at_end, limit - 1, low + 1)
+    c = np.where(at_end, low.astype(coord.dtype), c)
+    ratio = high.astype(coord.dtype) - c
+    low = np.where(valid, low, 0)
+    high = np.where(valid, high, 0)
+    return valid, low, high, ratio
+
+
+@kernel("roi_align", inputs=["X", "ROIs", "RoisNum"], outputs=["Out"],
+        attrs=["pooled_height", "pooled_width", "spatial_scale", "sampling_ratio", "aligned"])
+def roi_align(xp, x, rois, rois_num, *, pooled_height, pooled_width, spatial_scale, sampling_ratio,
+              aligned):
+    n, c, h, w = x.shape
+    r = rois.shape[0]
+    out = xp.zeros((r, c, pooled_height, pooled_width), dtype=x.dtype)
+    if r == 0:
+        return out
+    rois_h = _host(xp, rois)
+    batch = _rois_batch_ids(_host(xp, rois_num), r, n, "roi_align")
+    dt = x.dtype.type
+    xmin, ymin, width, height = _roi_geometry(rois_h, spatial_scale, aligned, clamp_size=not aligned)
+    flat = x.reshape(n, c, h * w)
+    results = []
+    for k in range(r):
+        gh = _grid(height[k], pooled_height, sampling_ratio)
+        gw = _grid(width[k], pooled_width, sampling_ratio)
+        bin_h, bin_w = dt(height[k] / dt(pooled_height)), dt(width[k] / dt(pooled_width))
+        py = np.arange(pooled_height, dtype=x.dtype)[:, None, None, None]
+        px = np.arange(pooled_width, dtype=x.dtype)[None, :, None, None]
+        iy = ((np.arange(gh, dtype=x.dtype) + dt(0.5)) / dt(gh))[None, None, :, None]
+        ix = ((np.arange(gw, dtype=x.dtype) + dt(0.5)) / dt(gw))[None, None, None, :]
+        ys = ymin[k] + bin_h * (py + iy)                                   # [ph, 1, gh, 1]
+        xs = xmin[k] + bin_w * (px + ix)                                   # [1, pw, 1, gw]
+        ys, xs = np.broadcast_arrays(ys, xs)                               # [ph, pw, gh, gw]
+        valid_y, yl, yh, ry = _align_samples(ys, h)
+        valid_x, xl, xh, rx = _align_samples(xs, w)
+        valid = valid_y & valid_x
+        one = dt(1)
+        weights = [rx * ry, (one - rx) * ry, rx * (one - ry), (one - rx) * (one - ry)]
+        offsets = [yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh]       # xy, Xy, xY, XY
+        weights = [np.where(valid, wt, dt(0)).reshape(pooled_height * pooled_width, gh * gw)
+                   for wt in weights]
+        offsets = [np.where(valid, o, 0).reshape(pooled_height * pooled_width, gh * gw) for o in offsets]
+        feat = flat[int(batch[k])]                                          # [c, h*w]
+        value = None
+        for wt, o in zip(weights, offsets):
+            term = _device(xp, wt) * feat[:, _device(xp, o)]                # [c, bins, samples]
+            value = term if value is None else value + term
+        acc = xp.zeros((c, pooled_height * pooled_width), dtype=x.dtype)
+        for s in range(gh * gw):
+            acc = acc + value[:, :, s]
+        count = dt(1.0 / (gh * gw)) if gh * gw else dt(np.inf)
+        results.append((acc * count).reshape(c, pooled_height, pooled_width))
+    return xp.stack(results)
+
+
+@kernel("roi_align_grad", inputs=["X", "ROIs", "RoisNum", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["pooled_height", "pooled_width", "spatial_scale", "sampling_ratio", "aligned"])
+def roi_align_grad(xp, x, rois, rois_num, dout, *, pooled_height, pooled_width, spatial_scale,
+                   sampling_ratio, aligned):
+    n, c, h, w = x.shape
+    r = rois.shape[0]
+    dx = xp.zeros((n * h * w, c), dtype=x.dtype)
+    if r == 0:
+        return dx.reshape(n, h, w, c).transpose(0, 3, 1, 2).copy()
+    rois_h = _host(xp, rois)
+    batch = _rois_batch_ids(_host(xp, rois_num), r, n, "roi_align_grad")
+    dt = x.dtype.type
+    # PaddlePaddle's gradient kernel clamps the RoI size to >= 1 whatever `aligned` says.
+    xmin, ymin, width, height = _roi_geometry(rois_h, spatial_scale, aligned, clamp_size=True)
+    bins = pooled_height * pooled_width
+    for k in range(r):
+        gh = _grid(height[k], pooled_height, sampling_ratio)
+        gw = _grid(width[k], pooled_width, sampling_ratio)
+        bin_h, bin_w = dt(height[k] / dt(pooled_height)), dt(width[k] / dt(pooled_width))
+        py = np.arange(pooled_height, dtype=x.dtype)[:, None, None, None]
+        px = np.arange(pooled_width, dtype=x.dtype)[None, :, None, None]
+        iy = (np.arange(gh, dtype=x.dtype) + dt(0.5))[None, None, :, None]
+        ix = (np.arange(gw, dtype=x.dtype) + dt(0.5))[None, None, None, :]
+        ys = ymin[k] + py * bin_h + iy * bin_h / dt(gh)
+        xs = xmin[k] + px * bin_w + ix * bin_w / dt(gw)
+        ys, xs = np.broadcast_arrays(ys, xs)
+        valid = ~((ys < -1.0) | (ys > h) | (xs < -1.0) | (xs > w))
+        ys, xs = np.where(ys <= 0, dt(0), ys), np.where(xs <= 0, dt(0), xs)
+        yl, xl = np.trunc(ys).astype(np.int64), np.trunc(xs).astype(np.int64)
+        y_end, x_end = yl >= h - 1, xl >= w - 1
+        yl, xl = np.where(y_end, h - 1, yl), np.where(x_end, w - 1, xl)
+        yh, xh = np.where(y_end, h - 1, yl + 1), np.where(x_end, w - 1, xl + 1)
+        ys, xs = np.where(y_end, yl.astype(x.dtype), ys), np.where(x_end, xl.astype(x.dtype), xs)
+        ly, lx = ys - yl.astype(x.dtype), xs - xl.astype(x.dtype)
+        hy, hx = dt(1) - ly, dt(1) - lx
+        weights = [hy * hx, hy * lx, ly * hx, ly * lx]
+        offsets = [yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh]
+        count = dt(gh * gw)
+        g = dout[k].reshape(c, bins)                                        # [c, bins]
+        base = int(batch[k]) * h * w
+        for wt, o in zip(weights, offsets):
+            wt = wt.reshape(bins, gh * gw)
+            o = o.reshape(bins, gh * gw)
+            keep = valid.reshape(bins, gh * gw)
+            bin_idx, sample = np.nonzero(keep)
+            if bin_idx.size == 0:
+                continue
+            diff = g[:, _device(xp, bin_idx)] * _device(xp, wt[bin_idx, sample]) / count   # [c, K]
+            scatter_add(xp, dx, _device(xp, base + o[bin_idx, sample]), diff.T)
+    return dx.reshape(n, h, w, c).transpose(0, 3, 1, 2).copy()
+
+
+# ============================================================================ roi_pool
+
+def _round_half_away(v):
+    v = v.astype(np.float64)
+    return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
+
+
+@kernel("roi_pool", inputs=["X", "ROIs", "RoisNum"], outputs=["Out", "Argmax"],
+        attrs=["pooled_height", "pooled_width", "spatial_scale"])
+def roi_pool(xp, x, rois, rois_num, *, pooled_height, pooled_width, spatial_scale):
+    n, c, h, w = x.shape
+    r = rois.shape[0]
+    out = xp.zeros((r, c, pooled_height, pooled_width), dtype=x.dtype)
+    arg = xp.full((r, c, pooled_height, pooled_width), -1, dtype=np.int64)
+    if r == 0:
+        return out, arg
+    rois_h = _host(xp, rois)
+    batch = _rois_batch_ids(_host(xp, rois_num), r, n, "roi_pool")
+    scaled = _round_half_away(rois_h * np.float32(spatial_scale))
+    lowest = x.dtype.type(-np.finfo(x.dtype).max) if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    for k in range(r):
+        sw, sh, ew, eh = (int(v) for v in scaled[k])
+        rh, rw = max(eh - sh + 1, 1), max(ew - sw + 1, 1)
+        bin_h = np.float32(np.float32(rh) / np.float32(pooled_height))
+        bin_w = np.float32(np.float32(rw) / np.float32(pooled_width))
+        feat = x[int(batch[k])]
+        for ph in range(pooled_height):
+            hs = int(np.floor(np.float32(ph) * bin_h)) + sh
+            he = int(np.ceil(np.float32(ph + 1) * bin_h)) + sh
+            hs, he = min(max(hs, 0), h), min(max(he, 0), h)
+            for pw in range(pooled_width):
+                ws = int(np.floor(np.float32(pw) * bin_w)) + sw
+                we = int(np.ceil(np.float32(pw + 1) * bin_w)) + sw
+                ws, we = min(max(ws, 0), w), min(max(we, 0), w)
+                if he <= hs or we <= ws:
+                    continue       # an empty bin: 0, argmax -1
+                region = feat[:, hs:he, ws:we].reshape(c, -1)
+                best = region.argmax(axis=1)
+                value = xp.take_along_axis(region, best[:, None], axis=1)[:, 0]
+                found = value > lowest
+                pos = (best // (we - ws) + hs) * w + best % (we - ws) + ws
+                out[k, :, ph, pw] = xp.where(found, value, lowest)
+                arg[k, :, ph, pw] = xp.where(found, pos, -1)
+    return out, arg
+
+
+@kernel("roi_pool_grad", inputs=["X", "ROIs", "RoisNum", "Argmax", "Out@GRAD"], outputs=["X@GRAD"],
+        attrs=["pooled_height", "pooled_width", "spatial_scale"])
+def roi_pool_grad(xp, x, rois, rois_num, argmax, dout, *, pooled_height, pooled_width, spatial_scale):
+    n, c, h, w = x.shape
+    r = rois.shape[0]
+    dx = xp.zeros(n * c * h * w, dtype=x.dtype)
+    if r == 0:
+        return dx.reshape(x.shape)
+    if rois_num is None:
+        batch = xp.zeros(r, dtype=np.int64)
+    else:
+        ends = xp.cumsum(rois_num.astype(np.int64))
+        batch = xp.searchsorted(ends, xp.arange(r, dtype=np.int64), side="right")
+    plane = (batch[:, None] * c + xp.arange(c, dtype=np.int64)[None, :]) * (h * w)   # [r, c]
+    arg = argmax.reshape(r, c, -1)
+    valid = arg >= 0
+    idx = xp.where(valid, plane[:, :, None] + arg, 0).reshape(-1)
+    values = xp.where(valid, dout.reshape(r, c, -1), x.dtype.type(0)).reshape(-1)
+    scatter_add(xp, dx, idx, values)
+    return dx.reshape(x.shape)
+
+
+# ============================================================================ proposals
+
+_BBOX_CLIP = math.log(1000.0 / 16.0)
+
+
+def _proposal_nms(boxes, scores, threshold, eta, normalized):
+    """funcs::NMS: candidates by ascending stable sort popped from the back (so equal scores
+    go last index first); kept when their overlap with every kept box is <= threshold."""
+    dt = boxes.dtype.type
+    order = np.argsort(scores, kind="stable")[::-1]
+    selected = []
+    threshold = dt(threshold)
+    for i in order:
+        keep = True
+        if selected:
+            keep = bool((_iou_one_to_many(boxes[i], boxes[selected], normalized) <= threshold).all())
+        if keep:
+            selected.append(int(i))
+            if eta < 1 and threshold > 0.5:
+                threshold = dt(threshold * dt(eta))
+    return np.asarray(selected, dtype=np.int64)
+
+
+def _proposal_order(scores, pre, keep_arrangement):
+    """The anchors PaddlePaddle keeps before NMS, in its arrangement: all of them by
+    std::sort (descending score) when pre_nms_topN <= 0 or covers them all, else the
+    first pre_nms_topN after std::nth_element. The arrangement matters for equal scores
+    (NMS visits equal scores last-arranged first) and, without NMS (nms_thresh <= 0), for
+    the output order itself; then libstdc++'s algorithms are followed (stl_order).
+    Otherwise a numpy sort picks the same anchors."""
+    n = scores.size
+    select = 0 < pre < n
+    ties = np.unique(scores).size < n
+    if not ties and not (select and keep_arrangement):
+        order = np.argsort(-scores, kind="stable")
+        return order[:pre] if select else order
+    key = scores.tolist()
+    seq = list(range(n))
+
+    def less(a, b):
+        return key[a] > key[b]
+    if select:
+        stl_order.nth_element(seq, pre, less)
+        seq = seq[:pre]
+    else:
+        stl_order.sort(seq, less)
+    return np.asarray(seq, dtype=np.int64)
+
+
+def _proposals_one_image(im, anchors, variances, deltas, scores, attrs):
+    dt = scores.dtype.type
+    pixel_offset = attrs["pixel_offset"]
+    off = dt(1) if pixel_offset else dt(0)
+    pre, post = attrs["pre_nms_topN"], attrs["post_nms_topN"]
+    order = _proposal_order(scores, pre, attrs["nms_thresh"] <= 0)
+    sc, d, a, v = scores[order], deltas[order], anchors[order], variances[order]
+    aw = a[:, 2] - a[:, 0] + off
+    ah = a[:, 3] - a[:, 1] + off
+    acx = (a[:, 0] + 0.5 * aw.astype(np.float64)).astype(scores.dtype)
+    acy = (a[:, 1] + 0.5 * ah.astype(np.float64)).astype(scores.dtype)
+    cx = v[:, 0] * d[:, 0] * aw + acx
+    cy = v[:, 1] * d[:, 1] * ah + acy
+    clip = dt(_BBOX_CLIP)
+    bw = _libm(np, np.exp, np.minimum(v[:, 2] * d[:, 2], clip)) * aw
+    bh = _libm(np, np.exp, np.minimum(v[:, 3] * d[:, 3], clip)) * ah
+    two = dt(2)
+    props = np.stack([cx - bw / two, cy - bh / two, cx + bw / two - off, cy + bh / two - off], axis=1)
+    im_h, im_w = dt(im[0]), dt(im[1])
+    zero = dt(0)
+    props[:, 0::2] = np.maximum(np.minimum(props[:, 0::2], dt(im_w - off)), zero)
+    props[:, 1::2] = np.maximum(np.minimum(props[:, 1::2], dt(im_h - off)), zero)
+    min_size = max(float(np.float32(attrs["min_size"])), 1.0)
+    ws = props[:, 2] - props[:, 0] + off
+    hs = props[:, 3] - props[:, 1] + off
+    keep = (ws >= min_size) & (hs >= min_size)
+    if pixel_offset:
+        x_ctr = props[:, 0] + ws / two
+        y_ctr = props[:, 1] + hs / two
+        keep &= (x_ctr <= im_w) & (y_ctr <= im_h)
+    keep = np.nonzero(keep)[0]
+    if keep.size == 0:
+        return np.zeros((1, 4), dtype=scores.dtype), np.zeros((1, 1), dtype=scores.dtype)
+    props, sc = props[keep], sc[keep]
+    if attrs["nms_thresh"] <= 0:
+        return props, sc[:, None]
+    kept = _proposal_nms(props, sc, attrs["nms_thresh"], attrs["eta"], normalized=not pixel_offset)
+    if 0 < post < kept.size:
+        kept = kept[:post]
+    return props[kept], sc[kept][:, None]
+
+
+@kernel("generate_proposals_v2", inputs=["Scores", "BboxDeltas", "ImShape", "Anchors", "Variances"],
+        outputs=["RpnRois", "RpnRoiProbs", "RpnRoisNum"],
+        attrs=["pre_nms_topN", "post_nms_topN", "nms_thresh", "min_size", "eta", "pixel_offset"])
+def generate_proposals_v2(xp, scores, deltas, im_shape, anchors, variances, **attrs):
+    scores_h, deltas_h = _host(xp, scores), _host(xp, deltas)
+    im_h = _host(xp, im_shape)
+    anchors_h = _host(xp, anchors).reshape(-1, 4)
+    var_h = _host(xp, variances).reshape(-1, 4)
+    n = scores_h.shape[0]
+    rois, probs, counts = [], [], []
+    for i in range(n):
+        s = scores_h[i].transpose(1, 2, 0).reshape(-1)
+        d = deltas_h[i].transpose(1, 2, 0).reshape(-1, 4)
+        p, pr = _proposals_one_image(im_h[i], anchors_h, var_h, d, s, attrs)
+        rois.append(p)
+        probs.append(pr)
+        counts.append(p.shape[0])
+    rois = np.concatenate(rois).astype(scores_h.dtype) if rois else np.zeros((0, 4), scores_h.dtype)
+    probs = np.concatenate(probs).astype(scores_h.dtype) if probs else np.zeros((0, 1), scores_h.dtype)
+    return (_device(xp, np.ascontiguousarray(rois)), _device(xp, np.ascontiguousarray(probs)),
+            _device(xp, np.asarray(counts, dtype=np.int32)))
+
+
+@kernel("distribute_fpn_proposals", inputs=["FpnRois", "RoisNum"],
+        outputs=["MultiFpnRois", "MultiLevelRoIsNum", "RestoreIndex"],
+        attrs=["min_level", "max_level", "refer_level", "refer_scale", "pixel_offset"])
+def distribute_fpn_proposals(xp, fpn_rois, rois_num, *, min_level, max_level, refer_level, refer_scale,
+                             pixel_offset):
+    rois = _host(xp, fpn_rois)
+    dt = rois.dtype.type
+    r = rois.shape[0]
+    counts = [r] if rois_num is None else [int(v) for v in _host(xp, rois_num).reshape(-1)]
+    if sum(counts) != r:
+        raise ValueError(f"distribute_fpn_proposals: RoisNum {counts} does not add up to the {r} RoIs")
+    image = np.repeat(np.arange(len(counts)), counts)
+    w, h = rois[:, 2] - rois[:, 0], rois[:, 3] - rois[:, 1]
+    area = (w + dt(1)) * (h + dt(1)) if pixel_offset else w * h
+    area = np.where((rois[:, 2] < rois[:, 0]) | (rois[:, 3] < rois[:, 1]), dt(0), area)
+    scale = np.sqrt(area)
+    with np.errstate(divide="ignore"):
+        level = np.floor(_libm(np, np.log2, scale / dt(refer_scale) + dt(1e-6)) + dt(refer_level))
+    level = np.clip(level, min_level, max_level).astype(np.int64)
+    levels = max_level - min_level + 1
+    multi_rois, multi_num, order = [], [], []
+    for lvl in range(min_level, max_level + 1):
+        at = np.nonzero(level == lvl)[0]              # image-major, original order within
+        order.append(at)
+        multi_rois.append(_device(xp, np.ascontiguousarray(rois[at])))
+        multi_num.append(_device(xp, np.bincount(image[at], minlength=len(counts)).astype(np.int32)))
+    shuffled = np.concatenate(order) if levels else np.zeros(0, np.int64)
+    restore = np.empty(r, dtype=np.int32)
+    restore[shuffled] = np.arange(r, dtype=np.int32)
+    return multi_rois, multi_num, _device(xp, restore.reshape(-1, 1))

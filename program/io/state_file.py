@@ -1,0 +1,80 @@
+"""`program.save(state_dict, path)` / `program.load(path)`: parameter dicts in a file that
+loading cannot run code from.
+
+PaddlePaddle's `paddle.save` writes a pickle (`.pdparams`), and unpickling runs whatever
+the file says; Keel never unpickles. Its state files are NumPy's documented `.npz` format
+(a zip of `.npy` arrays), read with `allow_pickle=False`. Nested dicts are stored with
+their keys joined by "/" and come back nested; numbers come back as 0-d arrays. A pickle
+given to `load` is refused with a message saying how to convert it.
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+
+import numpy as np
+
+from program.errors import KeelError
+from program.io.atomic import atomic_open
+
+__all__ = ["save", "load", "StateFileError"]
+
+_SEP = "/"
+
+
+class StateFileError(KeelError, ValueError):
+    """A state file that is not one, or a state dict that cannot be stored."""
+
+
+def _flatten(state, prefix="") -> dict:
+    flat = {}
+    for key, value in state.items():
+        if not isinstance(key, str) or not key or _SEP in key:
+            raise StateFileError(f"save: key {key!r} must be a non-empty string without {_SEP!r}")
+        name = prefix + key
+        if isinstance(value, dict):
+            flat.update(_flatten(value, name + _SEP))
+            continue
+        array = np.asarray(value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) else value)
+        if array.dtype == object or array.dtype.kind in "OSUV":
+            raise StateFileError(f"save: {name!r} is {type(value).__name__}, not an array or a number")
+        flat[name] = array
+    return flat
+
+
+def save(state_dict: dict, path) -> None:
+    """Write `state_dict` (name -> array or number, dicts nested) to `path`, atomically."""
+    if not isinstance(state_dict, dict):
+        raise StateFileError(f"save: expects a dict (a state_dict), got {type(state_dict).__name__}")
+    flat = _flatten(state_dict)
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with atomic_open(path) as f:
+        np.savez(f, **flat)
+
+
+def load(path) -> dict:
+    """Read a state file written by `save` (nested dicts restored)."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head[:1] == b"\x80":
+        raise StateFileError(f"{path} is a pickle (PaddlePaddle's paddle.save format); loading a pickle can run "
+                             "code, so Keel never does. Convert it where PaddlePaddle is installed and you trust the "
+                             "file: state = paddle.load(path); np.savez(out, **{k: np.asarray(v) for k, v in "
+                             "state.items()}), then program.load(out)")
+    if head != b"PK\x03\x04":
+        raise StateFileError(f"{path} is not a Keel state file (an .npz archive written by program.save)")
+    out: dict = {}
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            for name in archive.files:
+                node = out
+                *parents, leaf = name.split(_SEP)
+                for p in parents:
+                    node = node.setdefault(p, {})
+                node[leaf] = archive[name]
+    except (ValueError, OSError, zipfile.BadZipFile, KeyError) as e:
+        raise StateFileError(f"{path}: cannot read it as a state file: {e}") from None
+    return out

@@ -1,0 +1,291 @@
+"""`Layer`: a model written once as a class, used for training and for inference.
+
+    class MLP(pg.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = pg.nn.Linear(64, 128)
+            self.fc2 = pg.nn.Linear(128, 10)
+
+        def forward(self, x):
+            return self.fc2(pg.relu(self.fc1(x)))
+
+    model = MLP()
+    with pg.program_guard(main, startup):
+        logits = model(pg.data("x", [-1, 64]))   # appends the ops to `main`
+
+Keel has no eager mode: calling a layer inside `program_guard` appends its ops to that
+program. A layer owns its parameters as `LayerParameter`s, which are descriptions (a name,
+a shape, a dtype, an initializer), not values: the first time a program uses one, it
+becomes a Parameter variable of that program and its initializer goes into that program's
+startup program. So the same layer called in a training program and again in an inference
+program reads the same variables by name, and the values live in the executor's scope
+(`state_dict`/`set_state_dict` read and write them there). Names follow PaddlePaddle's:
+a `Linear` is `linear_0`, its parameters `linear_0.w_0` and `linear_0.b_0`.
+"""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+
+import numpy as np
+
+from program import dtypes, initializer as init, unique_name
+from program.layers.helper import LayerHelper
+from program.param_attr import ParamAttr
+
+__all__ = ["Layer", "LayerParameter"]
+
+
+def _snake(name: str) -> str:
+    """PaddlePaddle's layer-name rule: Linear -> linear, BatchNorm2D -> batch_norm2d."""
+    s = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", s).lower()
+
+
+class LayerParameter:
+    """A parameter a Layer owns: what it is called and how it is made, in any program.
+    `variable()` is the Parameter of the current main program (made there, with its
+    initializer in the startup program, on first use)."""
+
+    def __init__(self, name: str, shape, dtype, attr: ParamAttr, default_initializer):
+        self.name = name
+        self.shape = [int(d) for d in shape]
+        self.dtype = dtype
+        self.attr = ParamAttr(name=name, initializer=attr.initializer or default_initializer,
+                              learning_rate=attr.learning_rate, regularizer=attr.regularizer,
+                              trainable=attr.trainable, need_clip=attr.need_clip)
+
+    @property
+    def trainable(self) -> bool:
+        return self.attr.trainable
+
+    def variable(self):
+        return LayerHelper("parameter", self.name).create_parameter(self.attr, self.shape, self.dtype)
+
+    def __repr__(self):
+        return f"<LayerParameter {self.name}: {dtypes.name(dtypes.to_code(self.dtype))}{self.shape}>"
+
+
+class Layer:
+    """Base class of models and layers (paddle.nn.Layer): assign sublayers and parameters
+    (`create_parameter`) as attributes in `__init__`, build the ops in `forward`."""
+
+    def __init__(self, name_scope: str | None = None, dtype="float32"):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_sub_layers", OrderedDict())
+        self.training = True
+        self._dtype = dtype
+        self._full_name = unique_name.generate(name_scope or _snake(type(self).__name__))
+        self._forward_pre_hooks: OrderedDict = OrderedDict()
+        self._forward_post_hooks: OrderedDict = OrderedDict()
+        self._hook_id = 0
+
+    # -- building -------------------------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *inputs, **kwargs):
+        for hook in list(self._forward_pre_hooks.values()):
+            changed = hook(self, inputs)
+            if changed is not None:
+                inputs = changed if isinstance(changed, tuple) else (changed,)
+        outputs = self.forward(*inputs, **kwargs)
+        for hook in list(self._forward_post_hooks.values()):
+            changed = hook(self, inputs, outputs)
+            if changed is not None:
+                outputs = changed
+        return outputs
+
+    def register_forward_pre_hook(self, hook):
+        """`hook(layer, inputs)` runs before forward; a non-None result replaces the inputs.
+        Returns a handle whose `remove()` takes the hook away."""
+        return self._add_hook(self._forward_pre_hooks, hook)
+
+    def register_forward_post_hook(self, hook):
+        """`hook(layer, inputs, outputs)` runs after forward; a non-None result replaces the outputs."""
+        return self._add_hook(self._forward_post_hooks, hook)
+
+    def _add_hook(self, hooks, hook):
+        self._hook_id += 1
+        key = self._hook_id
+        hooks[key] = hook
+        return _HookHandle(hooks, key)
+
+    def create_parameter(self, shape, attr=None, dtype=None, is_bias=False, default_initializer=None):
+        """A parameter `<layer>.w_N` (or `.b_N` with is_bias) of `shape`: XavierUniform by
+        default, Constant(0) for a bias, as PaddlePaddle's. `attr=False`: no parameter (None)."""
+        attr = ParamAttr.of(attr)
+        if attr is None:
+            return None
+        name = attr.name or unique_name.generate(f"{self._full_name}.{'b' if is_bias else 'w'}")
+        default = default_initializer or (init.Constant(0.0) if is_bias else init.XavierUniform())
+        return LayerParameter(name, shape, dtype or self._dtype, attr, default)
+
+    def full_name(self) -> str:
+        return self._full_name
+
+    # -- attributes: parameters and sublayers ----------------------------------------------
+    def __setattr__(self, name, value):
+        params, subs = self.__dict__.get("_parameters"), self.__dict__.get("_sub_layers")
+        for table in (params, subs):
+            if table is not None:
+                table.pop(name, None)
+        if isinstance(value, LayerParameter):
+            params[name] = value
+        elif isinstance(value, Layer):
+            if subs is None:
+                raise RuntimeError(f"{type(self).__name__}: call super().__init__() before assigning sublayers")
+            subs[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):  # only for names normal lookup does not find
+        params = self.__dict__.get("_parameters", {})
+        if name in params:
+            return params[name].variable()  # the Parameter variable of the current program
+        subs = self.__dict__.get("_sub_layers", {})
+        if name in subs:
+            return subs[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    def __delattr__(self, name):
+        for table in (self._parameters, self._sub_layers):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
+
+    def add_sublayer(self, name: str, sublayer: "Layer") -> "Layer":
+        setattr(self, str(name), sublayer)
+        return sublayer
+
+    def add_parameter(self, name: str, parameter: LayerParameter) -> LayerParameter:
+        setattr(self, str(name), parameter)
+        return parameter
+
+    # -- walking the tree -------------------------------------------------------------------
+    def named_sublayers(self, prefix: str = "", include_self: bool = False, layers_set=None):
+        layers_set = set() if layers_set is None else layers_set
+        if include_self and id(self) not in layers_set:
+            layers_set.add(id(self))
+            yield prefix, self
+        for key, layer in self._sub_layers.items():
+            if id(layer) in layers_set:
+                continue
+            path = f"{prefix}.{key}" if prefix else key
+            layers_set.add(id(layer))
+            yield path, layer
+            yield from layer.named_sublayers(path, False, layers_set)
+
+    def sublayers(self, include_self: bool = False) -> list["Layer"]:
+        return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+
+    def named_children(self):
+        seen = set()
+        for key, layer in self._sub_layers.items():
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                yield key, layer
+
+    def children(self):
+        return [layer for _, layer in self.named_children()]
+
+    def named_parameters(self, prefix: str = "", include_sublayers: bool = True):
+        """(structured name, LayerParameter): `fc1.weight`, ...; a parameter shared by two
+        layers is listed once."""
+        seen = set()
+        layers = self.named_sublayers(prefix, include_self=True) if include_sublayers else [(prefix, self)]
+        for path, layer in layers:
+            for key, param in layer._parameters.items():
+                if param.name in seen:
+                    continue
+                seen.add(param.name)
+                yield (f"{path}.{key}" if path else key), param
+
+    def parameters(self, include_sublayers: bool = True) -> list[LayerParameter]:
+        """The parameters, for an optimizer's `parameters=` (they are taken by name)."""
+        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+
+    # -- modes -------------------------------------------------------------------------------
+    def train(self):
+        """Training mode (the default): dropout drops, batch_norm uses batch statistics."""
+        for layer in self.sublayers(include_self=True):
+            layer.training = True
+        return self
+
+    def eval(self):
+        """Evaluation mode: programs built now have `is_test` set (dropout off, batch_norm on
+        running statistics)."""
+        for layer in self.sublayers(include_self=True):
+            layer.training = False
+        return self
+
+    # -- values (in a scope) -----------------------------------------------------------------
+    def state_dict(self, scope=None, structured_name_prefix: str = "") -> "OrderedDict[str, np.ndarray]":
+        """Structured name -> a host copy of the value in `scope` (default: the global scope),
+        for every parameter; a parameter no startup program has initialized yet is an error
+        naming it."""
+        scope = _scope(scope)
+        out = OrderedDict()
+        for key, param in self.named_parameters(structured_name_prefix):
+            if scope.find_var(param.name) is None:
+                raise KeyError(f"state_dict: parameter {param.name} ({key}) has no value in the scope: "
+                               f"run the startup program first")
+            value = scope.get(param.name)
+            out[key] = np.array(value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray)
+                                else value)
+        return out
+
+    def set_state_dict(self, state_dict, scope=None, use_structured_name: bool = True):
+        """Write `state_dict`'s values into `scope` (default: the global scope). Keys are
+        structured names (or parameter names with use_structured_name=False). Every problem
+        (a missing or unexpected key, a shape or dtype that does not fit) is reported at once
+        and nothing is written then. Returns (missing keys, unexpected keys): both empty."""
+        scope = _scope(scope)
+        params = OrderedDict((k if use_structured_name else p.name, p) for k, p in self.named_parameters())
+        problems = [f"{k}: missing from the state dict" for k in params if k not in state_dict]
+        problems += [f"{k}: not a parameter of {type(self).__name__}" for k in state_dict if k not in params]
+        values = {}
+        for key, param in params.items():
+            if key not in state_dict:
+                continue
+            value = np.asarray(state_dict[key])
+            want = dtypes.to_numpy(dtypes.to_code(param.dtype))
+            if list(value.shape) != param.shape:
+                problems.append(f"{key}: shape {list(value.shape)}, {param.name} is {param.shape}")
+            elif value.dtype != want and not np.can_cast(value.dtype, want, "safe"):
+                problems.append(f"{key}: dtype {value.dtype}, {param.name} is {want}")
+            else:
+                values[param.name] = value.astype(want, copy=True)
+        if problems:
+            raise ValueError(f"set_state_dict: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
+        for name, value in values.items():
+            scope.set(name, value)
+        return [], []
+
+    load_dict = set_state_dict
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for key, layer in self._sub_layers.items():
+            body = repr(layer).replace("\n", "\n  ")
+            lines.append(f"  ({key}): {body}")
+        return "\n".join(lines) + ("\n)" if len(lines) > 1 else ")")
+
+
+class _HookHandle:
+    def __init__(self, hooks, key):
+        self._hooks, self._key = hooks, key
+
+    def remove(self):
+        self._hooks.pop(self._key, None)
+
+
+def _scope(scope):
+    if scope is not None:
+        return scope
+    from program import default
+    return default.global_scope()

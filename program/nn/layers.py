@@ -1,0 +1,462 @@
+"""PaddlePaddle's `paddle.nn` layer classes, on Keel's static program.
+
+Each layer's `forward` calls the functional layer of the same family (`pg.nn.linear`,
+`pg.nn.conv2d`, ...) with its own parameters' names, so the ops, attributes and parameter
+layouts are exactly those the functional API (and PaddlePaddle) writes, and a parameter the
+program already has is reused rather than made again. Layer names follow PaddlePaddle's
+(`linear_0`, `conv2d_0`, `batch_norm2d_0`, ...), and so do parameter names (`.w_0`, `.b_0`;
+batch norm's running mean and variance `.w_1`, `.w_2`).
+"""
+from __future__ import annotations
+
+import math
+
+from program import initializer as init
+from program import nn as F
+from program.layers import math as M
+from program.layers import tensor as T
+from program.nn.layer import Layer
+from program.param_attr import ParamAttr
+
+__all__ = ["Linear", "Conv1D", "Conv2D", "Conv2DTranspose", "GroupNorm", "InstanceNorm2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
+           "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",
+           "ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LeakyReLU", "Hardswish",
+           "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict",
+           "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss"]
+
+
+def _attr(param):
+    """The ParamAttr that makes a functional layer use `param` (False for no parameter)."""
+    return False if param is None else param.attr
+
+
+def _pair(value):
+    return [int(value)] * 2 if isinstance(value, int) else [int(v) for v in value]
+
+
+class Linear(Layer):
+    """y = x W + b with W [in_features, out_features] (matmul_v2 + elementwise_add)."""
+
+    def __init__(self, in_features, out_features, weight_attr=None, bias_attr=None, name=None):
+        super().__init__(name)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = self.create_parameter([self.in_features, self.out_features], weight_attr)
+        self.bias = self.create_parameter([self.out_features], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.linear(x, self.out_features, weight_attr=_attr(self._parameters["weight"]),
+                        bias_attr=_attr(self._parameters.get("bias")), name=self._full_name)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+class Conv2D(Layer):
+    """2-D convolution; `depthwise_conv2d` when groups == in_channels, as PaddlePaddle writes.
+    Weight [out_channels, in_channels/groups, kh, kw], Normal(0, sqrt(2 / (kh*kw*in_channels)))."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
+        super().__init__()
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv2D: padding_mode {padding_mode!r} is not supported; pad the input "
+                             f"(pg.pad) and use padding_mode='zeros'")
+        if in_channels % groups:
+            raise ValueError(f"Conv2D: in_channels {in_channels} is not divisible by groups {groups}")
+        self._config = dict(num_filters=int(out_channels), filter_size=_pair(kernel_size), stride=stride,
+                            padding=padding, dilation=dilation, groups=int(groups), data_format=data_format)
+        kh, kw = self._config["filter_size"]
+        std = math.sqrt(2.0 / (kh * kw * in_channels))
+        self.weight = self.create_parameter([out_channels, in_channels // groups, kh, kw], weight_attr,
+                                            default_initializer=init.Normal(0.0, std))
+        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.conv2d(x, param_attr=_attr(self._parameters["weight"]),
+                        bias_attr=_attr(self._parameters.get("bias")), name=self._full_name, **self._config)
+
+
+class Conv1D(Layer):
+    """1-D convolution of [N, C, L] (NCL) input, as PaddlePaddle builds it: unsqueeze to
+    [N, C, 1, L], conv2d with a [out, in/groups, 1, k] filter, squeeze back."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCL"):
+        super().__init__()
+        if data_format != "NCL" or padding_mode != "zeros":
+            raise ValueError("Conv1D: only data_format='NCL' and padding_mode='zeros' are supported")
+        k = int(kernel_size if isinstance(kernel_size, int) else kernel_size[0])
+        single = lambda v: int(v if isinstance(v, int) else v[0])  # noqa: E731
+        self._conv = Conv2D(in_channels, out_channels, (1, k), (1, single(stride)), (0, single(padding)),
+                            (1, single(dilation)), groups, weight_attr=weight_attr, bias_attr=bias_attr)
+
+    def forward(self, x):
+        return T.squeeze(self._conv(T.unsqueeze(x, [2])), [2])
+
+
+class Conv2DTranspose(Layer):
+    """2-D transposed convolution; weight [in_channels, out_channels/groups, kh, kw]."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 dilation=1, weight_attr=None, bias_attr=None, data_format="NCHW"):
+        super().__init__()
+        if output_padding:
+            raise ValueError("Conv2DTranspose: output_padding is not supported; give output_size in forward")
+        self._config = dict(num_filters=int(out_channels), filter_size=_pair(kernel_size), stride=stride,
+                            padding=padding, dilation=dilation, groups=int(groups), data_format=data_format)
+        self.weight = self.create_parameter([in_channels, out_channels // groups, *_pair(kernel_size)], weight_attr)
+        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
+
+    def forward(self, x, output_size=None):
+        return F.conv2d_transpose(x, output_size=output_size, param_attr=_attr(self._parameters["weight"]),
+                                  bias_attr=_attr(self._parameters.get("bias")), name=self._full_name,
+                                  **self._config)
+
+
+class GroupNorm(Layer):
+    def __init__(self, num_groups, num_channels, epsilon=1e-5, weight_attr=None, bias_attr=None,
+                 data_format="NCHW", name=None):
+        super().__init__(name)
+        self._groups, self._epsilon, self._format = int(num_groups), float(epsilon), data_format
+        self.weight = self.create_parameter([num_channels], weight_attr, default_initializer=init.Constant(1.0))
+        self.bias = self.create_parameter([num_channels], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.group_norm(x, self._groups, self._epsilon, param_attr=_attr(self._parameters.get("weight")),
+                            bias_attr=_attr(self._parameters.get("bias")), data_layout=self._format,
+                            name=self._full_name)
+
+
+class InstanceNorm2D(Layer):
+    def __init__(self, num_features, epsilon=1e-5, momentum=0.9, weight_attr=None, bias_attr=None,
+                 data_format="NCHW", name=None):
+        super().__init__(name)
+        if data_format != "NCHW":
+            raise ValueError("InstanceNorm2D: only data_format='NCHW' is supported")
+        self._epsilon = float(epsilon)
+        self.scale = self.create_parameter([num_features], weight_attr, default_initializer=init.Constant(1.0))
+        self.bias = self.create_parameter([num_features], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.instance_norm(x, self._epsilon, param_attr=_attr(self._parameters.get("scale")),
+                               bias_attr=_attr(self._parameters.get("bias")), name=self._full_name)
+
+
+class BatchNorm(Layer):
+    """Batch normalization over the channel dim; running statistics in `_mean`/`_variance`
+    (updated in training mode, used in eval mode)."""
+
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-5, weight_attr=None, bias_attr=None,
+                 data_format="NCHW", use_global_stats=None, name=None):
+        super().__init__(name)
+        self._momentum, self._epsilon = float(momentum), float(epsilon)
+        self._data_format = "NHWC" if data_format in ("NHWC", "NLC", "NDHWC") else "NCHW"
+        self._use_global_stats = use_global_stats
+        self.weight = self.create_parameter([num_features], weight_attr, default_initializer=init.Constant(1.0))
+        self.bias = self.create_parameter([num_features], bias_attr, is_bias=True)
+        self._mean = self.create_parameter([num_features], ParamAttr(initializer=init.Constant(0.0),
+                                                                    trainable=False))
+        self._variance = self.create_parameter([num_features], ParamAttr(initializer=init.Constant(1.0),
+                                                                        trainable=False))
+
+    def forward(self, x):
+        return F.batch_norm(x, is_test=not self.training, momentum=self._momentum, epsilon=self._epsilon,
+                            param_attr=_attr(self._parameters["weight"]),
+                            bias_attr=_attr(self._parameters["bias"]),
+                            data_layout=self._data_format, use_global_stats=bool(self._use_global_stats),
+                            name=self._full_name, moving_mean_name=self._parameters["_mean"].name,
+                            moving_variance_name=self._parameters["_variance"].name)
+
+
+class BatchNorm1D(BatchNorm):
+    pass
+
+
+class BatchNorm2D(BatchNorm):
+    pass
+
+
+class LayerNorm(Layer):
+    """Normalizes over the trailing `normalized_shape` dims; weight Constant(1), bias Constant(0)."""
+
+    def __init__(self, normalized_shape, epsilon=1e-5, weight_attr=None, bias_attr=None, name=None):
+        super().__init__(name)
+        self._shape = [int(normalized_shape)] if isinstance(normalized_shape, int) else list(normalized_shape)
+        self._epsilon = float(epsilon)
+        size = math.prod(self._shape)
+        self.weight = self.create_parameter([size], weight_attr, default_initializer=init.Constant(1.0))
+        self.bias = self.create_parameter([size], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        weight, bias = self._parameters.get("weight"), self._parameters.get("bias")
+        return F.layer_norm(x, scale=weight is not None, shift=bias is not None,
+                            begin_norm_axis=x.ndim - len(self._shape), epsilon=self._epsilon,
+                            param_attr=_attr(weight) if weight is not None else None,
+                            bias_attr=_attr(bias) if bias is not None else None, name=self._full_name)
+
+
+class Embedding(Layer):
+    """Lookup table [num_embeddings, embedding_dim] (lookup_table_v2)."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, sparse=False, weight_attr=None,
+                 name=None):
+        super().__init__(name)
+        self._size = [int(num_embeddings), int(embedding_dim)]
+        self._padding_idx = padding_idx
+        self.weight = self.create_parameter(self._size, weight_attr)
+
+    def forward(self, x):
+        return F.embedding(x, self._size, padding_idx=self._padding_idx,
+                           param_attr=_attr(self._parameters["weight"]), name=self._full_name)
+
+
+class Dropout(Layer):
+    """Dropout with probability p (upscale_in_train by default, as paddle.nn.Dropout);
+    off in eval mode."""
+
+    def __init__(self, p=0.5, axis=None, mode="upscale_in_train", name=None):
+        super().__init__(name)
+        if axis is not None:
+            raise ValueError("Dropout: axis is not supported (whole-tensor dropout only)")
+        self.p, self.mode = float(p), mode
+
+    def forward(self, x):
+        return F.dropout(x, self.p, is_test=not self.training, dropout_implementation=self.mode)
+
+
+class _Pool(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCHW", **extra):
+        super().__init__()
+        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+                          data_format=data_format, **extra)
+
+
+class MaxPool2D(_Pool):
+    def forward(self, x):
+        return F.max_pool2d(x, **self._args)
+
+
+class AvgPool2D(_Pool):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
+                 data_format="NCHW"):
+        super().__init__(kernel_size, stride, padding, ceil_mode, data_format, exclusive=exclusive)
+
+    def forward(self, x):
+        return F.avg_pool2d(x, **self._args)
+
+
+class AdaptiveAvgPool2D(Layer):
+    def __init__(self, output_size, data_format="NCHW", name=None):
+        super().__init__(name)
+        self._output_size, self._data_format = output_size, data_format
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, self._output_size, data_format=self._data_format)
+
+
+class AdaptiveMaxPool2D(Layer):
+    def __init__(self, output_size, return_mask=False, name=None):
+        super().__init__(name)
+        if return_mask:
+            raise ValueError("AdaptiveMaxPool2D: return_mask is not supported")
+        self._output_size = output_size
+
+    def forward(self, x):
+        return F.adaptive_max_pool2d(x, self._output_size)
+
+
+class Flatten(Layer):
+    def __init__(self, start_axis=1, stop_axis=-1):
+        super().__init__()
+        self.start_axis, self.stop_axis = start_axis, stop_axis
+
+    def forward(self, x):
+        return T.flatten(x, self.start_axis, self.stop_axis)
+
+
+class _Activation(Layer):
+    """A layer applying one activation function with fixed keyword arguments."""
+    _fn = None
+
+    def __init__(self, name=None, **kwargs):
+        super().__init__(name)
+        self._kwargs = kwargs
+
+    def forward(self, x):
+        return type(self)._fn(x, **self._kwargs)
+
+
+def _activation(cls_name, fn, **defaults):
+    def __init__(self, *args, name=None, **kwargs):
+        values = dict(defaults)
+        values.update(zip(defaults, args))
+        values.update(kwargs)
+        _Activation.__init__(self, name, **values)
+    return type(cls_name, (_Activation,), {"_fn": staticmethod(fn), "__init__": __init__,
+                                           "__doc__": f"paddle.nn.{cls_name}: applies `{fn.__name__}`."})
+
+
+ReLU = _activation("ReLU", M.relu)
+ReLU6 = _activation("ReLU6", M.relu6)
+GELU = _activation("GELU", M.gelu, approximate=False)
+Sigmoid = _activation("Sigmoid", M.sigmoid)
+Tanh = _activation("Tanh", M.tanh)
+Softmax = _activation("Softmax", M.softmax, axis=-1)
+LeakyReLU = _activation("LeakyReLU", M.leaky_relu, negative_slope=0.01)
+Hardswish = _activation("Hardswish", M.hard_swish)
+Hardsigmoid = _activation("Hardsigmoid", M.hard_sigmoid)
+Silu = _activation("Silu", M.silu)
+
+
+class Identity(Layer):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Sequential(Layer):
+    """Calls its layers in order: Sequential(a, b, c) or Sequential(("name", a), ...)."""
+
+    def __init__(self, *layers):
+        super().__init__()
+        if len(layers) == 1 and isinstance(layers[0], dict):
+            layers = tuple(layers[0].items())
+        for i, item in enumerate(layers):
+            name, layer = item if isinstance(item, tuple) else (str(i), item)
+            self.add_sublayer(name, layer)
+
+    def __getitem__(self, index):
+        layers = list(self._sub_layers.values())
+        return Sequential(*layers[index]) if isinstance(index, slice) else layers[index]
+
+    def __len__(self):
+        return len(self._sub_layers)
+
+    def forward(self, x):
+        for layer in self._sub_layers.values():
+            x = layer(x)
+        return x
+
+
+class LayerList(Layer):
+    """A list of layers whose parameters belong to the owner."""
+
+    def __init__(self, sublayers=None):
+        super().__init__()
+        for layer in sublayers or ():
+            self.append(layer)
+
+    def append(self, layer):
+        self.add_sublayer(str(len(self._sub_layers)), layer)
+        return self
+
+    def extend(self, layers):
+        for layer in layers:
+            self.append(layer)
+        return self
+
+    def __getitem__(self, index):
+        layers = list(self._sub_layers.values())
+        return LayerList(layers[index]) if isinstance(index, slice) else layers[index]
+
+    def __len__(self):
+        return len(self._sub_layers)
+
+    def __iter__(self):
+        return iter(self._sub_layers.values())
+
+
+class LayerDict(Layer):
+    """A dict of layers whose parameters belong to the owner."""
+
+    def __init__(self, sublayers=None):
+        super().__init__()
+        for key, layer in (sublayers.items() if isinstance(sublayers, dict) else sublayers or ()):
+            self.add_sublayer(key, layer)
+
+    def __getitem__(self, key):
+        return self._sub_layers[key]
+
+    def __setitem__(self, key, layer):
+        self.add_sublayer(key, layer)
+
+    def __contains__(self, key):
+        return key in self._sub_layers
+
+    def __len__(self):
+        return len(self._sub_layers)
+
+    def __iter__(self):
+        return iter(self._sub_layers)
+
+    def keys(self):
+        return self._sub_layers.keys()
+
+    def values(self):
+        return self._sub_layers.values()
+
+    def items(self):
+        return self._sub_layers.items()
+
+
+# -- losses ------------------------------------------------------------------------------------
+def _reduce(loss, reduction: str, layer: str):
+    if reduction == "mean":
+        return M.mean(loss)
+    if reduction == "sum":
+        return M.reduce_sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{layer}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+class CrossEntropyLoss(Layer):
+    """Softmax cross entropy of logits and integer labels ([N, 1] or soft labels); the mean
+    is over the samples whose label is not `ignore_index` (PaddlePaddle's rule)."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", soft_label=False, axis=-1,
+                 use_softmax=True, name=None):
+        super().__init__(name)
+        if weight is not None or not use_softmax:
+            raise ValueError("CrossEntropyLoss: class weights and use_softmax=False are not supported")
+        self.ignore_index, self.reduction = int(ignore_index), reduction
+        self.soft_label, self.axis = bool(soft_label), int(axis)
+
+    def forward(self, input, label):
+        loss = F.softmax_with_cross_entropy(input, label, soft_label=self.soft_label,
+                                            ignore_index=self.ignore_index, axis=self.axis)
+        if self.reduction != "mean" or self.soft_label:
+            return _reduce(loss, self.reduction, "CrossEntropyLoss")
+        valid = M.cast(M.not_equal(label, T.full_like(label, self.ignore_index)), loss.dtype)
+        return M.divide(M.reduce_sum(loss), M.maximum(M.reduce_sum(valid), T.full([], 1.0, loss.dtype)))
+
+
+class MSELoss(Layer):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, label):
+        return _reduce(M.square(M.subtract(input, label)), self.reduction, "MSELoss")
+
+
+class L1Loss(Layer):
+    def __init__(self, reduction="mean", name=None):
+        super().__init__(name)
+        self.reduction = reduction
+
+    def forward(self, input, label):
+        return _reduce(M.abs(M.subtract(input, label)), self.reduction, "L1Loss")
+
+
+class BCEWithLogitsLoss(Layer):
+    def __init__(self, weight=None, reduction="mean", pos_weight=None, name=None):
+        super().__init__(name)
+        if weight is not None or pos_weight is not None:
+            raise ValueError("BCEWithLogitsLoss: weight and pos_weight are not supported")
+        self.reduction = reduction
+
+    def forward(self, logit, label):
+        return _reduce(F.sigmoid_cross_entropy_with_logits(logit, label), self.reduction, "BCEWithLogitsLoss")
