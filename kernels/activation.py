@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from kernels.blocked import elementwise
 from kernels.registry import UfuncCall, kernel
 
@@ -292,6 +294,27 @@ for _op, _fn in [("exp", "exp"), ("expm1", "expm1"), ("log", "log"), ("log2", "l
                  ("cos", "cos")]:
     _float_unary(_op, lambda xp, x, _fn=_fn: getattr(xp, _fn)(x), ufunc=_fn)
 _float_unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x))
+def _f32(value):
+    """A FLOAT attribute as PaddlePaddle holds it: a float32 (0.67 -> 0.67000001668...)."""
+    return float(np.float32(value))
+
+
+for _op, _fn in [("acos", "arccos"), ("asin", "arcsin"), ("atan", "arctan")]:
+    _float_unary(_op, lambda xp, x, _fn=_fn: getattr(xp, _fn)(x), ufunc=_fn)
+
+
+def _brelu(xp, x, *, t_min=0.0, t_max=24.0):
+    # Paddle: min(max(x, t_min), t_max), the bounds cast to x's type
+    return xp.minimum(xp.maximum(x, _const(xp, _f32(t_min), x)), _const(xp, _f32(t_max), x))
+
+
+def _stanh(xp, x, *, scale_a=0.67, scale_b=1.7159):
+    # Paddle: scale_b * tanh(scale_a * x), the scales cast to x's type
+    return _const(xp, _f32(scale_b), x) * xp.tanh(x * _const(xp, _f32(scale_a), x))
+
+
+_float_unary("brelu", _brelu, ["t_min", "t_max"])
+_float_unary("stanh", _stanh, ["scale_a", "scale_b"])
 _float_unary("reciprocal", lambda xp, x: 1 / x)
 
 
@@ -651,6 +674,33 @@ _grad_kernel("square", "X", lambda xp, x, dout: dout * (x * 2))
 _grad_kernel("sin", "X", lambda xp, x, dout: dout * xp.cos(x))
 _grad_kernel("cos", "X", lambda xp, x, dout: -(dout * xp.sin(x)))
 _grad_kernel("erf", "X", lambda xp, x, dout: dout * (2 / math.sqrt(math.pi)) * xp.exp(-(x * x)))
+
+
+def _acos_grad(xp, x, dout):
+    # Paddle: -dout / sqrt(1 - x^2)
+    return -(dout / xp.sqrt(1 - x * x))
+
+
+def _brelu_grad(xp, x, dout, *, t_min=0.0, t_max=24.0):
+    # Paddle: dout where t_min < x < t_max, else 0
+    mask = x > _const(xp, _f32(t_min), x)
+    mask &= x < _const(xp, _f32(t_max), x)
+    return xp.multiply(dout, mask)
+
+
+def _stanh_grad(xp, x, dout, *, scale_a=0.67, scale_b=1.7159):
+    # Paddle: dout * scale_a * scale_b * (1 - tanh(scale_a * x)^2)
+    a, b = _const(xp, _f32(scale_a), x), _const(xp, _f32(scale_b), x)
+    t = xp.tanh(x * a)
+    t *= t
+    return dout * a * b * (1 - t)
+
+
+_grad_kernel("acos", "X", _acos_grad)
+_grad_kernel("asin", "X", lambda xp, x, dout: dout / xp.sqrt(1 - x * x))
+_grad_kernel("atan", "X", lambda xp, x, dout: dout / (1 + x * x))
+_grad_kernel("brelu", "X", _brelu_grad, ["t_min", "t_max"])
+_grad_kernel("stanh", "X", _stanh_grad, ["scale_a", "scale_b"])
 
 
 def _zero_grad(op_type):

@@ -24,6 +24,7 @@ from program.layers.data import data
 from program.layers.parameter import create_parameter
 from program.layers.math import *  # noqa: F401,F403  (add, matmul, mean, relu, ...: see __all__)
 from program.layers.tensor import *  # noqa: F401,F403  (reshape, concat, fill_constant, ...)
+from program.layers.manip import *  # noqa: F401,F403  (flip, roll, einsum, argsort, ...)
 from program import nn
 from program import vision
 from program import io

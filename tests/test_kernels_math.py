@@ -74,6 +74,7 @@ scale clip cast pow sum mean reduce_sum reduce_mean reduce_max reduce_min reduce
 matmul matmul_v2 mul bmm fc equal not_equal less_than less_equal greater_than greater_equal logical_and
 logical_or logical_xor logical_not cumsum arg_max arg_min top_k_v2 where p_norm isfinite_v2 isinf_v2
 isnan_v2 increment squared_l2_norm l1_norm
+acos asin atan brelu stanh
 """.split())
 
 

@@ -32,12 +32,14 @@ import test_grad_activation
 import test_grad_detection
 import test_grad_elementwise
 import test_grad_loss
+import test_grad_manip
 import test_grad_math
 import test_grad_nn
 import test_grad_rnn
 import test_grad_tensor
 import test_grad_vision
 import test_kernels_detection
+import test_kernels_manip
 import test_kernels_math
 import test_kernels_nn
 import test_kernels_optimizer
@@ -50,9 +52,10 @@ from kernels import registry as kernel_registry
 KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, test_kernels_optimizer,
                        test_fused_ops, test_grad_activation, test_grad_elementwise, test_grad_loss,
                        test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn,
-                       test_kernels_detection, test_grad_detection, test_kernels_vision, test_grad_vision]
+                       test_kernels_detection, test_grad_detection, test_kernels_vision, test_grad_vision,
+                       test_kernels_manip, test_grad_manip]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
-                test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision]
+                test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip]
 
 # Kernels that never run on the device here, and why (none: every kernel does).
 NOT_ON_DEVICE: dict = {}
@@ -69,13 +72,15 @@ READS_BACK = {
                      "dropout", "expand_v2", "fill_constant", "gather", "gather_grad", "linspace",
                      "nearest_interp_v2", "nearest_interp_v2_grad", "pad3d", "pow", "range", "reduce_all",
                      "reduce_any", "reshape2", "scale", "slice", "slice_grad", "split", "strided_slice",
-                     "strided_slice_grad", "tile", "top_k_v2", "uniform_random", "unsqueeze2",
-                     "affine_grid"],
+                     "strided_slice_grad", "tile", "top_k_v2", "uniform_random", "unsqueeze2", "affine_grid",
+                     "roll", "roll_grad", "update_loss_scaling"],
                     _ATTRIBUTE_TENSOR),
     "where_index": "its output's shape is the number of true elements",
     **dict.fromkeys(["bce_loss", "cross_entropy", "cross_entropy2", "lookup_table_v2", "one_hot_v2",
                      "softmax_with_cross_entropy", "gather_nd", "gather_nd_grad", "lookup_table_v2_grad",
-                     "scatter", "scatter_grad", "unpool", "unpool_grad", "unpool3d", "unpool3d_grad"],
+                     "scatter", "scatter_grad", "unpool", "unpool_grad", "unpool3d", "unpool3d_grad",
+                     "index_select", "index_select_grad", "take_along_axis", "take_along_axis_grad",
+                     "put_along_axis", "put_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad"],
                     _VALIDATION),
     **dict.fromkeys(["multiclass_nms3", "matrix_nms", "generate_proposals_v2", "distribute_fpn_proposals"],
                     "output-shaped: how many boxes survive (NMS, proposal filtering, per-level counts) "

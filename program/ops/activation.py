@@ -97,6 +97,13 @@ _unary("sign", "Out = -1, 0 or 1 by the sign of X (gradient zero)",
 _unary("sin", "Out = sin(X)", grad=_FROM_X)
 _unary("cos", "Out = cos(X)", grad=_FROM_X)
 _unary("erf", "Out = erf(X), the Gauss error function", grad=_FROM_X)
+_unary("acos", "Out = arccos(X)", grad=_FROM_X)
+_unary("asin", "Out = arcsin(X)", grad=_FROM_X)
+_unary("atan", "Out = arctan(X)", grad=_FROM_X)
+_unary("brelu", "Out = min(max(X, t_min), t_max)", {"t_min": FLOAT(0.0), "t_max": FLOAT(24.0)},
+       grad=_FROM_X)
+_unary("stanh", "Out = scale_b * tanh(scale_a * X)",
+       {"scale_a": FLOAT(0.67), "scale_b": FLOAT(1.7159)}, grad=_FROM_X)
 
 define("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": INT(-1)},
        extra_attrs={"data_format": STRING("AnyLayout"), "is_test": BOOL(False)},

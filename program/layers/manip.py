@@ -1,0 +1,153 @@
+"""Layers of the tensor-manipulation and small math ops (program/ops/manip.py, and acos,
+asin, atan, brelu, stanh): each appends the op PaddlePaddle's static-graph API appends, with
+the same attributes, and names its outputs `<layer>_N.tmp_K`."""
+from __future__ import annotations
+
+from program.layers.helper import LayerHelper
+from program.variable import Variable
+from proto import pb
+
+__all__ = [
+    "tril", "triu", "argsort", "flip", "index_select", "roll", "take_along_axis", "put_along_axis",
+    "einsum", "dist", "maxout", "l2_normalize", "scatter_nd_add", "shuffle_channel", "numel",
+    "unfold", "acos", "asin", "atan", "brelu", "stanh",
+]
+
+
+def _one(op_type, inputs, attrs=None, *, name=None, layer=None, dtype=None, out="Out"):
+    helper = LayerHelper(layer or op_type, name)
+    result = helper.create_tmp(dtype if dtype is not None else next(iter(inputs.values())).dtype)
+    helper.append_op(op_type, inputs, {out: result}, attrs)
+    return result
+
+
+def tril(x, diagonal=0, name=None):
+    """x with the elements above the `diagonal`-th diagonal zeroed (op tril_triu)."""
+    return _one("tril_triu", {"X": x}, {"diagonal": int(diagonal), "lower": True}, name=name, layer="tril")
+
+
+def triu(x, diagonal=0, name=None):
+    """x with the elements below the `diagonal`-th diagonal zeroed (op tril_triu)."""
+    return _one("tril_triu", {"X": x}, {"diagonal": int(diagonal), "lower": False}, name=name, layer="triu")
+
+
+def argsort(x, axis=-1, descending=False, stable=False, name=None, return_values=False):
+    """int64 positions sorting x along `axis` (op argsort); with `return_values`, (values,
+    indices)."""
+    helper = LayerHelper("argsort", name)
+    values = helper.create_tmp(x.dtype)
+    indices = helper.create_tmp(pb.VarType.INT64, stop_gradient=True)
+    helper.append_op("argsort", {"X": x}, {"Out": values, "Indices": indices},
+                     {"axis": int(axis), "descending": bool(descending), "stable": bool(stable)})
+    return (values, indices) if return_values else indices
+
+
+def flip(x, axis, name=None):
+    axes = [axis] if isinstance(axis, int) else [int(a) for a in axis]
+    return _one("flip", {"X": x}, {"axis": axes}, name=name)
+
+
+def index_select(x, index, axis=0, name=None):
+    """x's slices at `index` along `axis` (op index_select)."""
+    return _one("index_select", {"X": x, "Index": index}, {"dim": int(axis)}, name=name)
+
+
+def roll(x, shifts, axis=None, name=None):
+    """x rolled by `shifts` (ints or a Variable) along `axis` (None: flattened; op roll)."""
+    inputs, attrs = {"X": x}, {"axis": [] if axis is None else ([axis] if isinstance(axis, int) else list(axis))}
+    if isinstance(shifts, Variable):
+        inputs["ShiftsTensor"] = shifts
+        attrs["shifts"] = []
+    else:
+        attrs["shifts"] = [shifts] if isinstance(shifts, int) else [int(s) for s in shifts]
+    return _one("roll", inputs, attrs, name=name)
+
+
+def take_along_axis(arr, indices, axis, name=None):
+    return _one("take_along_axis", {"Input": arr, "Index": indices}, {"Axis": int(axis)}, name=name, out="Result")
+
+
+def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=True, name=None):
+    return _one("put_along_axis", {"Input": arr, "Index": indices, "Value": values},
+                {"Axis": int(axis), "Reduce": reduce, "Include_self": bool(include_self)}, name=name,
+                out="Result")
+
+
+def einsum(equation, *operands, name=None):
+    """The Einstein summation of one or two operands (op einsum; '->' required)."""
+    helper = LayerHelper("einsum", name)
+    out = helper.create_tmp(operands[0].dtype)
+    caches = [helper.create_tmp(o.dtype, stop_gradient=True) for o in operands]
+    shapes = [helper.create_tmp(o.dtype, stop_gradient=True) for o in operands]
+    helper.append_op("einsum", {"Operands": list(operands)},
+                     {"Out": out, "InnerCache": caches, "XShape": shapes}, {"equation": equation})
+    return out
+
+
+def dist(x, y, p=2.0, name=None):
+    """The p-norm of x - y, 0-d (op dist)."""
+    return _one("dist", {"X": x, "Y": y}, {"p": float(p)}, name=name)
+
+
+def maxout(x, groups, axis=1, name=None):
+    return _one("maxout", {"X": x}, {"groups": int(groups), "axis": int(axis)}, name=name)
+
+
+def l2_normalize(x, axis, epsilon=1e-12, name=None):
+    """x / sqrt(sum(x^2, axis) + epsilon) (op norm, as fluid's l2_normalize)."""
+    helper = LayerHelper("l2_normalize", name)
+    out = helper.create_tmp(x.dtype)
+    norm = helper.create_tmp(x.dtype, stop_gradient=True)
+    helper.append_op("norm", {"X": x}, {"Out": out, "Norm": norm},
+                     {"axis": 1 if len(x.shape) == 1 else int(axis), "epsilon": float(epsilon)})
+    return out
+
+
+def scatter_nd_add(x, index, updates, name=None):
+    return _one("scatter_nd_add", {"X": x, "Index": index, "Updates": updates}, name=name)
+
+
+def shuffle_channel(x, group, name=None):
+    return _one("shuffle_channel", {"X": x}, {"group": int(group)}, name=name)
+
+
+def numel(x, name=None):
+    """The number of elements of x, an int64 0-d tensor (op size)."""
+    return _one("size", {"Input": x}, name=name, layer="numel", dtype=pb.VarType.INT64)
+
+
+def _pair(v):
+    return [int(v), int(v)] if isinstance(v, int) else [int(a) for a in v]
+
+
+def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
+    """im2col of an NCHW x: [N, C*kh*kw, L] (op unfold); paddings an int, 2 values
+    [h, w] or 4 [top, left, bottom, right]."""
+    if isinstance(paddings, int):
+        pads = [paddings] * 4
+    else:
+        pads = [int(p) for p in paddings]
+        if len(pads) == 2:
+            pads = pads + pads
+    return _one("unfold", {"X": x}, {"kernel_sizes": _pair(kernel_sizes), "strides": _pair(strides),
+                                     "paddings": pads, "dilations": _pair(dilations)}, name=name, out="Y")
+
+
+def acos(x, name=None):
+    return LayerHelper("acos", name).unary("acos", x)
+
+
+def asin(x, name=None):
+    return LayerHelper("asin", name).unary("asin", x)
+
+
+def atan(x, name=None):
+    return LayerHelper("atan", name).unary("atan", x)
+
+
+def brelu(x, t_min=0.0, t_max=24.0, name=None):
+    return LayerHelper("brelu", name).unary("brelu", x, {"t_min": float(t_min), "t_max": float(t_max)})
+
+
+def stanh(x, scale_a=0.67, scale_b=1.7159, name=None):
+    return LayerHelper("stanh", name).unary("stanh", x, {"scale_a": float(scale_a), "scale_b": float(scale_b)})
