@@ -26,7 +26,8 @@ def test_blocked_evaluation_equals_the_whole_array_formula(op, dtype, monkeypatc
     kdef = registry.get(op)
     rng = np.random.default_rng(1)
     n = 3 * (blocked.BLOCK_BYTES // np.dtype(dtype).itemsize) + 1234   # several blocks and a tail
-    inputs = {slot: rng.uniform(0.1, 3.0, n).astype(dtype) for slot in kdef.inputs}
+    high = 0.95 if op.startswith(("acos", "asin")) else 3.0   # their domain is [-1, 1]
+    inputs = {slot: rng.uniform(0.1, high, n).astype(dtype) for slot in kdef.inputs}
     for attrs in ATTRS.get(op, [{}]):
         got = call_kernel(op, inputs, attrs)
         with monkeypatch.context() as m:
