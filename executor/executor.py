@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import types
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -101,19 +102,20 @@ class Executor:
         with self._device_context():
             plan = self._plan(program, block_idx, dict.fromkeys(feed_names), fetch_names)
             function = self._function(plan)
-        local_name = {v: k for k, v in function.local_of.items()}
         lines, shown = [], set()
         for line, pos in zip(function.source.splitlines(), function.line_steps):
             if pos is None and line.startswith("def "):
-                line += "  # " + ", ".join(f"{v}={n!r}" for v, n in local_name.items())
+                line += "  # " + ", ".join(map(_shown, plan.inputs))
             elif pos is not None:
                 step = plan.steps[pos]
                 line += f"  # op {step.index}"
                 if pos not in shown:
                     shown.add(pos)
                     site = step.op.callsite
-                    line += f" {step.op.type!r}" + (f" at {site!r}" if site else "")
+                    line += (f" {_shown(step.op.type)}: {', '.join(map(_shown, step.writes))} <- "
+                             f"{', '.join(map(_shown, step.reads))}" + (f"; {_shown(site)}" if site else ""))
             lines.append(line)
+        lines += [f"# {k}: {_shown(_describe(v))}" for k, v in function.constants.items() if k[0] == "k"]
         return "\n".join(lines) + "\n"
 
     def _function(self, plan):
@@ -345,6 +347,24 @@ def feed_dtype(name: str, value, want: np.dtype, type_string: str):
                         f"represent (declared {type_string}); convert it yourself: "
                         f"np.asarray(value).astype({str(want)!r}), or fix the data")
     return cast
+
+
+def _shown(text: str) -> str:
+    """`text` for a one-line comment: as it is when printable, else its repr."""
+    return text if text.isprintable() else repr(text)
+
+
+def _describe(obj) -> str:
+    """What a constant of a generated function is, for plan_source."""
+    if isinstance(obj, (bool, int, float, str, type(None))):
+        return repr(obj)[:80]
+    if isinstance(getattr(obj, "shape", None), tuple):
+        return f"{type(obj).__module__.split('.')[0]}.ndarray {obj.dtype}{list(obj.shape)}"
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if isinstance(obj, types.ModuleType) or name is None:
+        return name or f"{type(obj).__module__}.{type(obj).__qualname__} object"
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return f"{module}.{name.split('.<locals>')[0]}" + (" (specialized)" if "<locals>" in name else "")
 
 
 def _where(step) -> str:

@@ -21,6 +21,8 @@ display-only annotations, after the fact.
 """
 from __future__ import annotations
 
+import functools
+import keyword
 import time
 from dataclasses import dataclass, field
 
@@ -89,6 +91,7 @@ class Function:
     source: str
     line_steps: list  # per source line (0-based): the step position it belongs to, or None
     local_of: dict    # variable name -> its local in the source
+    constants: dict   # the objects the source names (its globals)
 
 
 def generate(plan, *, check=None, profile=False, pool=None) -> Function:
@@ -113,6 +116,16 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
             ids[id(obj)] = f"k{len(consts)}"
             consts[ids[id(obj)]] = obj
         return ids[id(obj)]
+
+    def call(fn, specs, submit=False):
+        """`fn(args)` (or `submit(fn, args)`); a bound kernel (a partial) is called directly, its bound arguments
+        passed as constants (keywords named by the kernel's own parameters)."""
+        args = [arg(spec) for spec in specs]
+        if isinstance(fn, functools.partial) and all(k.isidentifier() and not keyword.iskeyword(k)
+                                                     for k in fn.keywords):
+            args = [const(a) for a in fn.args] + args + [f"{k}={const(v)}" for k, v in fn.keywords.items()]
+            fn = fn.func
+        return f"submit({', '.join([const(fn)] + args)})" if submit else f"{const(fn)}({', '.join(args)})"
 
     def arg(spec):
         return "[" + ", ".join(map(local, spec)) + "]" if isinstance(spec, list) else local(spec)
@@ -139,17 +152,17 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         """The lines computing one step's results."""
         lhs = target(step.outs[0]) if len(step.outs) == 1 else ", ".join(map(target, step.outs))
         if not step.inline:
-            return [f"{lhs} = {const(step.fn)}({', '.join(map(arg, step.ins))})"]
-        call, x = step.fn, local(step.ins[0])
-        f = const(call.ufunc)
-        operands = [x] + ([local(step.ins[1])] if call.binary else [const(call.operand)]
-                          if call.operand is not None else [])
+            return [f"{lhs} = {call(step.fn, step.ins)}"]
+        uf, x = step.fn, local(step.ins[0])
+        f = const(uf.ufunc)
+        operands = [x] + ([local(step.ins[1])] if uf.binary else [const(uf.operand)]
+                          if uf.operand is not None else [])
         plain = f"{lhs} = {f}({', '.join(operands)})"
-        if not call.into_input:
+        if not uf.into_input:
             return [plain]
         into = x if x in owned else f"{x} if {x}.base is None else None"
         written = f"{lhs} = {f}({', '.join(operands)}, out={into})"
-        if not call.binary:
+        if not uf.binary:
             return [written]
         return ["try:", "    " + written, "except ValueError:  # Y broadcasts X to a bigger shape",
                 "    " + plain]
@@ -174,7 +187,7 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
             after(pos, step, step.frees if pool is None else ())
         else:  # independent steps of one level, through the pool
             for j, (pos, step) in enumerate(steps):
-                emit(pos, f"f{j} = submit({const(step.fn)}, {', '.join(map(arg, step.ins))})")
+                emit(pos, f"f{j} = {call(step.fn, step.ins, submit=True)}")
             for j, (pos, step) in enumerate(steps):
                 lhs = target(step.outs[0]) if len(step.outs) == 1 else ", ".join(map(target, step.outs))
                 emit(pos, f"{lhs} = f{j}.result()")
@@ -192,7 +205,7 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         consts["check"] = check
     if pool is not None:
         consts["submit"] = pool.submit
-    return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names)
+    return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts)
 
 
 def _define(source: str, namespace: dict, name: str):
