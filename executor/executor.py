@@ -120,14 +120,14 @@ class Executor:
 
     def _function(self, plan):
         """The plan's function for this executor's settings, generated on first use."""
-        pool = self._pool if self._pool is not None and plan.has_parallel_levels else None
-        key = (self.check_nan_inf, self.profile, pool is not None)
-        function = plan.functions.get(key)
+        parallel = self._pool is not None and plan.has_parallel_levels
+        function = plan.functions.get((self.check_nan_inf, self.profile, parallel))
         if function is None:
             def check(value, pos, j):
                 self._check_output(plan.steps[pos], plan.steps[pos].writes[j], value)
-            function = plan.functions[key] = generate(plan, check=check if self.check_nan_inf else None,
-                                                      profile=self.profile, pool=pool)
+            function = plan.functions[self.check_nan_inf, self.profile, parallel] = generate(
+                plan, check=check if self.check_nan_inf else None, profile=self.profile,
+                pool=self._pool if parallel else None)
         return function
 
     def _run_plan(self, plan, program, feed, scope, return_numpy, check_feed=True):

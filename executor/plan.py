@@ -77,10 +77,7 @@ class Plan:
         if self.keep_all:
             names += self.inputs + tuple(n for s in self.steps for n in s.writes)
         self.outputs = tuple(dict.fromkeys(names))  # what it returns
-
-    @property
-    def has_parallel_levels(self) -> bool:
-        return any(len(level) > 1 for level in self.levels)
+        self.has_parallel_levels = any(len(level) > 1 for level in self.levels)
 
 
 @dataclass
@@ -118,8 +115,8 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         return ids[id(obj)]
 
     def call(fn, specs, submit=False):
-        """`fn(args)` (or `submit(fn, args)`); a bound kernel (a partial) is called directly, its bound arguments
-        passed as constants (keywords named by the kernel's own parameters)."""
+        """`fn(args)` (or `submit(fn, args)`). A bound kernel (a partial) is called directly,
+        its bound arguments passed as constants, under the kernel's own parameter names."""
         args = [arg(spec) for spec in specs]
         if isinstance(fn, functools.partial) and all(k.isidentifier() and not keyword.iskeyword(k)
                                                      for k in fn.keywords):
@@ -131,10 +128,12 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         return "[" + ", ".join(map(local, spec)) + "]" if isinstance(spec, list) else local(spec)
 
     def target(spec):
-        if spec is None:
-            return "_"
-        return "[" + ", ".join("_" if n is None else local(n) for n in spec) + "]" if isinstance(spec, list) \
-            else local(spec)
+        if isinstance(spec, list):
+            return "[" + ", ".join("_" if n is None else local(n) for n in spec) + "]"
+        return "_" if spec is None else local(spec)
+
+    def lhs(step):
+        return ", ".join(map(target, step.outs))
 
     params = ", ".join(local(n) for n in plan.inputs)
     lines, line_steps = [f"def block_{plan.block.idx}({params}):"], [None]
@@ -148,20 +147,19 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
             lines.append("    " + text)
             line_steps.append(pos)
 
-    def call_lines(pos, step):
+    def call_lines(step):
         """The lines computing one step's results."""
-        lhs = target(step.outs[0]) if len(step.outs) == 1 else ", ".join(map(target, step.outs))
         if not step.inline:
-            return [f"{lhs} = {call(step.fn, step.ins)}"]
+            return [f"{lhs(step)} = {call(step.fn, step.ins)}"]
         uf, x = step.fn, local(step.ins[0])
         f = const(uf.ufunc)
         operands = [x] + ([local(step.ins[1])] if uf.binary else [const(uf.operand)]
                           if uf.operand is not None else [])
-        plain = f"{lhs} = {f}({', '.join(operands)})"
+        plain = f"{lhs(step)} = {f}({', '.join(operands)})"
         if not uf.into_input:
             return [plain]
         into = x if x in owned else f"{x} if {x}.base is None else None"
-        written = f"{lhs} = {f}({', '.join(operands)}, out={into})"
+        written = f"{lhs(step)} = {f}({', '.join(operands)}, out={into})"
         if not uf.binary:
             return [written]
         return ["try:", "    " + written, "except ValueError:  # Y broadcasts X to a bigger shape",
@@ -179,7 +177,7 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         steps = [(pos, plan.steps[pos]) for pos in level]
         if len(steps) == 1:
             pos, step = steps[0]
-            emit(pos, *call_lines(pos, step))
+            emit(pos, *call_lines(step))
             for n in step.writes:
                 owned.discard(local(n))
             if step.inline and step.outs[0] is not None:
@@ -189,8 +187,7 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
             for j, (pos, step) in enumerate(steps):
                 emit(pos, f"f{j} = {call(step.fn, step.ins, submit=True)}")
             for j, (pos, step) in enumerate(steps):
-                lhs = target(step.outs[0]) if len(step.outs) == 1 else ", ".join(map(target, step.outs))
-                emit(pos, f"{lhs} = f{j}.result()")
+                emit(pos, f"{lhs(step)} = f{j}.result()")
                 for n in step.writes:
                     owned.discard(local(n))
             for pos, step in steps:
