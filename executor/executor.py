@@ -146,14 +146,12 @@ class Executor:
             values, clock = values
             self.last_profile = [(step.index, step.op.type, clock[k + 1] - clock[k])
                                  for k, step in enumerate(plan.steps)]
-        env = dict(zip(plan.outputs, values))
-        for name in (env if self.keep_intermediates else plan.persistable_writes):
-            if env[name] is not None:
-                scope.set(name, env[name])
+        for name, value in zip(plan.outputs, values):  # fetches, persistable writes (or everything)
+            if value is not None:
+                scope.set(name, value)
         results = []
-        for name, copy in zip(plan.fetch_names, plan.fetch_copies):
-            value = env[name]
-            scope.set(name, value)
+        for i, copy in zip(plan.fetch_positions, plan.fetch_copies):
+            value = values[i]
             if copy:
                 value = value.copy()  # a persistable: later runs may update the scope's array in place
             results.append(self.to_host(value) if return_numpy else value)

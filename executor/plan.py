@@ -77,6 +77,7 @@ class Plan:
         if self.keep_all:
             names += self.inputs + tuple(n for s in self.steps for n in s.writes)
         self.outputs = tuple(dict.fromkeys(names))  # what it returns
+        self.fetch_positions = tuple(self.outputs.index(n) for n in self.fetch_names)
         self.has_parallel_levels = any(len(level) > 1 for level in self.levels)
 
 
