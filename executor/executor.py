@@ -94,11 +94,13 @@ class Executor:
                 return self._run_plan(compiled[1], program, feed, scope, return_numpy, check_feed)
         return call
 
-    def plan_source(self, program: Program, feed_names=(), fetch_list=(), block_idx: int = 0) -> str:
-        """The source of the function `run` executes for these feeds and fetches, each op's
-        lines annotated with the op (index, type, variables, the user's line). The
-        annotations are for reading only: the executed text carries generated names alone."""
-        fetch_names = tuple(item.name if isinstance(item, Variable) else item for item in fetch_list)
+    def plan_source(self, program: Program, feed_names=(), fetch_list=None, block_idx: int = 0) -> str:
+        """The source of the function `run` executes for these feeds and fetches (None: an
+        inference program's fetch targets), each op's lines annotated with the op (index,
+        type, variables, the user's line). The annotations are for reading only: the
+        executed text carries generated names alone."""
+        fetch_names = (self._fetch_targets(program.block(block_idx)) if fetch_list is None else
+                       tuple(item.name if isinstance(item, Variable) else item for item in fetch_list))
         with self._device_context():
             plan = self._plan(program, block_idx, dict.fromkeys(feed_names), fetch_names)
             function = self._function(plan)
