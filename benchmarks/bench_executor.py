@@ -22,8 +22,9 @@ from executor import Executor, Scope  # noqa: E402
 def per_op_overhead(n_ops: int = 1000):
     """1,000 chained `y = y + 1` on a [4] tensor (each a `scale` op, as PaddlePaddle builds
     it) vs the floor: a Python loop over 1,000 pre-bound np.add(y, 1, out=y). The
-    executor runs such a chain of one-ufunc ops on dead intermediates as one chained call
-    (executor/plan.py), so a second row gives the cost of an op through the generic path."""
+    executor's generated function makes each such one-ufunc op a direct ufunc call into the
+    previous op's dead buffer (executor/plan.py), so a second row gives the cost of an op
+    through the generic path (a direct call of the bound kernel)."""
     main = pg.Program()
     with pg.unique_name.guard(), pg.program_guard(main, pg.Program()):
         y0 = pg.data("y", [4])
@@ -49,7 +50,7 @@ def per_op_overhead(n_ops: int = 1000):
             f(buf, 1, out=buf)
 
     # An op with no fast path (elementwise_max: the generic kernel, called with its bound
-    # attributes through the step's closure) vs np.maximum(y, one, out=y): what an op
+    # attributes by the generated function) vs np.maximum(y, one, out=y): what an op
     # costs that is a step of its own and not a single inlined ufunc call.
     main2 = pg.Program()
     with pg.unique_name.guard(), pg.program_guard(main2, pg.Program()):

@@ -273,27 +273,26 @@ def measure_blocks(contenders: dict, repeat: int, rounds: int = 5) -> dict[str, 
 
 
 def profile(predictor, x, label, repeat):
-    """Median time of each op of the predictor's compiled plan, summed by op type, and what
-    a whole call adds around the ops (handles, feed check, fetch copies)."""
-    call = keel_call(predictor, x)
+    """Median time of each op of the predictor's compiled plan (the executor's profiling
+    variant: a clock reading after each op), summed by op type, and what a whole call adds
+    around the ops (handles, feed check, fetch copies)."""
+    call, exe = keel_call(predictor, x), predictor._executor
     call()
-    plan = next(p for entry in predictor._executor._plans.values() for p in entry[2].values())
-    feed = predictor.get_input_names()[0]
-    params = {n: predictor._scope.find_scope(n)._vars[n] for n in plan.scope_reads if n != feed}
-    per_step, whole = [[] for _ in plan.steps], []
+    ops = predictor._program.global_block().ops
+    per_op, whole = {}, []
     for _ in range(repeat):
-        env = {**params, feed: x}
-        for times, step in zip(per_step, plan.steps):
-            t0 = time.perf_counter()
-            step.run(env)
-            times.append(time.perf_counter() - t0)
+        exe.profile = True
+        call()
+        for index, _, seconds in exe.last_profile:
+            per_op.setdefault(index, []).append(seconds)
+        exe.profile = False
         t0 = time.perf_counter()
         call()
         whole.append(time.perf_counter() - t0)
     by_type = {}
-    for times, step in zip(per_step, plan.steps):
-        kind = step.op.type + ("+" + step.op.attr("activation_type") if step.op.type == "fc"
-                               and step.op.attr("activation_type") else "")
+    for index, times in per_op.items():
+        op = ops[index]
+        kind = op.type + ("+" + op.attr("activation_type") if op.type == "fc" and op.attr("activation_type") else "")
         n, t = by_type.get(kind, (0, 0.0))
         by_type[kind] = (n + 1, t + float(np.median(times)))
     ops, call_t = sum(t for _, t in by_type.values()), float(np.median(whole))

@@ -1,8 +1,8 @@
 """The Executor: runs a program's block through a compiled, cached Plan."""
 from __future__ import annotations
 
-import operator
 import os
+import types
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -10,7 +10,7 @@ import numpy as np
 from executor.errors import ExecutionError, FeedError, NonFiniteError
 from executor.memory import tune_malloc
 from executor.place import CPUPlace
-from executor.plan import ChainFailure, compile_plan
+from executor.plan import compile_plan, generate
 from executor.random_state import RandomState
 from executor.scope import global_scope
 from program.default import default_main_program
@@ -30,10 +30,12 @@ class Executor:
     previous device after it.
     `check_nan_inf=True` (or KEEL_CHECK_NAN_INF=1) stops at the first op that produces a
     NaN or Inf and names it. `keep_intermediates=True` turns off freeing and leaves every
-    computed value in the scope after `run` (for debugging; costs memory)."""
+    computed value in the scope after `run` (for debugging; costs memory). `profile=True`
+    times every op: `last_profile` then holds the last run's [(op index, op type, seconds)].
+    `plan_source` shows the Python function a block runs as."""
 
     def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
-                 seed: int | None = None, keep_intermediates: bool = False):
+                 seed: int | None = None, keep_intermediates: bool = False, profile: bool = False):
         tune_malloc()  # freed arrays stay mapped for the next step (executor/memory.py)
         self.keep_intermediates = keep_intermediates
         self.place = place or CPUPlace()
@@ -43,6 +45,7 @@ class Executor:
         if check_nan_inf is None:
             check_nan_inf = os.environ.get("KEEL_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")
         self.check_nan_inf = check_nan_inf
+        self.profile, self.last_profile = profile, None
         self._seed = seed
         self.rng = None  # a RandomState, made on first run: seeded by `seed`, else the program's random_seed
         self._plans: dict = {}
@@ -91,19 +94,66 @@ class Executor:
                 return self._run_plan(compiled[1], program, feed, scope, return_numpy, check_feed)
         return call
 
+    def plan_source(self, program: Program, feed_names=(), fetch_list=None, block_idx: int = 0) -> str:
+        """The source of the function `run` executes for these feeds and fetches (None: an
+        inference program's fetch targets), each op's lines annotated with the op (index,
+        type, variables, the user's line). The annotations are for reading only: the
+        executed text carries generated names alone."""
+        fetch_names = (self._fetch_targets(program.block(block_idx)) if fetch_list is None else
+                       tuple(item.name if isinstance(item, Variable) else item for item in fetch_list))
+        with self._device_context():
+            plan = self._plan(program, block_idx, dict.fromkeys(feed_names), fetch_names)
+            function = self._function(plan)
+        lines, shown = [], set()
+        for line, pos in zip(function.source.splitlines(), function.line_steps):
+            if pos is None and line.startswith("def "):
+                line += "  # " + ", ".join(map(_shown, plan.inputs))
+            elif pos is not None:
+                step = plan.steps[pos]
+                line += f"  # op {step.index}"
+                if pos not in shown:
+                    shown.add(pos)
+                    site = step.op.callsite
+                    line += (f" {_shown(step.op.type)}: {', '.join(map(_shown, step.writes))} <- "
+                             f"{', '.join(map(_shown, step.reads))}" + (f"; {_shown(site)}" if site else ""))
+            lines.append(line)
+        lines += [f"# {k}: {_shown(_describe(v))}" for k, v in function.constants.items() if k[0] == "k"]
+        return "\n".join(lines) + "\n"
+
+    def _function(self, plan):
+        """The plan's function for this executor's settings, generated on first use."""
+        parallel = self._pool is not None and plan.has_parallel_levels
+        function = plan.functions.get((self.check_nan_inf, self.profile, parallel))
+        if function is None:
+            def check(value, pos, j):
+                self._check_output(plan.steps[pos], plan.steps[pos].writes[j], value)
+            function = plan.functions[self.check_nan_inf, self.profile, parallel] = generate(
+                plan, check=check if self.check_nan_inf else None, profile=self.profile,
+                pool=self._pool if parallel else None)
+        return function
+
     def _run_plan(self, plan, program, feed, scope, return_numpy, check_feed=True):
         if program.lr_schedules:
             self._write_learning_rates(program, scope)
         env = self._prepare_env(plan, feed, scope, check_feed)
-        self._execute(plan, env)
-
-        fetch_names = plan.fetch_names
-        for name in (env if self.keep_intermediates else plan.persistable_writes):
-            scope.set(name, env[name])
+        function = self._function(plan)
+        try:
+            values = function.run(*[env[n] for n in plan.inputs])
+        except Exception as e:
+            error = self._step_error(plan, function, e)
+            if error is e:
+                raise
+            raise error from e
+        if self.profile:
+            values, clock = values
+            self.last_profile = [(step.index, step.op.type, clock[k + 1] - clock[k])
+                                 for k, step in enumerate(plan.steps)]
+        for name, value in zip(plan.outputs, values):  # fetches, persistable writes (or everything)
+            if value is not None:
+                scope.set(name, value)
         results = []
-        for name, copy in zip(fetch_names, plan.fetch_copies):
-            value = env[name]
-            scope.set(name, value)
+        for i, copy in zip(plan.fetch_positions, plan.fetch_copies):
+            value = values[i]
             if copy:
                 value = value.copy()  # a persistable: later runs may update the scope's array in place
             results.append(self.to_host(value) if return_numpy else value)
@@ -176,7 +226,7 @@ class Executor:
             env = {name: self.check_feed(name, plan.feed_specs[name], value) for name, value in feed.items()}
         else:
             env = dict(feed)
-        for name in plan.scope_reads:
+        for name in plan.inputs:
             if name in env:
                 continue
             holder = scope.find_scope(name)
@@ -224,64 +274,30 @@ class Executor:
                                      f"(shape {list(value.shape)}); check_nan_inf is on")
 
     # -- running ----------------------------------------------------------------------------
-    def _execute(self, plan, env):
-        if self.check_nan_inf:
-            return self._run_checked(plan, env)
-        if self._pool is not None and plan.has_parallel_levels:
-            return self._run_concurrent(plan, env)
-        runs = iter(plan.runs)
-        try:
-            for run in runs:
-                run(env)
-        except Exception as e:  # the failed step is the last one taken from `runs`
-            failed = plan.run_starts[len(plan.runs) - operator.length_hint(runs) - 1]
-            if isinstance(e, ChainFailure):
-                failed, e = failed + e.offset, e.error
-            raise self._step_error(plan.steps[failed], env, e) from e
-
-    def _run_concurrent(self, plan, env):
-        steps = plan.steps
-        for level, frees in zip(plan.levels, plan.level_frees):
-            if len(level) == 1:
-                futures = None
-                self._guarded(steps[level[0]], env)
-            else:
-                futures = [self._pool.submit(self._guarded, steps[pos], env) for pos in level]
-                for f in futures:
-                    f.result()
-            for name in frees:
-                env.pop(name, None)
-
-    def _guarded(self, step, env):
-        try:
-            step.run_keep(env)
-        except Exception as e:
-            raise self._step_error(step, env, e) from e
-
-    def _run_checked(self, plan, env):
-        xp = self.xp
-        for step in plan.steps:
-            self._guarded_serial(step, env)
-            for name in step.writes:
-                value = env.get(name)
-                if value is not None and getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
-                    if not bool(xp.isfinite(value).all()):
-                        raise NonFiniteError(f"{step.op.type} (op {step.index}) produced a non-finite "
-                                             f"value in {name!r} (shape {list(value.shape)})"
-                                             + _where(step))
-
-    def _guarded_serial(self, step, env):
-        try:
-            step.run(env)
-        except Exception as e:
-            raise self._step_error(step, env, e) from e
+    def _check_output(self, step, name, value) -> None:
+        """check_nan_inf: called by the generated code after each op, per value it wrote."""
+        if getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
+            if not bool(self.xp.isfinite(value).all()):
+                raise NonFiniteError(f"{step.op.type} (op {step.index}) produced a non-finite "
+                                     f"value in {name!r} (shape {list(value.shape)})" + _where(step))
 
     @staticmethod
-    def _step_error(step, env, error) -> ExecutionError:
+    def _step_error(plan, function, error) -> Exception:
+        """`error` raised by a kernel, re-raised naming its op: the line of the generated
+        function that raised it gives the step, the function's locals its input shapes."""
         if isinstance(error, ExecutionError):
             return error
-        shapes = ", ".join(f"{n}{list(env[n].shape) if hasattr(env.get(n), 'shape') else ''}"
-                           for n in step.reads)
+        tb, frame, line = error.__traceback__, None, None
+        while tb is not None:
+            if tb.tb_frame.f_code is function.run.__code__:
+                frame, line = tb.tb_frame, tb.tb_lineno
+            tb = tb.tb_next
+        pos = function.line_steps[line - 1] if frame is not None else None
+        if pos is None:
+            return error
+        step, values = plan.steps[pos], frame.f_locals
+        shapes = ", ".join(f"{n}{list(values[function.local_of[n]].shape)}"
+                           if hasattr(values.get(function.local_of.get(n)), "shape") else n for n in step.reads)
         return ExecutionError(f"{step.op.type} (op {step.index}) failed with inputs {shapes}: "
                               f"{type(error).__name__}: {error}" + _where(step))
 
@@ -331,6 +347,24 @@ def feed_dtype(name: str, value, want: np.dtype, type_string: str):
                         f"represent (declared {type_string}); convert it yourself: "
                         f"np.asarray(value).astype({str(want)!r}), or fix the data")
     return cast
+
+
+def _shown(text: str) -> str:
+    """`text` for a one-line comment: as it is when printable, else its repr."""
+    return text if text.isprintable() else repr(text)
+
+
+def _describe(obj) -> str:
+    """What a constant of a generated function is, for plan_source."""
+    if isinstance(obj, (bool, int, float, str, type(None))):
+        return repr(obj)[:80]
+    if isinstance(getattr(obj, "shape", None), tuple):
+        return f"{type(obj).__module__.split('.')[0]}.ndarray {obj.dtype}{list(obj.shape)}"
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if isinstance(obj, types.ModuleType) or name is None:
+        return name or f"{type(obj).__module__}.{type(obj).__qualname__} object"
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return f"{module}.{name.split('.<locals>')[0]}" + (" (specialized)" if "<locals>" in name else "")
 
 
 def _where(step) -> str:

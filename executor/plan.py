@@ -1,21 +1,29 @@
-"""Compiling (program, block, feed names, fetch names) into a Plan: a flat list of steps.
+"""Compiling (program, block, feed names, fetch names) into a Plan: one generated function.
 
 Compilation does everything that does not depend on the fed values, once:
 - prune to the ops the fetch targets need, plus every op that writes a persistable
   variable (parameter updates, running statistics);
 - resolve each op's kernel and bind its attributes (a kernel's `specialize` may give a
-  faster callable, writing into its first input's buffer when that input is an
-  intermediate nobody reads afterwards: `y = y + 1` chains allocate nothing);
-- find each variable's last use, so non-persistable intermediates are dropped right after
-  their last reader and peak memory tracks the live set;
+  faster callable, or a `UfuncCall`, writing into its first input's buffer when that
+  input is an intermediate nobody reads afterwards: `y = y + 1` chains allocate nothing);
+- find each variable's last use, so intermediates are deleted right after their last
+  reader and peak memory tracks the live set;
 - group steps into dependency levels (read-after-write, write-after-read and
-  write-after-write on variable names) for the concurrent runner.
-At run time a step is one closure call (see `_make_step`).
+  write-after-write on variable names) for the thread pool;
+- write the block as the source of one straight-line Python function (`generate`): each
+  op a direct call of its kernel on locals, each dead local `del`eted.
+
+Safety: the generated text holds only generated identifiers (`v3` for a variable, `k3`
+for an object such as a kernel or a constant) and integers; the program's names,
+attribute values and source lines never enter it. Kernels and constants reach the
+function through its globals dict; `plan_source` adds the ops' own descriptions as
+display-only annotations, after the fact.
 """
 from __future__ import annotations
 
 import functools
-import operator
+import keyword
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,13 +43,14 @@ EMPTY = "@EMPTY@"  # PaddlePaddle's placeholder for "no variable" in a duplicabl
 class Step:
     index: int        # op index in the block (for error messages)
     op: object        # program.Operator
-    run: object       # closure: run(env) executes the kernel and drops dead values
-    run_keep: object  # the same without dropping (the concurrent runner frees per level)
+    fn: object        # the bound kernel, its specialized callable, or a UfuncCall
+    ins: list         # per argument: a name, a list of names (None: @EMPTY@), or None
+    outs: list        # per result: the same (None: not bound)
     reads: tuple      # variable names read
     writes: tuple     # variable names written
-    frees: tuple      # names dropped after this step
-    ufunc: tuple | None = None  # (UfuncCall, X, Y or None, Out, drop Y after) when the step inlines one
-    clobbers: tuple = ()        # a donated input, whose buffer the step may overwrite
+    frees: tuple      # names deleted after this step
+    clobbers: tuple = ()  # a donated input, whose buffer the step may overwrite
+    inline: bool = False  # fn is a UfuncCall the generated code makes itself
 
 
 @dataclass
@@ -56,213 +65,154 @@ class Plan:
     fetch_copies: tuple = ()    # per fetch: copy it out (a persistable the scope may update in place)
     levels: list = field(default_factory=list)  # lists of step positions that may run together
     level_frees: list = field(default_factory=list)  # names to drop after each level
+    keep_all: bool = False      # keep_intermediates: the function returns every value
+    functions: dict = field(default_factory=dict)  # variant -> Function (made on first use)
 
     def __post_init__(self):
-        # The serial hot loop calls `runs`: one per step, except that a run of inlined ufunc
-        # steps, each consuming the previous one's dead output, is one chained call
-        # (`_chain_step`). run_starts[i]: the position of runs[i]'s first step.
-        self.runs, self.run_starts = [], []
-        pos = 0
-        while pos < len(self.steps):
-            end = pos + 1
-            while end < len(self.steps) and _chains(self.steps[end - 1], self.steps[end]):
-                end += 1
-            self.runs.append(self.steps[pos].run if end == pos + 1 else _chain_step(self.steps[pos:end]))
-            self.run_starts.append(pos)
-            pos = end
-
-    @property
-    def has_parallel_levels(self) -> bool:
-        return any(len(level) > 1 for level in self.levels)
+        made = {n for s in self.steps for n in s.writes}
+        # the function's parameters: what it reads, and fetched values no step makes
+        self.inputs = self.scope_reads + tuple(n for n in self.fetch_names
+                                               if n not in made and n not in self.scope_reads)
+        names = self.fetch_names + self.persistable_writes
+        if self.keep_all:
+            names += self.inputs + tuple(n for s in self.steps for n in s.writes)
+        self.outputs = tuple(dict.fromkeys(names))  # what it returns
+        self.fetch_positions = tuple(self.outputs.index(n) for n in self.fetch_names)
+        self.has_parallel_levels = any(len(level) > 1 for level in self.levels)
 
 
-def _resolve(spec, env):
-    if spec is None:
-        return None
-    if isinstance(spec, str):
-        return env[spec]
-    return [env[n] for n in spec]
+@dataclass
+class Function:
+    """A generated block function: `run(*values of plan.inputs)` returns the values of
+    plan.outputs (and, profiling, the clock readings between steps)."""
+    run: object
+    source: str
+    line_steps: list  # per source line (0-based): the step position it belongs to, or None
+    local_of: dict    # variable name -> its local in the source
+    constants: dict   # the objects the source names (its globals)
 
 
-def _make_step(fn, in_specs, out_specs, frees):
-    """A closure for one op. The common shapes (1-2 plain inputs, one output) get a
-    dedicated closure: this is the executor's hot path."""
-    simple_ins = all(isinstance(s, str) for s in in_specs)
-    single_out = len(out_specs) == 1 and isinstance(out_specs[0], str)
-    if simple_ins and single_out and len(in_specs) > 2:  # fc(Input, W, Bias), ...
-        out, get = out_specs[0], operator.itemgetter(*in_specs)
+def generate(plan, *, check=None, profile=False, pool=None) -> Function:
+    """Write the plan's block as one Python function. Flags give the variants:
+    `check(value, step position, write position)` called after each op (NaN/Inf check);
+    `profile`: a clock reading after each op, returned with the values; `pool`: a
+    ThreadPoolExecutor that runs each level's independent ops together."""
+    names: dict[str, str] = {}   # variable name -> local
+    consts: dict[str, object] = {}
+    ids: dict[int, str] = {}
+    owned: set[str] = set()      # locals known to own their memory (fresh ufunc results)
 
-        def step(env):
-            env[out] = fn(*get(env))
-            for f in frees:
-                del env[f]
-        return step
-    if simple_ins and single_out and len(in_specs) in (1, 2):
-        out = out_specs[0]
-        if len(in_specs) == 1:
-            (a,) = in_specs
-            if not frees:
-                def step(env):
-                    env[out] = fn(env[a])
-            elif len(frees) == 1:
-                (f,) = frees
-                def step(env):
-                    env[out] = fn(env[a])
-                    del env[f]
-            else:
-                def step(env):
-                    env[out] = fn(env[a])
-                    for f in frees:
-                        del env[f]
-        else:
-            a, b = in_specs
-            if not frees:
-                def step(env):
-                    env[out] = fn(env[a], env[b])
-            elif len(frees) == 1:
-                (f,) = frees
-                def step(env):
-                    env[out] = fn(env[a], env[b])
-                    del env[f]
-            else:
-                def step(env):
-                    env[out] = fn(env[a], env[b])
-                    for f in frees:
-                        del env[f]
-        return step
+    def local(name):
+        if name is None:
+            return "None"
+        if name not in names:
+            names[name] = f"v{len(names)}"
+        return names[name]
 
-    def step(env):
-        result = fn(*[_resolve(s, env) for s in in_specs])
-        if len(out_specs) == 1:
-            result = (result,)
-        for spec, value in zip(out_specs, result):
-            if spec is None or value is None:
-                continue
-            if isinstance(spec, str):
-                env[spec] = value
-            else:
-                for name, v in zip(spec, value):
-                    if name is not None:
-                        env[name] = v
-        for name in frees:
-            env.pop(name, None)
-    return step
+    def const(obj):
+        if id(obj) not in ids:
+            ids[id(obj)] = f"k{len(consts)}"
+            consts[ids[id(obj)]] = obj
+        return ids[id(obj)]
 
+    def call(fn, specs, submit=False):
+        """`fn(args)` (or `submit(fn, args)`). A bound kernel (a partial) is called directly,
+        its bound arguments passed as constants, under the kernel's own parameter names."""
+        args = [arg(spec) for spec in specs]
+        if isinstance(fn, functools.partial) and all(k.isidentifier() and not keyword.iskeyword(k)
+                                                     for k in fn.keywords):
+            args = [const(a) for a in fn.args] + args + [f"{k}={const(v)}" for k, v in fn.keywords.items()]
+            fn = fn.func
+        return f"submit({', '.join([const(fn)] + args)})" if submit else f"{const(fn)}({', '.join(args)})"
 
-def _ufunc_step(call, a, b, out, pop_b):
-    """The step of an op specialized to one ufunc call (kernels.registry.UfuncCall), made
-    here rather than through the kernel: the hot path of cheap elementwise ops. A donated
-    input `a` is popped (this is its last use) and written into if it owns its memory (a
-    view may share its buffer with a live value) and the result has its shape. `b`: the
-    second input of a binary call (dropped after when `pop_b`: its last use)."""
-    ufunc, c = call.ufunc, call.operand
-    if call.binary and call.into_input:
-        def step(env):
-            x, y = env.pop(a), env[b]
-            try:
-                env[out] = ufunc(x, y, out=x if x.base is None else None)
-            except ValueError:  # y broadcasts x to a bigger shape
-                env[out] = ufunc(x, y)
-            if pop_b:
-                del env[b]
-    elif call.binary:
-        def step(env):
-            env[out] = ufunc(env[a], env[b])
-            if pop_b:
-                del env[b]
-    elif call.into_input and c is not None:
-        def step(env):
-            x = env.pop(a)
-            env[out] = ufunc(x, c, out=x if x.base is None else None)
-    elif call.into_input:
-        def step(env):
-            x = env.pop(a)
-            env[out] = ufunc(x, out=x if x.base is None else None)
-    elif c is not None:
-        def step(env):
-            env[out] = ufunc(env[a], c)
-    else:
-        def step(env):
-            env[out] = ufunc(env[a])
-    return step
+    def arg(spec):
+        return "[" + ", ".join(map(local, spec)) + "]" if isinstance(spec, list) else local(spec)
 
+    def target(spec):
+        if isinstance(spec, list):
+            return "[" + ", ".join("_" if n is None else local(n) for n in spec) + "]"
+        return "_" if spec is None else local(spec)
 
-def _inlinable(call, in_specs, frees, block) -> bool:
-    """Whether the plan makes `call` (a UfuncCall) in the step itself: X declared with a
-    rank (so the result is an array, not a numpy scalar), a binary call's Y another
-    variable, and the step frees only X (exactly when donated) and Y."""
-    if not isinstance(call, UfuncCall) or not _declared_rank(block, in_specs[0]):
-        return False
-    a = in_specs[0]
-    b = in_specs[1] if call.binary and len(in_specs) == 2 and isinstance(in_specs[1], str) else None
-    if call.binary and (b is None or b == a):
-        return False
-    return (a in frees) == call.into_input and set(frees) <= {a, b}
+    def lhs(step):
+        return ", ".join(map(target, step.outs))
+
+    params = ", ".join(local(n) for n in plan.inputs)
+    lines, line_steps = [f"def block_{plan.block.idx}({params}):"], [None]
+    if profile:
+        lines.append("    T = [now()]")
+        line_steps.append(None)
+        consts["now"] = time.perf_counter
+
+    def emit(pos, *texts):
+        for text in texts:
+            lines.append("    " + text)
+            line_steps.append(pos)
+
+    def call_lines(step):
+        """The lines computing one step's results."""
+        if not step.inline:
+            return [f"{lhs(step)} = {call(step.fn, step.ins)}"]
+        uf, x = step.fn, local(step.ins[0])
+        f = const(uf.ufunc)
+        operands = [x] + ([local(step.ins[1])] if uf.binary else [const(uf.operand)]
+                          if uf.operand is not None else [])
+        plain = f"{lhs(step)} = {f}({', '.join(operands)})"
+        if not uf.into_input:
+            return [plain]
+        into = x if x in owned else f"{x} if {x}.base is None else None"
+        written = f"{lhs(step)} = {f}({', '.join(operands)}, out={into})"
+        if not uf.binary:
+            return [written]
+        return ["try:", "    " + written, "except ValueError:  # Y broadcasts X to a bigger shape",
+                "    " + plain]
+
+    def after(pos, step, frees):
+        if check is not None:
+            emit(pos, *(f"check({local(n)}, {pos}, {j})" for j, n in enumerate(step.writes)))
+        if profile:
+            emit(pos, "T.append(now())")
+        if frees:
+            emit(pos, "del " + ", ".join(local(n) for n in frees))
+
+    for lv, level in enumerate(plan.levels if pool is not None else [[p] for p in range(len(plan.steps))]):
+        steps = [(pos, plan.steps[pos]) for pos in level]
+        if len(steps) == 1:
+            pos, step = steps[0]
+            emit(pos, *call_lines(step))
+            for n in step.writes:
+                owned.discard(local(n))
+            if step.inline and step.outs[0] is not None:
+                owned.add(local(step.outs[0]))
+            after(pos, step, step.frees if pool is None else ())
+        else:  # independent steps of one level, through the pool
+            for j, (pos, step) in enumerate(steps):
+                emit(pos, f"f{j} = {call(step.fn, step.ins, submit=True)}")
+            for j, (pos, step) in enumerate(steps):
+                emit(pos, f"{lhs(step)} = f{j}.result()")
+                for n in step.writes:
+                    owned.discard(local(n))
+            for pos, step in steps:
+                after(pos, step, ())
+        if pool is not None and plan.level_frees[lv]:
+            emit(level[-1], "del " + ", ".join(local(n) for n in plan.level_frees[lv]))
+    result = "(" + "".join(local(n) + ", " for n in plan.outputs) + ")"
+    lines.append(f"    return {result}, T" if profile else f"    return {result}")
+    line_steps.append(None)
+    source = "\n".join(lines) + "\n"
+    if check is not None:
+        consts["check"] = check
+    if pool is not None:
+        consts["submit"] = pool.submit
+    return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts)
 
 
-def _chains(prev, step) -> bool:
-    """`step` inlines a ufunc written into its first input, which is `prev`'s inlined
-    output (dead after `step`: only a donated input is written into)."""
-    return (prev.ufunc is not None and step.ufunc is not None and step.ufunc[0].into_input
-            and step.ufunc[1] == prev.ufunc[3])
-
-
-class ChainFailure(Exception):
-    """A call of a chained step failed: `offset` says which of its steps."""
-
-    def __init__(self, offset: int, error: Exception):
-        super().__init__(offset, error)
-        self.offset, self.error = offset, error
-
-
-def _chain_step(steps):
-    """One run for consecutive inlined ufunc steps, each writing into the previous one's
-    output (so the values in between never enter the environment): one loop iteration and
-    one ufunc call per op, about the cost of the floor. A failure is raised as
-    ChainFailure with the failing step's offset, its input placed in the environment for
-    the error message."""
-    first, a = steps[0].ufunc[:2]
-    into = first.into_input
-    # per step: (ufunc, constant operand or None, second input or None, drop it after)
-    calls = tuple((call.ufunc, call.operand, b if call.binary else None, pop_b)
-                  for call, _, b, _, pop_b in (s.ufunc for s in steps))
-    inputs = [s.ufunc[1] for s in steps]
-    out = steps[-1].ufunc[3]
-
-    def step(env):
-        x = env.pop(a) if into else env[a]
-        target = x if into and x.base is None else None  # after the first call: x itself
-        call = None
-        try:
-            for call in calls:
-                f, k, name, pop = call
-                if name is None:
-                    x = f(x, out=target) if k is None else f(x, k, out=target)
-                else:
-                    y = env[name]
-                    try:
-                        x = f(x, y, out=target)
-                    except ValueError:  # y broadcasts x to a bigger shape
-                        x = f(x, y)
-                    if pop:
-                        del env[name]
-                target = x
-        except Exception as e:
-            offset = next(i for i, c in enumerate(calls) if c is call)
-            env[inputs[offset]] = x
-            raise ChainFailure(offset, e) from e
-        env[out] = x
-    return step
-
-
-def _bind_empty_inputs(fn, kdef, in_specs):
-    """Bind empty optional inputs (None) by keyword when they all come after the given
-    ones, so `scale(X)` is called as fn(x) and takes the fast path."""
-    first_empty = next((i for i, s in enumerate(in_specs) if s is None), len(in_specs))
-    if first_empty == len(in_specs) or any(s is not None for s in in_specs[first_empty:]):
-        return fn, in_specs
-    names = kdef.input_params()[first_empty:]
-    return functools.partial(fn, **{n: None for n in names}), in_specs[:first_empty]
+def _define(source: str, namespace: dict, name: str):
+    """The one place Keel turns text into code: `source` is written by `generate` from
+    generated identifiers and integers only (nothing read from a program file), and the
+    objects it uses come in through `namespace`, its globals."""
+    namespace = {"__builtins__": {"ValueError": ValueError}, **namespace}
+    exec(compile(source, f"<keel {name}>", "exec"), namespace)  # noqa: S102
+    return namespace[name]
 
 
 def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_source,
@@ -340,23 +290,17 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         if fast is not None:  # it takes the bound inputs only
             fn, in_specs, out_specs = fast, [s for s, p in zip(in_specs, present) if p is not None], out_specs[:1]
             clobbers = (first,) if donated else ()  # its buffer may be overwritten
-        else:
-            fn, in_specs = _bind_empty_inputs(fn, kdef, in_specs)
+        # a UfuncCall is made in the generated code when its result is surely an array
+        # (X declared with a rank; numpy gives a scalar for 0-d) and Y is one variable
+        inline = (isinstance(fn, UfuncCall) and _declared_rank(block, in_specs[0]) > 0
+                  and (not fn.binary or (len(in_specs) == 2 and isinstance(in_specs[1], str))))
         frees = tuple(n for n in frees_at.get(pos, ()) if n not in dead)
-        ufunc = None
-        if _inlinable(fn, in_specs, frees, block):
-            b = in_specs[1] if fn.binary else None
-            ufunc = (fn, in_specs[0], b, out_specs[0], b in frees)
-            # the concurrent runner's variant drops nothing (it frees per level)
-            step_fns = (_ufunc_step(*ufunc), _make_step(fn, in_specs, out_specs, ()))
-        else:
-            step_fns = (_make_step(fn, in_specs, out_specs, frees), _make_step(fn, in_specs, out_specs, ()))
         for n in reads:
             if n not in produced and n not in scope_reads:
                 scope_reads.append(n)
         produced.update(writes)
         p_writes.extend(n for n in writes if persistable(n) and n not in p_writes)
-        steps.append(Step(i, op, *step_fns, reads, writes, frees, ufunc, clobbers))
+        steps.append(Step(i, op, fn, in_specs, out_specs, reads, writes, frees, clobbers, inline))
 
     levels = _levels(steps)
     level_of = {pos: lv for lv, members in enumerate(levels) for pos in members}
@@ -370,7 +314,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             level_frees[lv].append(name)
     return Plan(steps, frozenset(feed_set), tuple(fetch_names), tuple(scope_reads), tuple(p_writes),
                 block, _feed_specs(block, feed_set), tuple(persistable(n) for n in fetch_names),
-                levels, level_frees)
+                levels, level_frees, not free_intermediates)
 
 
 def _declared_dtype(block, spec):

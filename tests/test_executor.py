@@ -519,16 +519,31 @@ def _sqrt_scale_log(factor):
     return p
 
 
+def _op_lines(source):
+    """plan_source's lines by op index (each line's `# op N` annotation)."""
+    by_op = {}
+    for line in source.splitlines():
+        if "  # op " in line:
+            code, note = line.split("  # op ", 1)
+            by_op.setdefault(int(note.split()[0]), []).append(code.strip())
+    return by_op
+
+
 def test_chained_ufunc_steps_run_as_one_and_a_failure_names_its_own_op():
-    """sqrt -> scale -> log on dead intermediates runs as one chained call of the serial
-    loop (plan.runs) and gives the ops' values; an error inside the chain still names the
-    op that failed, its index and its input's shape."""
+    """sqrt -> scale -> log on dead intermediates are each one direct ufunc call of the
+    generated function, written into the previous op's buffer, and give the ops' values;
+    an error inside the chain still names the op that failed, its index and its input's
+    shape."""
     exe = Executor()
     xv = np.array([[1.0, 2.0, 8.0]], np.float32)
     y, = exe.run(_sqrt_scale_log(3.0), feed={"x": xv}, fetch_list=["y"], scope=Scope())
     np.testing.assert_allclose(y, np.log(np.sqrt(xv * 2) * 3), rtol=1e-6)
-    plan = next(pl for entry in exe._plans.values() for pl in entry[2].values())
-    assert len(plan.steps) == 4 and plan.run_starts == [0, 1]            # sqrt, scale, log: one run
+    ops = _op_lines(exe.plan_source(_sqrt_scale_log(3.0), ["x"], ["y"]))
+    assert sorted(ops) == [0, 1, 2, 3] and "out=" not in ops[0][0]   # scale reads the feed
+    for i in (1, 2, 3):   # one call into its (owned, donated) input's buffer, then a del
+        target, call = ops[i][0].split(" = ")
+        assert ops[i][1:] == [f"del {call.split('(')[1].split(',')[0].rstrip(')')}"]
+        assert call.endswith(f"out={ops[i][1][4:]})")
     with np.errstate(invalid="raise"):
         with pytest.raises(ExecutionError, match=r"sqrt \(op 1\).*s\[1, 3\]"):
             exe.run(_sqrt_scale_log(3.0), feed={"x": -xv}, fetch_list=["y"], scope=Scope())
@@ -569,10 +584,13 @@ def test_binary_ufunc_steps_inline_chain_and_broadcast_like_the_kernels(dtype):
     np.testing.assert_array_equal(s, want_s)
     np.testing.assert_array_equal(o, want_o)
     assert o.dtype == dtype
-    # s is fetched, so the mul does not write into it: ops 1 and 2 are separate runs
-    plan = next(pl for entry in exe._plans.values() for pl in entry[2].values())
-    assert [st.ufunc is not None for st in plan.steps] == [False, True, True, True, True]
-    assert plan.run_starts == [0, 1, 2]  # scale reads a feed; add writes s (fetched); mul, sub, add chain
+    # s is fetched, so the mul does not write into it; the others are direct ufunc calls,
+    # into a donated X (a try for the one whose Y may broadcast X)
+    ops = _op_lines(exe.plan_source(p, ["x", "y", "r"], ["o", "s"]))
+    assert "out=" not in ops[0][0] and ops[1][0] == "try:" and "out=" in ops[1][1]
+    assert "out=" not in "".join(ops[2])
+    for i in (3, 4):
+        assert ops[i][0] == "try:" and "out=" in ops[i][1]
 
 
 def _reshape_transpose_program():
@@ -605,15 +623,11 @@ def test_reshape_and_transpose_of_dead_intermediates_are_views_and_unread_output
     np.testing.assert_array_equal(y, want_y)
     np.testing.assert_array_equal(z, np.maximum(t, 0))
     np.testing.assert_array_equal(w, want_y * 2)
-    plan = next(pl for entry in exe._plans.values() for pl in entry[2].values())
-    env = {"x": xv}
-    plan.steps[0].run(env)           # scale
-    t_buffer = env["t"]
-    for step in plan.steps[1:4]:     # relu, reshape2, transpose2
-        step.run(env)
-    assert "xs" not in env and "r" not in env                # XShape unmade; r dropped after its use
-    u = env["u"]
-    assert np.shares_memory(u, t_buffer) and not u.flags.c_contiguous   # a strided view of t
+    u, = Executor().run(_reshape_transpose_program(), feed={"x": xv}, fetch_list=["u"], scope=Scope())
+    assert u.base is not None and not u.flags.c_contiguous   # a strided view (of t's buffer)
+    ops = _op_lines(exe.plan_source(_reshape_transpose_program(), ["x"], ["y", "z", "w"]))
+    assert ops[2][0].split(" = ")[0].count("v") == 1   # reshape2 binds Out only: XShape unmade
+    assert ops[2][1].startswith("del ")                 # t dropped after its last reader
     # XShape fetched: made (shape [0] + X's shape); X read afterwards (fetched): Out is a copy
     xs, = Executor().run(_reshape_transpose_program(), feed={"x": xv}, fetch_list=["xs"], scope=Scope())
     assert xs.shape == (0, 2, 6)
