@@ -129,9 +129,10 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         return "[" + ", ".join(map(local, spec)) + "]" if isinstance(spec, list) else local(spec)
 
     def target(spec):
-        if isinstance(spec, list):
+        if isinstance(spec, list) and any(n is not None for n in spec):
             return "[" + ", ".join("_" if n is None else local(n) for n in spec) + "]"
-        return "_" if spec is None else local(spec)
+        # nothing of this slot is bound: the kernel may return None for it (its `need`)
+        return "_" if spec is None or isinstance(spec, list) else local(spec)
 
     def lhs(step):
         return ", ".join(map(target, step.outs))

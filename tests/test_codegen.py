@@ -183,3 +183,22 @@ def test_a_kernel_error_through_the_pool_names_its_op():
         exe.run(p, feed={"x": np.ones((2, 3), np.float32), "y": np.ones((2, 2), np.float32)},
                 fetch_list=["d"], scope=Scope())
     exe.close()
+
+
+def test_a_duplicable_output_slot_nothing_reads_may_come_back_as_none():
+    """einsum's kernel returns None for InnerCache and XShape when its `need` leaves them out:
+    the generated line does not unpack them."""
+    p = pg.Program()
+    b = p.global_block()
+    b.create_var("a", [2, 3], need_check_feed=True)
+    b.create_var("c", [3, 4], need_check_feed=True)
+    for n in ("o", "x0", "x1", "i0", "i1"):
+        b.create_var(n)
+    b.append_op("einsum", {"Operands": ["a", "c"]}, {"Out": ["o"], "InnerCache": ["i0", "i1"], "XShape": ["x0", "x1"]},
+                {"equation": "ij,jk->ik"})
+    a, c = np.ones((2, 3), np.float32), np.arange(12, dtype=np.float32).reshape(3, 4)
+    exe = Executor()
+    out, = exe.run(p, feed={"a": a, "c": c}, fetch_list=["o"])
+    np.testing.assert_array_equal(out, a @ c)
+    out, x0 = exe.run(p, feed={"a": a, "c": c}, fetch_list=["o", "x0"])
+    np.testing.assert_array_equal(x0, a)
