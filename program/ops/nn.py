@@ -167,6 +167,38 @@ define("depthwise_conv2d", inputs=["Input", "Filter"], outputs=["Output"], attrs
 
 
 # -- conv2d_transpose ------------------------------------------------------------------------
+def transpose_output_dims(ctx, spatial, ksize, strides, pads, dil, x, w) -> list[int]:
+    """The spatial output dims of a transposed convolution (any rank): (d - 1) * stride -
+    pads + dilation * (k - 1) + 1, or the `output_size` attribute (which must lie in
+    [that, that + stride)), or that plus `output_padding`; -1 where unknown."""
+    rank = len(spatial)
+    output_size, output_padding = list(ctx.attr("output_size")), list(ctx.attr("output_padding"))
+    for name, v in (("output_size", output_size), ("output_padding", output_padding)):
+        if v and len(v) != rank:
+            _attr_fail(ctx, f"{name} must have {rank} values, got {v}")
+    out = []
+    for i in range(rank):
+        d, k = spatial[i], ksize[i]
+        base = -1
+        if d >= 0 and k >= 0:
+            base = (d - 1) * strides[i] - pads[2 * i] - pads[2 * i + 1] + dil[i] * (k - 1) + 1
+            if base <= 0:
+                ctx.fail(f"output spatial dim {i} would be {base}: Input {x}, Filter {w}")
+        if output_size:
+            if base >= 0 and not base <= output_size[i] < base + strides[i]:
+                ctx.fail(f"output_size[{i}] = {output_size[i]} must be in [{base}, "
+                         f"{base + strides[i]}) for Input {x}, Filter {w}")
+            out.append(output_size[i])
+        elif output_padding:
+            if not 0 <= output_padding[i] < max(strides[i], dil[i]):
+                _attr_fail(ctx, f"output_padding[{i}] = {output_padding[i]} must be in "
+                                f"[0, max(stride, dilation)) = [0, {max(strides[i], dil[i])})")
+            out.append(base + output_padding[i] if base >= 0 else -1)
+        else:
+            out.append(base)
+    return out
+
+
 def _infer_conv2d_transpose(ctx):
     x, w, dtype, last, groups, strides, dilations, in_c = _conv_inputs(
         ctx, "in_channels, out_channels/groups, kh, kw")
@@ -178,31 +210,7 @@ def _infer_conv2d_transpose(ctx):
     ksize = list(w.shape[2:4])
     pads, dil = _resolve_padding(ctx, spatial, ksize, strides, ctx.attr("paddings"), dilations,
                                  ctx.attr("padding_algorithm"))
-    output_size, output_padding = list(ctx.attr("output_size")), list(ctx.attr("output_padding"))
-    if output_size and len(output_size) != 2:
-        _attr_fail(ctx, f"output_size must have 2 values, got {output_size}")
-    if output_padding and len(output_padding) != 2:
-        _attr_fail(ctx, f"output_padding must have 2 values, got {output_padding}")
-    out_hw = []
-    for i in range(2):
-        d, k = spatial[i], ksize[i]
-        base = -1
-        if d >= 0 and k >= 0:
-            base = (d - 1) * strides[i] - pads[2 * i] - pads[2 * i + 1] + dil[i] * (k - 1) + 1
-            if base <= 0:
-                ctx.fail(f"output spatial dim {i} would be {base}: Input {x}, Filter {w}")
-        if output_size:
-            if base >= 0 and not base <= output_size[i] < base + strides[i]:
-                ctx.fail(f"output_size[{i}] = {output_size[i]} must be in [{base}, "
-                         f"{base + strides[i]}) for Input {x}, Filter {w}")
-            out_hw.append(output_size[i])
-        elif output_padding:
-            if not 0 <= output_padding[i] < max(strides[i], dil[i]):
-                _attr_fail(ctx, f"output_padding[{i}] = {output_padding[i]} must be in "
-                                f"[0, max(stride, dilation)) = [0, {max(strides[i], dil[i])})")
-            out_hw.append(base + output_padding[i] if base >= 0 else -1)
-        else:
-            out_hw.append(base)
+    out_hw = transpose_output_dims(ctx, spatial, ksize, strides, pads, dil, x, w)
     n = x.shape[0]
     shape = [n, *out_hw, out_c] if last else [n, out_c, *out_hw]
     ctx.set_output("Output", shape, dtype)

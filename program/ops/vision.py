@@ -11,7 +11,7 @@ layout helpers are nn.py's, written for any number of spatial dims.
 from __future__ import annotations
 
 from program.ops.infer import dims_match
-from program.ops.nn import (_IS_TEST, _attr_fail, _channel_last, _check_positive, _conv_out, _int_list,
+from program.ops.nn import (_IS_TEST, transpose_output_dims, _attr_fail, _channel_last, _check_positive, _conv_out, _int_list,
                             _require_rank, _resolve_padding)
 from program.ops.registry import BOOL, INT, INTS, STRING, define, grad_op, opt
 from proto import pb
@@ -94,30 +94,7 @@ def _infer_conv3d_transpose(ctx):
     spatial, ksize = _spatial(x.shape, last, 3), list(w.shape[2:])
     pads, dil = _resolve_padding(ctx, spatial, ksize, strides, ctx.attr("paddings"), dilations,
                                  ctx.attr("padding_algorithm"))
-    output_size, output_padding = list(ctx.attr("output_size")), list(ctx.attr("output_padding"))
-    for name, v in (("output_size", output_size), ("output_padding", output_padding)):
-        if v and len(v) != 3:
-            _attr_fail(ctx, f"{name} must have 3 values, got {v}")
-    out = []
-    for i in range(3):
-        d, k = spatial[i], ksize[i]
-        base = -1
-        if d >= 0 and k >= 0:
-            base = (d - 1) * strides[i] - pads[2 * i] - pads[2 * i + 1] + dil[i] * (k - 1) + 1
-            if base <= 0:
-                ctx.fail(f"output spatial dim {i} would be {base}: Input {x}, Filter {w}")
-        if output_size:
-            if base >= 0 and not base <= output_size[i] < base + strides[i]:
-                ctx.fail(f"output_size[{i}] = {output_size[i]} must be in [{base}, {base + strides[i]}) "
-                         f"for Input {x}, Filter {w}")
-            out.append(output_size[i])
-        elif output_padding:
-            if not 0 <= output_padding[i] < max(strides[i], dil[i]):
-                _attr_fail(ctx, f"output_padding[{i}] = {output_padding[i]} must be in "
-                                f"[0, max(stride, dilation)) = [0, {max(strides[i], dil[i])})")
-            out.append(base + output_padding[i] if base >= 0 else -1)
-        else:
-            out.append(base)
+    out = transpose_output_dims(ctx, spatial, ksize, strides, pads, dil, x, w)
     ctx.set_output("Output", _layout(x.shape, x.shape[0], out_c, out, last), dtype)
 
 
