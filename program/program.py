@@ -15,6 +15,35 @@ from proto import pb
 FILE_VERSION = 3003001
 
 
+def block_structure_problems(parents: list[int]) -> list[str]:
+    """What is wrong with a program's block tree, given each block's `parent_idx`: block 0
+    must have no parent (-1); every other block's parent must be another existing block,
+    and following parents from any block must reach block 0 (no cycle)."""
+    problems = []
+    n = len(parents)
+    if n and parents[0] != -1:
+        problems.append(f"block 0 is the global block and has no parent, but its parent_idx is {parents[0]}")
+    for idx in range(1, n):
+        parent = parents[idx]
+        if parent == idx:
+            problems.append(f"block {idx} is its own parent")
+        elif not 0 <= parent < n:
+            problems.append(f"block {idx} has parent {parent}, which does not exist "
+                            f"(the program has blocks 0..{n - 1})")
+    if problems:
+        return problems
+    for idx in range(1, n):
+        chain = [idx]
+        while chain[-1] != 0:
+            nxt = parents[chain[-1]]
+            if nxt in chain:
+                problems.append(f"the parents of block {idx} form a cycle: "
+                                + " -> ".join(map(str, chain + [nxt])))
+                break
+            chain.append(nxt)
+    return problems
+
+
 class Program:
     """A list of blocks; block 0 is global. Python objects are views over protobuf messages
     kept verbatim, so `Program.parse_from_string(p.serialize_to_string()) == p` always holds
@@ -128,9 +157,11 @@ class Program:
                 block._adopt_op(o)
         if not prog.blocks:
             raise ParseError(f"{source}: the program has no blocks")
-        for b in prog.blocks:
-            if b.parent_idx >= len(prog.blocks) or (b.idx > 0 and not 0 <= b.parent_idx < len(prog.blocks)):
-                raise ParseError(f"{source}: block {b.idx} has parent {b.parent_idx}, which does not exist")
+        problems = block_structure_problems([b.parent_idx for b in prog.blocks])
+        if problems:
+            # Nothing may walk the blocks before this holds: a parent cycle would loop forever.
+            raise ParseError(f"{source}: the program's blocks do not form a tree rooted at block 0:\n  - "
+                             + "\n  - ".join(problems))
         if verify:
             from program.verify import verify_program
             verify_program(prog, source=source)
