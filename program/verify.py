@@ -46,8 +46,12 @@ def program_problems(program) -> list[str]:
                 continue
             problems.extend(f"{where}: {p}" for p in legacy.legacy_problems(op, opdef))
             for slot in opdef.inputs:
-                if not slot.dispensable and not op.input(slot.name):
+                if not slot.dispensable and not [n for n in op.input(slot.name) if n not in _PLACEHOLDERS]:
                     problems.append(f"{where}: missing required input {slot.name!r}")
+            # the main result (the first output slot); side outputs may be stripped from files
+            main = opdef.outputs[0] if opdef.outputs else None
+            if main is not None and not main.dispensable and not main.intermediate and not op.output(main.name):
+                problems.append(f"{where}: missing required output {main.name!r}")
             for name in op.attrs:
                 spec = opdef.attr_spec(name)
                 if spec is None and name in registry.RUNTIME_EXTRA_ATTRS:

@@ -106,6 +106,20 @@ class Unless:
 
 
 @dataclass(frozen=True)
+class NumberText:
+    """A number written as text (fill_constant's `str_value`), or empty."""
+
+    def check(self, value, ctx) -> str | None:
+        if value == "":
+            return None
+        try:
+            float(value)
+        except ValueError:
+            return "allowed: '' or a number written as text ('1.5', 'inf', '-3')"
+        return None
+
+
+@dataclass(frozen=True)
 class Floats:
     lo: float | None = None
     hi: float | None = None
@@ -348,7 +362,7 @@ RULES: dict[str, dict[str, object]] = {
     "reduce_prod": _REDUCE, "reduce_all": _REDUCE, "reduce_any": _REDUCE,
     "cast": {"in_dtype": DType(), "out_dtype": DType()},
     "fill_any_like": {"dtype": DType(unset=True)},
-    "fill_constant": _RANDOM,
+    "fill_constant": {**_RANDOM, "str_value": NumberText()},
     "uniform_random": _RANDOM,
     "gaussian_random": _RANDOM,
     "truncated_gaussian_random": _RANDOM,

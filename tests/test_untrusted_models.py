@@ -373,3 +373,50 @@ def test_a_damaged_random_state_leaves_the_scope_unchanged(checkpoint):
     with pytest.raises(CheckpointError, match="cannot restore the random state"):
         load_checkpoint(path, main, Executor(), scope)
     assert not any(scope.find_var(v.name) is not None for v in main.list_vars() if v.persistable)
+
+
+# -- loading never runs code -------------------------------------------------------------------
+LOADERS = ["program/io", "program/program.py", "program/legacy.py", "program/verify.py",
+           "program/verify_rules.py", "program/attrs.py", "executor/checkpoint.py", "executor/inference.py"]
+
+
+def test_loaders_hold_no_pickle_eval_or_exec():
+    root = Path(__file__).resolve().parent.parent
+    files = [p for entry in LOADERS for p in ((root / entry).rglob("*.py") if (root / entry).is_dir()
+                                              else [root / entry])]
+    assert len(files) >= 10
+    found = []
+    for path in files:
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if any(bad in code for bad in ("import pickle", "pickle.load", "eval(", "exec(", "allow_pickle=True",
+                                           "__import__(", "importlib")):
+                found.append(f"{path.relative_to(root)}:{lineno}: {line.strip()}")
+    assert not found, found
+
+
+# -- found by the fuzzing campaign -------------------------------------------------------------
+def test_a_required_input_given_only_as_the_empty_placeholder_is_missing(tmp_path):
+    desc = desc_of("mlp_fc")
+    add = first(desc, "elementwise_add")
+    add.inputs[[s.parameter for s in add.inputs].index("X")].arguments[0] = "@EMPTY@"
+    assert "block 0 op 2 (elementwise_add): missing required input 'X'" in refusal(tmp_path, desc)
+
+
+def test_fill_constant_str_value_must_be_a_number():
+    prog = _constant_program("fill_constant", [2, 2])
+    op = prog.global_block().ops[0]
+    op.desc.attrs[[a.name for a in op.desc.attrs].index("str_value")].s = "bogus"
+    op._cache = None
+    with pytest.raises(UnsupportedProgramError, match=r"attribute 'str_value' = 'bogus' allowed: '' or a number"):
+        pg.Program.parse_from_string(prog.serialize_to_string())
+
+
+def test_a_legacy_fused_op_without_its_output_is_refused_not_lowered(tmp_path):
+    desc = desc_of("lenet")
+    conv = first(desc, "conv2d")
+    a = conv.attrs.add()
+    a.name, a.type, a.s = "fuse_activation", A.STRING, "relu"
+    del conv.outputs[[s.parameter for s in conv.outputs].index("Output")]
+    text = refusal(tmp_path, desc, "lenet")
+    assert "block 0 op 1 (conv2d): missing required output 'Output'" in text
