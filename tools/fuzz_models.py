@@ -501,7 +501,7 @@ def mutate_params(rng, data: bytes) -> bytes:
     if r < 0.4 and len(tdesc.dims):
         tdesc.dims[rng.randrange(len(tdesc.dims))] = _pick(rng, INTERESTING_INTS)
     elif r < 0.6:
-        tdesc.data_type = _pick(rng, [0, 1, 2, 3, 4, 5, 6, 20, 21, 22, 99])
+        tdesc.data_type = _pick(rng, [0, 1, 2, 3, 4, 5, 6, 7, 20, 21, 22, 23])
     elif r < 0.8:
         return data[:dstart] + data[dstart + rng.randrange(max(dend - dstart, 1)):]
     else:
@@ -564,6 +564,19 @@ def mutate_checkpoint(rng, data: bytes) -> bytes:
 def make_case(seed: int, index: int, corpus: list[dict]) -> dict:
     rng = random.Random(seed * 1_000_003 + index)
     base = corpus[rng.randrange(len(corpus))]
+    try:
+        return _make_case(rng, base, index)
+    except Exception:  # noqa: BLE001 - a mutator that cannot apply: fall back to bytes
+        rng = random.Random(seed * 1_000_003 + index)
+        case = {"seed": base, "index": index, "ir_optim": True}
+        if base["kind"] == "checkpoint":
+            case["data"] = mutate_bytes(rng, base["data"])
+        else:
+            case["model"], case["params"] = mutate_bytes(rng, base["model"]), base.get("params")
+        return case
+
+
+def _make_case(rng, base, index) -> dict:
     case = {"seed": base, "index": index}
     if base["kind"] == "checkpoint":
         case["data"] = mutate_checkpoint(rng, base["data"])
