@@ -44,6 +44,37 @@ def block_structure_problems(parents: list[int]) -> list[str]:
     return problems
 
 
+def _non_text_fields(desc) -> list[str]:
+    """Where a string field of the message holds bytes that are not UTF-8 (protobuf's
+    Python runtime then returns `bytes`, which no name lookup or sort expects)."""
+    found = []
+
+    def check(value, where):
+        if isinstance(value, bytes):
+            found.append(f"{where} {value[:40]!r}")
+
+    for pair in desc.op_version_map.pair:
+        check(pair.op_name, "op_version_map op_name")
+    for b, block in enumerate(desc.blocks):
+        for var in block.vars:
+            check(var.name, f"block {b} variable name")
+        for i, op in enumerate(block.ops):
+            where = f"block {b} op {i}"
+            check(op.type, f"{where} type")
+            for slots in (op.inputs, op.outputs):
+                for slot in slots:
+                    check(slot.parameter, f"{where} slot name")
+                    for arg in slot.arguments:
+                        check(arg, f"{where} slot {slot.parameter!r} argument")
+            for a in op.attrs:
+                check(a.name, f"{where} attribute name")
+                check(a.s, f"{where} attribute {a.name!r}")
+                check(a.var_name, f"{where} attribute {a.name!r}")
+                for text in list(a.strings) + list(a.vars_name):
+                    check(text, f"{where} attribute {a.name!r}")
+    return found
+
+
 class Program:
     """A list of blocks; block 0 is global. Python objects are views over protobuf messages
     kept verbatim, so `Program.parse_from_string(p.serialize_to_string()) == p` always holds
@@ -126,6 +157,10 @@ class Program:
     def from_desc(cls, desc: pb.ProgramDesc, *, verify: bool = True, source: str = "program") -> "Program":
         """Wrap a ProgramDesc (copied, then kept verbatim). With `verify`, check that every
         op is known and every variable defined, reporting all problems at once."""
+        bad_text = _non_text_fields(desc)
+        if bad_text:
+            raise ParseError(f"{source} is not a valid program file: text fields that are not UTF-8 "
+                             f"({len(bad_text)}): {', '.join(bad_text[:5])}{' ...' if len(bad_text) > 5 else ''}")
         prog = cls.__new__(cls)
         prog.header = pb.ProgramDesc()
         prog.header.CopyFrom(desc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from program import attrs as attr_codec
 from program import dtypes, legacy, limits, verify_rules
-from program.errors import UnsupportedProgramError
+from program.errors import KeelError, UnsupportedProgramError
 from program.ops import registry
 from proto import pb
 
@@ -213,6 +213,47 @@ _EQUIVALENT = [{attr_codec.A.INT, attr_codec.A.LONG}, {attr_codec.A.INTS, attr_c
 
 def _compatible(expected: int, found: int | None) -> bool:
     return any(expected in group and found in group for group in _EQUIVALENT)
+
+
+def shape_problems(program, values: dict | None = None) -> list[str]:
+    """Each op of block 0, in order, through its own shape rule, starting from the declared
+    shapes of the feeds and the real shapes of the parameters (`values`: name -> array, as
+    loaded): what a kernel would refuse at run time on shapes alone (a weight that does not
+    fit its input, a reshape to another size, a concat of mismatched parts) is named at load
+    instead. Works on a copy; the program is not changed."""
+    from program.ops.infer import InferContext, VarInfo
+    from program.program import Program
+
+    copy = Program.from_desc(program.to_desc(), verify=False)
+    block = copy.global_block()
+    for name, value in (values or {}).items():
+        var = block.vars.get(name)
+        if var is not None and var.shape is not None and hasattr(value, "shape"):
+            var.shape = tuple(value.shape)
+
+    def lookup(name):
+        v = block.var(name)
+        return VarInfo(name, tuple(v.shape or ()), v.dtype)
+
+    def set_var(name, shape, dtype):
+        v = block.var(name)
+        v.shape, v.dtype = shape, dtype
+
+    problems = []
+    for i, op in enumerate(block.ops):
+        opdef = registry.lookup(op.type)
+        if opdef is None or opdef.infer is None or op.type in (_FEED, _FETCH):
+            continue
+        inputs = {slot: [n for n in names if n not in _PLACEHOLDERS] for slot, names in op.inputs.items()}
+        try:
+            attrs = {**opdef.default_attrs(), **op.attrs}  # a file may rely on the defaults
+            opdef.infer(InferContext(op.type, inputs, op.outputs, attrs, lookup, set_var, None))
+        except KeelError as e:
+            problems.append(f"block 0 op {i} ({op.type}): {getattr(e, 'reason', e)}")
+        except Exception as e:  # noqa: BLE001 - a shape rule meeting shapes no builder makes
+            problems.append(f"block 0 op {i} ({op.type}): its inputs' shapes cannot be used "
+                            f"({type(e).__name__}: {e})")
+    return problems
 
 
 def verify_program(program, source: str = "program") -> None:

@@ -420,3 +420,28 @@ def test_a_legacy_fused_op_without_its_output_is_refused_not_lowered(tmp_path):
     del conv.outputs[[s.parameter for s in conv.outputs].index("Output")]
     text = refusal(tmp_path, desc, "lenet")
     assert "block 0 op 1 (conv2d): missing required output 'Output'" in text
+
+
+def test_a_name_that_is_not_utf8_is_a_parse_error(tmp_path):
+    data = bytearray((FIXTURES / "mlp_fc.pdmodel").read_bytes())
+    at = data.index(b"elementwise_add")
+    data[at + 7] = 0xFF
+    model = tmp_path / "m.pdmodel"
+    model.write_bytes(bytes(data))
+    with pytest.raises(ParseError, match=r"text fields that are not UTF-8 \(1\): block 0 op \d type "
+                                         r"b'element\\xffise_add'"):
+        pg.io.load_program(model)
+
+
+def test_shapes_that_could_only_fail_at_run_time_are_refused_at_load(tmp_path):
+    desc = desc_of("lenet")
+    attr(first(desc, "reshape2"), "shape").ints[:] = [1, 4, 1, 7]
+    text = refusal(tmp_path, desc, "lenet")
+    assert "(reshape2): " in text and "[1, 4, 1, 7]" in text
+
+
+def test_a_weight_that_does_not_fit_its_input_is_refused_at_load(tmp_path):
+    desc = desc_of("mlp_fc")
+    mul = [op for op in desc.blocks[0].ops if op.type == "mul"][1]
+    mul.inputs[[s.parameter for s in mul.inputs].index("Y")].arguments[0] = "fc_0.w_0"  # [16, 32]; X is [?, 32]
+    assert "block 0 op 4 (mul): " in refusal(tmp_path, desc)
