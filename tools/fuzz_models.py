@@ -27,7 +27,9 @@ traceback and `--save-dir` writes its files.
     python tools/fuzz_models.py --cases 20000 --seed 2026 --jobs 2      # a campaign
     python tools/fuzz_models.py --seed 2026 --reproduce 1234 --save-dir case1234
 
-Exit status 1 when any case ends raw, hang, oom or crash.
+Workers run with KEEL_MAX_TENSOR_BYTES=256 MiB unless the environment sets it (Keel's
+load-time limit on a tensor an attribute sizes; SECURITY.md) and --memory-mb of address
+space. Exit status 1 when any case ends raw, hang, oom or crash.
 """
 from __future__ import annotations
 
@@ -51,6 +53,9 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread per worker, before numpy
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Keel's per-tensor limit (program/limits.py) well under the worker's memory limit, so a
+# permitted tensor and its neighbours fit: an out-of-memory is then a real finding.
+os.environ.setdefault("KEEL_MAX_TENSOR_BYTES", str(256 << 20))
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
