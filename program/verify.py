@@ -48,6 +48,13 @@ def program_problems(program) -> list[str]:
             for slot in opdef.inputs:
                 if not slot.dispensable and not [n for n in op.input(slot.name) if n not in _PLACEHOLDERS]:
                     problems.append(f"{where}: missing required input {slot.name!r}")
+            for slot in opdef.outputs:  # scratch outputs are not kept between runs
+                if slot.intermediate or slot.name in _SCRATCH_OUTPUTS:
+                    for name in op.output(slot.name):
+                        var = block.find_var(name)
+                        if var is not None and var.persistable:
+                            problems.append(f"{where}: output {slot.name!r} is persistable variable {name!r}; "
+                                            f"allowed: a temporary variable ({slot.name} is scratch data)")
             # the main result (the first output slot); side outputs may be stripped from files
             main = opdef.outputs[0] if opdef.outputs else None
             if main is not None and not main.dispensable and not main.intermediate and not op.output(main.name):
@@ -73,6 +80,10 @@ def program_problems(program) -> list[str]:
                            f"{', '.join(places[:8])}{' ...' if len(places) > 8 else ''}")
     return problems
 
+
+# Outputs holding a kernel's scratch data, besides the intermediate (`side`) slots: no
+# kernel keeps them, so a persistable variable there would be saved and fetched unset.
+_SCRATCH_OUTPUTS = {"ReserveSpace"}
 
 # Var kinds whose values are tensors; ops other than feed/fetch take and make only these.
 _TENSOR_TYPES = {pb.VarType.DENSE_TENSOR, pb.VarType.DENSE_TENSOR_ARRAY, pb.VarType.SELECTED_ROWS}

@@ -445,3 +445,15 @@ def test_a_weight_that_does_not_fit_its_input_is_refused_at_load(tmp_path):
     mul = [op for op in desc.blocks[0].ops if op.type == "mul"][1]
     mul.inputs[[s.parameter for s in mul.inputs].index("Y")].arguments[0] = "fc_0.w_0"  # [16, 32]; X is [?, 32]
     assert "block 0 op 4 (mul): " in refusal(tmp_path, desc)
+
+
+def test_a_persistable_scratch_output_is_refused():
+    desc = pb.ProgramDesc()
+    desc.ParseFromString((FIXTURES / "convbn_adam.train.pdmodel").read_bytes())
+    bn = first(desc, "batch_norm")
+    name = bn.outputs[[s.parameter for s in bn.outputs].index("ReserveSpace")].arguments[0]
+    next(v for v in desc.blocks[0].vars if v.name == name).persistable = True
+    with pytest.raises(UnsupportedProgramError) as info:
+        pg.Program.parse_from_string(desc.SerializeToString())
+    assert (f"(batch_norm): output 'ReserveSpace' is persistable variable {name!r}; allowed: a temporary "
+            f"variable (ReserveSpace is scratch data)") in str(info.value)
