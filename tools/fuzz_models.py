@@ -728,8 +728,13 @@ def campaign(args) -> dict:
     counts: Counter = Counter()
     findings = []
     running: dict[int, tuple] = {}
-    next_index = args.start
-    end = args.start + args.cases
+    indices = list(range(args.start, args.start + args.cases))
+    if args.rerun:  # the cases of an earlier campaign's log that did not end ran or clean
+        with open(args.rerun) as f:
+            indices = sorted({r["index"] for r in map(json.loads, f) if r["outcome"] not in ("ran", "clean")})
+        args.cases = len(indices)
+    pending = iter(indices)
+    next_index = next(pending, None)
     started = time.time()
     log = open(args.log, "a") if args.log else None
 
@@ -768,10 +773,10 @@ def campaign(args) -> dict:
             if args.verbose:
                 print(json.dumps(result)[:2000], flush=True)
 
-    while next_index < end or running:
-        while next_index < end and len(running) < args.jobs:
+    while next_index is not None or running:
+        while next_index is not None and len(running) < args.jobs:
             launch(next_index)
-            next_index += 1
+            next_index = next(pending, None)
         for pid, (index, name, r, t0, buf) in list(running.items()):
             try:  # drain pipes so a large result never blocks the child
                 while True:
@@ -833,6 +838,8 @@ def main(argv=None) -> int:
     parser.add_argument("--progress", type=int, default=0, help="print counts every N cases")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--verbose", action="store_true", help="print each finding as it happens")
+    parser.add_argument("--rerun", metavar="LOG",
+                        help="run again (same --seed) the cases of a --log file that did not end ran or clean")
     parser.add_argument("--reproduce", type=int, help="replay case N in this process, with its traceback")
     parser.add_argument("--save-dir", help="with --reproduce: where to write the case's files")
     args = parser.parse_args(argv)
