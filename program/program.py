@@ -224,8 +224,15 @@ class Program:
         prog = cls.from_desc(desc, verify=False, source=source)
         prog.upgrade_notes = legacy.upgrade_program(prog, source)
         if verify:
-            from program.verify import verify_program
+            from program.verify import shape_problems, verify_program
             verify_program(prog, source=source)
+            # every op's shape rule on the declared shapes: what a kernel would refuse on
+            # shapes alone is named now (load_inference_model checks again with the
+            # parameters' real shapes)
+            problems = shape_problems(prog)
+            if problems:
+                from program.errors import UnsupportedProgramError
+                raise UnsupportedProgramError(problems, source)
         return prog
 
     def clone(self, for_test: bool = False) -> "Program":

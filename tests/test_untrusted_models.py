@@ -457,3 +457,16 @@ def test_a_persistable_scratch_output_is_refused():
         pg.Program.parse_from_string(desc.SerializeToString())
     assert (f"(batch_norm): output 'ReserveSpace' is persistable variable {name!r}; allowed: a temporary "
             f"variable (ReserveSpace is scratch data)") in str(info.value)
+
+
+def test_a_training_program_whose_shapes_disagree_is_refused_at_parse():
+    desc = pb.ProgramDesc()
+    desc.ParseFromString((FIXTURES / "mlp_sgd.train.pdmodel").read_bytes())
+    block = desc.blocks[0]
+    mul = next(op for op in block.ops if op.type in ("mul", "matmul_v2"))
+    w = mul.inputs[[s.parameter for s in mul.inputs].index("Y")].arguments[0]
+    var = next(v for v in block.vars if v.name == w)
+    var.type.dense_tensor.tensor.dims[0] += 1  # the weight no longer fits its input
+    with pytest.raises(UnsupportedProgramError) as info:
+        pg.Program.parse_from_string(desc.SerializeToString())
+    assert f"block 0 op {list(block.ops).index(mul)} ({mul.type}): " in str(info.value)
