@@ -119,20 +119,22 @@ def _var_problems(program) -> list[str]:
                         if var is None:
                             continue
                         wanted = _wanted_type(op.type, kind)
-                        if (var.type != wanted) if wanted is not None else (var.type not in _TENSOR_TYPES):
-                            what = pb.VarType.Type.Name(wanted) if wanted is not None else "a tensor"
+                        if var.type != wanted:
+                            what = pb.VarType.Type.Name(wanted)
                             problems.append(f"{where}: {kind} {slot!r} is variable {name!r} of kind "
                                             f"{pb.VarType.Type.Name(var.type)}; allowed: {what}")
     return problems
 
 
-def _wanted_type(op_type: str, kind: str) -> int | None:
-    """The var kind a feed op reads and a fetch op writes; None: any tensor kind."""
+def _wanted_type(op_type: str, kind: str) -> int:
+    """The var kind an op argument must have: the feed list for a feed op's input, the
+    fetch list for a fetch op's output, else a dense tensor (the only kind Keel's kernels
+    take and make, and the only kind a parameter file holds)."""
     if op_type == _FEED and kind == "input":
         return pb.VarType.FEED_MINIBATCH
     if op_type == _FETCH and kind == "output":
         return pb.VarType.FETCH_LIST
-    return None
+    return pb.VarType.DENSE_TENSOR
 
 
 def _attr_entry_problems(op, block, program, where) -> list[str]:

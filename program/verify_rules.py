@@ -476,6 +476,19 @@ SHAPE_RULES: dict[str, tuple] = {
 }
 
 
+# A gradient op carries its forward op's attributes and reads its inputs (X, Input, Filter)
+# under the same slot names: the same ranges, shape agreements and sizes hold for it.
+_MIRRORED = ("conv2d", "depthwise_conv2d", "conv2d_transpose", "pool2d", "mul", "matmul", "batch_norm",
+             "layer_norm", "group_norm", "softmax", "log_softmax", "flatten_contiguous_range", "transpose2",
+             "cumsum", "gather", "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
+             "elementwise_max", "elementwise_min", "elementwise_pow", "pad", "pad3d", "expand_v2", "tile",
+             "bilinear_interp_v2", "nearest_interp_v2", "lrn", "pixel_shuffle", "dropout")
+for _op in _MIRRORED:
+    for _table in (RULES, ALLOC_RULES, SHAPE_RULES):
+        if _op in _table:
+            _table.setdefault(_op + "_grad", _table[_op])
+
+
 def op_problems(op, block, where: str) -> list[str]:
     """Every attribute value of `op` out of its range, as 'where: attribute ...' lines."""
     table = RULES.get(op.type)

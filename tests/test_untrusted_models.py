@@ -133,7 +133,7 @@ def test_feed_columns_must_be_distinct(tmp_path):
 def test_an_op_reading_a_feed_list_variable_is_refused(tmp_path):
     desc = desc_of("mlp_fc")
     first(desc, "relu").inputs[0].arguments[0] = "feed"
-    assert ("block 0 op 3 (relu): input 'X' is variable 'feed' of kind FEED_MINIBATCH; allowed: a tensor"
+    assert ("block 0 op 3 (relu): input 'X' is variable 'feed' of kind FEED_MINIBATCH; allowed: DENSE_TENSOR"
             in refusal(tmp_path, desc))
 
 
@@ -470,3 +470,22 @@ def test_a_training_program_whose_shapes_disagree_is_refused_at_parse():
     with pytest.raises(UnsupportedProgramError) as info:
         pg.Program.parse_from_string(desc.SerializeToString())
     assert f"block 0 op {list(block.ops).index(mul)} ({mul.type}): " in str(info.value)
+
+
+def test_a_parameter_of_another_kind_than_dense_tensor_is_refused(tmp_path):
+    desc = desc_of("mlp_fc")
+    var = next(v for v in desc.blocks[0].vars if v.name == "fc_0.b_0")
+    var.type.type = pb.VarType.SELECTED_ROWS  # not in the parameter file's list: it would never be loaded
+    assert ("block 0 op 2 (elementwise_add): input 'Y' is variable 'fc_0.b_0' of kind SELECTED_ROWS; allowed: "
+            "DENSE_TENSOR") in refusal(tmp_path, desc)
+
+
+def test_gradient_ops_follow_their_forward_ops_ranges():
+    desc = pb.ProgramDesc()
+    desc.ParseFromString((FIXTURES / "convbn_adam.train.pdmodel").read_bytes())
+    grad = first(desc, "conv2d_grad")
+    attr(grad, "paddings").ints[:] = [2**31 - 1, 1]
+    attr(grad, "strides").ints[:] = [0, 1]
+    with pytest.raises(UnsupportedProgramError) as info:
+        pg.Program.parse_from_string(desc.SerializeToString())
+    assert "(conv2d_grad): attribute 'strides' = [0, 1] allowed: [1, 2147483647] for each element" in str(info.value)
