@@ -468,10 +468,56 @@ class ConvChannels:
         return None
 
 
+MAX_WINDOW = 1 << 20
+"""The largest dilated window (dilation * (kernel - 1) + 1) a conv may have when the input's
+spatial size is unknown at load; a known size bounds it exactly."""
+
+
+@dataclass(frozen=True)
+class ConvWindow:
+    """The dilated filter (conv) or the pooling window fits in the padded input: else the
+    output would have no rows, and a strided window view would reach past the input."""
+    pool: bool = False
+
+    def check(self, ctx) -> str | None:
+        v = ctx.values
+        if self.pool:
+            if v.get("global_pooling") or v.get("adaptive"):
+                return None
+            x, kernel, dil = ctx.shape("X"), list(v.get("ksize") or []), [1, 1]
+        else:
+            x, f = ctx.shape("Input"), ctx.shape("Filter")
+            if f is None or len(f) != 4:
+                return None
+            kernel, dil = [f[2], f[3]], list(v.get("dilations") or [1, 1])
+        if x is None or len(x) != 4 or len(kernel) != 2 or len(dil) != 2:
+            return None
+        pads = list(v.get("paddings") or [0, 0])
+        pads = [pads[0], pads[0], pads[1], pads[1]] if len(pads) == 2 else pads
+        nhwc = v.get("data_format") == "NHWC"
+        size = (x[1], x[2]) if nhwc else (x[2], x[3])
+        if v.get("padding_algorithm") in ("SAME", "VALID"):  # paddings ignored; SAME pads as needed
+            pads = [0, 0, 0, 0] if v.get("padding_algorithm") == "VALID" else None
+        for axis, name in ((0, "height"), (1, "width")):
+            extent = dil[axis] * (kernel[axis] - 1) + 1
+            if size[axis] < 0 or pads is None:
+                if extent > MAX_WINDOW:
+                    return (f"the {name} window spans {extent} (dilation {dil[axis]}, kernel {kernel[axis]}); "
+                            f"allowed: at most {MAX_WINDOW} when the input size is unknown")
+                continue
+            padded = size[axis] + pads[2 * axis] + pads[2 * axis + 1]
+            if extent > padded:
+                what = "pooling window" if self.pool else f"dilated filter (dilation {dil[axis]}, kernel {kernel[axis]})"
+                return (f"the {what} spans {extent} in {name}, more than the padded input's {padded}; "
+                        f"allowed: at most {padded}")
+        return None
+
+
 SHAPE_RULES: dict[str, tuple] = {
     "batch_norm": (PerChannel(("Scale", "Bias", "Mean", "Variance"), "X", "data_layout"),),
-    "conv2d": (ConvChannels(),),
-    "depthwise_conv2d": (ConvChannels(),),
+    "conv2d": (ConvChannels(), ConvWindow()),
+    "depthwise_conv2d": (ConvChannels(), ConvWindow()),
+    "pool2d": (ConvWindow(pool=True),),
     "conv2d_transpose": (ConvChannels(transpose=True),),
 }
 

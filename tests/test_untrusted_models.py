@@ -489,3 +489,22 @@ def test_gradient_ops_follow_their_forward_ops_ranges():
     with pytest.raises(UnsupportedProgramError) as info:
         pg.Program.parse_from_string(desc.SerializeToString())
     assert "(conv2d_grad): attribute 'strides' = [0, 1] allowed: [1, 2147483647] for each element" in str(info.value)
+
+
+def test_a_dilated_filter_larger_than_the_input_is_refused_before_a_kernel_reads_past_it():
+    # found by the campaign (seed 2027, case 2783): conv2d_grad's strided window view read
+    # past its input and the worker died by SIGSEGV
+    desc = pb.ProgramDesc()
+    desc.ParseFromString((FIXTURES / "convbn_adam.train.pdmodel").read_bytes())
+    attr(first(desc, "conv2d_grad"), "dilations").ints[:] = [2**31 - 1, 1]
+    with pytest.raises(UnsupportedProgramError) as info:
+        pg.Program.parse_from_string(desc.SerializeToString())
+    assert ("(conv2d_grad): the dilated filter (dilation 2147483647, kernel 3) spans 4294967295 in height, "
+            "more than the padded input's 10; allowed: at most 10") in str(info.value)
+
+
+def test_a_pooling_window_larger_than_the_input_is_refused(tmp_path):
+    desc = desc_of("lenet")
+    attr(first(desc, "pool2d"), "ksize").ints[:] = [40, 2]
+    assert ("(pool2d): the pooling window spans 40 in height, more than the padded input's 16; allowed: at most 16"
+            in refusal(tmp_path, desc, "lenet"))
