@@ -200,12 +200,20 @@ def _renamed_hint(only_in_file: list[str], only_in_program: list[str]) -> str:
 def _read_archive(source: str) -> tuple[dict, bytes]:
     try:
         with zipfile.ZipFile(source) as zf:
+            for name in ("manifest.json", "tensors.bin"):
+                # save_checkpoint stores its members uncompressed: nothing is inflated, so
+                # no member can unpack to more than the file holds (no zip bomb)
+                info = zf.getinfo(name)
+                if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+                    raise CheckpointError(f"{source}: member {name} is compressed (method {info.compress_type}); "
+                                          f"allowed: stored, as save_checkpoint writes it")
             manifest = json.loads(zf.read("manifest.json"))
             tensors = zf.read("tensors.bin")
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint {source!r} does not exist") from None
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
-        raise CheckpointError(f"{source} is not a Keel checkpoint: {e}") from None
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, NotImplementedError, RuntimeError,
+            EOFError, RecursionError) as e:  # zipfile's "unsupported", "encrypted", truncated
+        raise CheckpointError(f"{source} is not a Keel checkpoint: {type(e).__name__}: {e}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise CheckpointError(f"{source} is not a Keel checkpoint (no '{FORMAT}' manifest)")
     version = manifest.get("version", 0)
@@ -251,7 +259,7 @@ def manifest_problems(manifest: dict) -> list[str]:
             problems.append(f"{label}: the name is listed twice; allowed: once")
         else:
             names.add(name)
-        if dtype not in _DTYPES:
+        if not isinstance(dtype, str) or dtype not in _DTYPES:
             problems.append(f"{label}: 'dtype' is {dtype!r}; allowed: one of {', '.join(sorted(_DTYPES))}")
         if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
             problems.append(f"{label}: 'shape' is {shape!r}; allowed: a list of sizes >= 0")

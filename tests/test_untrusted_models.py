@@ -508,3 +508,33 @@ def test_a_pooling_window_larger_than_the_input_is_refused(tmp_path):
     attr(first(desc, "pool2d"), "ksize").ints[:] = [40, 2]
     assert ("(pool2d): the pooling window spans 40 in height, more than the padded input's 16; allowed: at most 16"
             in refusal(tmp_path, desc, "lenet"))
+
+
+def test_a_checkpoint_dtype_that_is_not_a_string(checkpoint):
+    path, main = checkpoint
+    _rewrite(path, lambda m: m["variables"][0].update(dtype=["float32"]))
+    with pytest.raises(CheckpointError, match=r"'dtype' is \['float32'\]; allowed: one of"):
+        load_checkpoint(path, main, Executor(), Scope())
+
+
+def test_a_compressed_checkpoint_member_is_refused_unread(checkpoint):
+    path, main = checkpoint
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:  # a zip bomb could be one
+        for name, data in members.items():
+            zf.writestr(name, data)
+    with pytest.raises(CheckpointError, match="member manifest.json is compressed .*allowed: stored"):
+        load_checkpoint(path, main, Executor(), Scope())
+
+
+def test_a_zip_feature_python_cannot_read_is_a_checkpoint_error(checkpoint):
+    # found by the campaign (seed 2027, case 17000): a flipped flag bit made zipfile raise
+    # NotImplementedError("compressed patched data (flag bit 5)")
+    path, main = checkpoint
+    data = bytearray(path.read_bytes())
+    central = data.index(b"PK\x01\x02")
+    data[central + 8] |= 0x20  # general purpose flag, bit 5, in the central directory entry
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="is not a Keel checkpoint: NotImplementedError"):
+        load_checkpoint(path, main, Executor(), Scope())
