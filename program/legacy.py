@@ -130,8 +130,9 @@ def _neutral(op, name: str, extra: Extra, seen=()) -> bool:
 def _same(a, b) -> bool:
     if isinstance(a, list) or isinstance(b, list):
         return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, float) or isinstance(b, float):
-        return float(a) == float(b)
+    if isinstance(a, float) or isinstance(b, float):  # 1 and 1.0 match; a string never does
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        return numbers and float(a) == float(b)
     return type(a) is type(b) and a == b
 
 

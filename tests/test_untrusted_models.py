@@ -538,3 +538,16 @@ def test_a_zip_feature_python_cannot_read_is_a_checkpoint_error(checkpoint):
     path.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match="is not a Keel checkpoint: NotImplementedError"):
         load_checkpoint(path, main, Executor(), Scope())
+
+
+def test_a_legacy_float_attribute_holding_a_string_is_refused_not_compared():
+    # found by the campaign (seed 2028, case 17010): float('') while checking a legacy
+    # attribute's neutral value
+    desc = pb.ProgramDesc()
+    desc.ParseFromString((FIXTURES / "mlp_sgd.train.pdmodel").read_bytes())
+    mul = first(desc, "mul")
+    a = mul.attrs.add()
+    a.name, a.type, a.s = "scale_x", A.STRING, ""
+    with pytest.raises(UnsupportedProgramError) as info:
+        pg.Program.parse_from_string(desc.SerializeToString())
+    assert "(mul): " in str(info.value) and "scale_x" in str(info.value)
