@@ -36,6 +36,10 @@ def program_problems(program) -> list[str]:
             for kind, slots, known in (("input", op.inputs, opdef and opdef.input_slots),
                                        ("output", op.outputs, opdef and opdef.output_slots)):
                 for slot, names in slots.items():
+                    spec = known.get(slot) if known is not None else None
+                    if spec is not None and not spec.duplicable and len(names) > 1:
+                        problems.append(f"{where}: {kind} {slot!r} takes one variable, got {len(names)}: "
+                                        f"{names[:4]}")
                     if known is not None and slot not in known and not (
                             kind == "input" and legacy.is_legacy_slot(op.type, slot)):
                         problems.append(f"{where}: unsupported {kind} slot {slot!r}")

@@ -510,6 +510,15 @@ class ConvWindow:
                 what = "pooling window" if self.pool else f"dilated filter (dilation {dil[axis]}, kernel {kernel[axis]})"
                 return (f"the {what} spans {extent} in {name}, more than the padded input's {padded}; "
                         f"allowed: at most {padded}")
+            # a gradient op: the output gradient it reads must have the size these strides give
+            dy = ctx.shape("Out@GRAD" if self.pool else "Output@GRAD")
+            strides = list(v.get("strides") or [1, 1])
+            if dy is not None and len(dy) == 4 and len(strides) == 2 and strides[axis] > 0 and not v.get("ceil_mode"):
+                out = (padded - extent) // strides[axis] + 1
+                have = dy[1 + axis] if nhwc else dy[2 + axis]
+                if have >= 0 and have != out:
+                    return (f"strides {strides} give an output {name} of {out}, but the output gradient it "
+                            f"reads has {have}; allowed: the forward op's strides")
         return None
 
 

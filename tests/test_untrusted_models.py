@@ -551,3 +551,24 @@ def test_a_legacy_float_attribute_holding_a_string_is_refused_not_compared():
     with pytest.raises(UnsupportedProgramError) as info:
         pg.Program.parse_from_string(desc.SerializeToString())
     assert "(mul): " in str(info.value) and "scale_x" in str(info.value)
+
+
+def test_a_conv_gradient_whose_strides_disagree_with_its_output_gradient_is_refused():
+    # found by the campaign (seed 2029, case 13690): conv2d_grad with strides [2^26, 1]
+    # while its forward op had [1, 1]: a strided window view read past the input (SIGSEGV)
+    desc = pb.ProgramDesc()
+    desc.ParseFromString((FIXTURES / "convbn_adam.train.pdmodel").read_bytes())
+    attr(first(desc, "conv2d_grad"), "strides").ints[:] = [2**26, 1]
+    with pytest.raises(UnsupportedProgramError) as info:
+        pg.Program.parse_from_string(desc.SerializeToString())
+    assert ("(conv2d_grad): strides [67108864, 1] give an output height of 1, but the output gradient it reads "
+            "has 8; allowed: the forward op's strides") in str(info.value)
+
+
+def test_two_variables_in_a_one_variable_slot_are_refused(tmp_path):
+    # found by the campaign (seed 2029, case 19583): a second Out of flatten_contiguous_range
+    # was never written, and the executor met it unset
+    desc = desc_of("lenet")
+    first(desc, "flatten_contiguous_range").outputs[0].arguments.append("reshape2_0.tmp_1")
+    text = refusal(tmp_path, desc, "lenet")
+    assert "(flatten_contiguous_range): output " in text and "takes one variable, got 2" in text
