@@ -17,6 +17,7 @@ state instead; they still load on a CPU executor and continue that stream exactl
 """
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -115,6 +116,10 @@ def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = 
             array, _ = read_tensor(stream, source=source, name=entry["name"], index=i)
         except TensorFileError as e:
             raise CheckpointError(f"{source}: damaged tensor data: {e}") from None
+        if str(array.dtype) != entry["dtype"] or list(array.shape) != entry["shape"]:
+            raise CheckpointError(f"{source}: damaged checkpoint: the manifest says {entry['name']!r} is "
+                                  f"{entry['dtype']}{entry['shape']}, its tensor record holds "
+                                  f"{array.dtype}{list(array.shape)}")
         var = wanted.get(entry["name"])
         if var is None:
             problems.append(f"{entry['name']}: in the checkpoint but not a persistable variable of the program")
@@ -134,19 +139,31 @@ def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = 
                               + "\n  - ".join(problems)
                               + _renamed_hint([n for n in in_file if n not in wanted],
                                               [n for n in wanted if n not in set(in_file)]))
+    if stream.read(1):
+        raise CheckpointError(f"{source}: damaged checkpoint: tensors.bin holds more than the "
+                              f"{len(manifest['variables'])} tensor(s) the manifest lists")
+    schedules = {}
+    for name, state in manifest.get("lr_schedules", {}).items():
+        schedule = program.lr_schedules.get(name)
+        if schedule is not None and hasattr(schedule, "set_state_dict"):
+            trial = copy.deepcopy(schedule)  # a state that does not fit changes nothing
+            try:
+                trial.set_state_dict(state)
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+                raise CheckpointError(f"{source}: cannot restore LR schedule {name!r} from "
+                                      f"{_kind(state)}: {type(e).__name__}: {e}") from None
+            schedules[name] = (schedule, state)
     if executor is not None and manifest.get("random_state") is not None:
         try:  # before the scope changes: a state that does not fit leaves everything as it was
             executor.random_state().set_state(manifest["random_state"])
-        except ValueError as e:
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
             raise CheckpointError(f"{source}: cannot restore the random state: {e}") from None
     to_device = getattr(executor, "to_device", np.asarray)  # onto the executor's device
     for name, array in values.items():
         if name in wanted:
             scope.set(name, to_device(array))
-    for name, state in manifest.get("lr_schedules", {}).items():
-        schedule = program.lr_schedules.get(name)
-        if schedule is not None and hasattr(schedule, "set_state_dict"):
-            schedule.set_state_dict(state)
+    for schedule, state in schedules.values():
+        schedule.set_state_dict(state)
     return manifest.get("extra", {})
 
 
@@ -183,15 +200,80 @@ def _renamed_hint(only_in_file: list[str], only_in_program: list[str]) -> str:
 def _read_archive(source: str) -> tuple[dict, bytes]:
     try:
         with zipfile.ZipFile(source) as zf:
+            for name in ("manifest.json", "tensors.bin"):
+                # save_checkpoint stores its members uncompressed: nothing is inflated, so
+                # no member can unpack to more than the file holds (no zip bomb)
+                info = zf.getinfo(name)
+                if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+                    raise CheckpointError(f"{source}: member {name} is compressed (method {info.compress_type}); "
+                                          f"allowed: stored, as save_checkpoint writes it")
             manifest = json.loads(zf.read("manifest.json"))
             tensors = zf.read("tensors.bin")
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint {source!r} does not exist") from None
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
-        raise CheckpointError(f"{source} is not a Keel checkpoint: {e}") from None
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, NotImplementedError, RuntimeError,
+            EOFError, RecursionError) as e:  # zipfile's "unsupported", "encrypted", truncated
+        raise CheckpointError(f"{source} is not a Keel checkpoint: {type(e).__name__}: {e}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise CheckpointError(f"{source} is not a Keel checkpoint (no '{FORMAT}' manifest)")
-    if manifest.get("version", 0) > VERSION:
+    version = manifest.get("version", 0)
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
         raise CheckpointError(f"{source} was written by a newer Keel (checkpoint version "
                               f"{manifest['version']}, this one reads up to {VERSION})")
+    problems = manifest_problems(manifest)
+    if problems:
+        raise CheckpointError(f"{source} has a damaged manifest ({len(problems)} problem(s)):\n  - "
+                              + "\n  - ".join(problems))
     return manifest, tensors
+
+
+_DTYPES = {str(dtypes.to_numpy(code)) for code in dtypes.codes()}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def manifest_problems(manifest: dict) -> list[str]:
+    """What in a checkpoint manifest is not what save_checkpoint writes: every field's type,
+    each variable's name, dtype and shape, names unique. A file is untrusted input: nothing
+    of it is used before this passes (SECURITY.md)."""
+    problems = []
+    version = manifest.get("version")
+    if not _is_int(version) or version < 1:
+        problems.append(f"'version' is {version!r}; allowed: an integer in [1, {VERSION}]")
+    variables = manifest.get("variables")
+    if not isinstance(variables, list):
+        problems.append(f"'variables' is {_kind(variables)}; allowed: a list of {{name, dtype, shape}}")
+        variables = []
+    names = set()
+    for i, entry in enumerate(variables):
+        if not isinstance(entry, dict):
+            problems.append(f"variables[{i}] is {_kind(entry)}; allowed: {{name, dtype, shape}}")
+            continue
+        name, dtype, shape = entry.get("name"), entry.get("dtype"), entry.get("shape")
+        label = f"variables[{i}] ({name!r})" if isinstance(name, str) else f"variables[{i}]"
+        if not isinstance(name, str) or not name:
+            problems.append(f"{label}: 'name' is {_kind(name)}; allowed: a non-empty string")
+        elif name in names:
+            problems.append(f"{label}: the name is listed twice; allowed: once")
+        else:
+            names.add(name)
+        if not isinstance(dtype, str) or dtype not in _DTYPES:
+            problems.append(f"{label}: 'dtype' is {dtype!r}; allowed: one of {', '.join(sorted(_DTYPES))}")
+        if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+            problems.append(f"{label}: 'shape' is {shape!r}; allowed: a list of sizes >= 0")
+    state = manifest.get("random_state")
+    if state is not None and not isinstance(state, dict):
+        problems.append(f"'random_state' is {_kind(state)}; allowed: null or an object")
+    schedules = manifest.get("lr_schedules", {})
+    if not isinstance(schedules, dict) or not all(isinstance(v, dict) for v in schedules.values()):
+        problems.append(f"'lr_schedules' is {_kind(schedules)}; allowed: an object of name -> state object")
+    if not isinstance(manifest.get("extra", {}), dict):
+        problems.append(f"'extra' is {_kind(manifest.get('extra'))}; allowed: an object")
+    return problems
+
+
+def _kind(value) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"

@@ -305,8 +305,14 @@ class Predictor:
         block = self._program.global_block()
         self._inputs = {n: Tensor(self, block.var(n), True) for n in self._input_names}
         self._outputs = {n: Tensor(self, block.var(n), False) for n in self._output_names}
+        # An output that is a parameter no op computes (a file may fetch one) is read from
+        # the scope; the plan computes the rest.
+        computed = {n for op in block.ops if op.type != "fetch" for n in op.output_arg_names}
+        self._stored_outputs = {n for n in self._output_names
+                                if n not in computed and block.var(n).persistable}
+        self._computed_outputs = [n for n in self._output_names if n not in self._stored_outputs]
         # the input handles check what they are given, so the run does not check again
-        self._run_program = self._executor.prepare(self._program, self._input_names, self._output_names,
+        self._run_program = self._executor.prepare(self._program, self._input_names, self._computed_outputs,
                                                    self._scope, return_numpy=False, check_feed=False)
 
     def _load(self):
@@ -388,8 +394,10 @@ class Predictor:
             raise PredictorError(f"run(): input(s) {missing} not set; call "
                                  f"get_input_handle(name).copy_from_cpu(array) first, or run([arrays])")
         outs = self._run_program(feed)
-        for name, value in zip(self._output_names, outs):
+        for name, value in zip(self._computed_outputs, outs):
             self._outputs[name]._value = value
+        for name in self._stored_outputs:
+            self._outputs[name]._value = self._scope.get(name)
         if inputs is not None:
             return [self._outputs[n].copy_to_cpu() for n in self._output_names]
         return None

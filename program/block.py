@@ -63,7 +63,11 @@ class Block:
 
     def find_var(self, name: str) -> Variable | None:
         block = self
-        while block is not None:
+        # At most one visit per block: the loaders refuse parent cycles, and this bound
+        # keeps a program assembled by hand from looping forever on one.
+        for _ in range(len(self.program.blocks)):
+            if block is None:
+                return None
             v = block.vars.get(name)
             if v is not None:
                 return v

@@ -77,3 +77,8 @@ def is_floating(code: int) -> bool:
 
 def is_integer(code: int) -> bool:
     return code in INTEGER
+
+
+def codes() -> list[int]:
+    """Every VarType number Keel has an element type for, ascending."""
+    return sorted(_TABLE)

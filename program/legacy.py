@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from program import attrs as attr_codec
+from program.errors import ProgramError, UnsupportedProgramError
 from program.op_versions import OP_VERSIONS
 from proto import pb
 
@@ -129,8 +130,9 @@ def _neutral(op, name: str, extra: Extra, seen=()) -> bool:
 def _same(a, b) -> bool:
     if isinstance(a, list) or isinstance(b, list):
         return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, float) or isinstance(b, float):
-        return float(a) == float(b)
+    if isinstance(a, float) or isinstance(b, float):  # 1 and 1.0 match; a string never does
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        return numbers and float(a) == float(b)
     return type(a) is type(b) and a == b
 
 
@@ -493,43 +495,73 @@ def upgrade_program(program, source: str = "program") -> list[str]:
                       f"{release_name(KEEL_RELEASE)} whose ops Keel follows; its op versions are "
                       "checked, but other changes would go unnoticed", NewerFileWarning, stacklevel=3)
     versions = file_op_versions(program.header)
+    problems = []
     for block in program.blocks:
         for op in list(block.ops):
             opdef = registry.lookup(op.type)
             if opdef is None:
                 continue
-            written = "?" if versions is None else versions.get(op.type, 0)
-            for cp in CHECKPOINTS.get(op.type, ()):
-                old = versions is None or versions.get(op.type, 0) < cp.version
-                for name, value in cp.new_attrs.items():
-                    # a file without a map: fill only what is missing (the old meaning)
-                    if old and not op.has_attr(name):
-                        op.set_attr(name, value)
-                        notes.append(f"{op.type}: op version {written} -> {cp.version}: {name}={value!r} "
-                                     f"({cp.note})")
-                # A behaviour change needs the map to say the op is old (a file without one
-                # is read as PaddlePaddle 3.3.1 reads it), unless the old form shows itself.
-                if cp.upgrade is not None and (cp.by_content or (versions is not None and old)):
-                    before = (len(block.ops), op.desc.SerializeToString())
-                    cp.upgrade(block, op)
-                    if before != (len(block.ops), op.desc.SerializeToString()):
-                        notes.append(f"{op.type}: op version {written} -> {cp.version}: {cp.note}")
-            if op not in block.ops:
-                continue
-            for slot, extra in EXTRA_SLOTS.get(op.type, {}).items():
-                # given but not read (ResidualData without fuse_residual_connection): unbind it,
-                # so nothing has to feed or compute it
-                if op.input(slot) and slot not in opdef.input_slots and _neutral(op, slot, extra):
-                    notes.append(f"{op.type}: {slot}={op.input(slot)} is not read ({extra.gate} is off); unbound")
-                    op.set_input(slot, [])
-            lowering = LOWERINGS.get(op.type)
-            if lowering is not None and asks(op, opdef) and refusal(op, opdef) is None:
-                wanted = asks(op, opdef)
-                _lower(block, op, lowering)
-                notes.append(f"{op.type} -> {op.output(lowering.out_slot)[0]}: "
-                             + ", ".join(f"{k}={v!r}" for k, v in wanted.items())
-                             + " written out as ops")
+            if not _upgradable(block, op, opdef):
+                continue  # slots the upgrades rely on are damaged: the verifier reports them
+            try:
+                _upgrade_op(block, op, opdef, versions, notes)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError, ProgramError) as e:
+                index = block.ops.index(op) if op in block.ops else "?"
+                problems.append(f"block {block.idx} op {index} ({op.type}): cannot be brought to "
+                                f"PaddlePaddle {release_name(KEEL_RELEASE)}'s form: {type(e).__name__}: {e}")
+    if problems:
+        raise UnsupportedProgramError(problems, source)
     return notes
+
+
+def _upgradable(block, op, opdef) -> bool:
+    """Every slot of `op` the definition declares non-duplicable names at most one variable,
+    and every variable it names exists: what the upgrades and lowerings assume."""
+    for kind, given, slots in (("input", op.inputs, opdef.input_slots), ("output", op.outputs, opdef.output_slots)):
+        for slot, names in given.items():
+            spec = slots.get(slot)
+            if spec is not None and not spec.duplicable and len(names) > 1:
+                return False
+            if any(n != "@EMPTY@" and block.find_var(n) is None for n in names):
+                return False
+    return True
+
+
+def _upgrade_op(block, op, opdef, versions, notes) -> None:
+    """One op's upgrades: attributes later op versions added, changed formulas, legacy
+    slots nothing reads unbound, fused computations written out as ops."""
+    written = "?" if versions is None else versions.get(op.type, 0)
+    for cp in CHECKPOINTS.get(op.type, ()):
+        old = versions is None or versions.get(op.type, 0) < cp.version
+        for name, value in cp.new_attrs.items():
+            # a file without a map: fill only what is missing (the old meaning)
+            if old and not op.has_attr(name):
+                op.set_attr(name, value)
+                notes.append(f"{op.type}: op version {written} -> {cp.version}: {name}={value!r} "
+                             f"({cp.note})")
+        # A behaviour change needs the map to say the op is old (a file without one
+        # is read as PaddlePaddle 3.3.1 reads it), unless the old form shows itself.
+        if cp.upgrade is not None and (cp.by_content or (versions is not None and old)):
+            before = (len(block.ops), op.desc.SerializeToString())
+            cp.upgrade(block, op)
+            if before != (len(block.ops), op.desc.SerializeToString()):
+                notes.append(f"{op.type}: op version {written} -> {cp.version}: {cp.note}")
+    if op not in block.ops:
+        return
+    for slot, extra in EXTRA_SLOTS.get(op.type, {}).items():
+        # given but not read (ResidualData without fuse_residual_connection): unbind it,
+        # so nothing has to feed or compute it
+        if op.input(slot) and slot not in opdef.input_slots and _neutral(op, slot, extra):
+            notes.append(f"{op.type}: {slot}={op.input(slot)} is not read ({extra.gate} is off); unbound")
+            op.set_input(slot, [])
+    lowering = LOWERINGS.get(op.type)
+    if (lowering is not None and asks(op, opdef) and refusal(op, opdef) is None
+            and len(op.output(lowering.out_slot)) == 1):  # else the verifier names what is missing
+        wanted = asks(op, opdef)
+        _lower(block, op, lowering)
+        notes.append(f"{op.type} -> {op.output(lowering.out_slot)[0]}: "
+                     + ", ".join(f"{k}={v!r}" for k, v in wanted.items())
+                     + " written out as ops")
 
 
 def legacy_problems(op, opdef) -> list[str]:

@@ -15,6 +15,66 @@ from proto import pb
 FILE_VERSION = 3003001
 
 
+def block_structure_problems(parents: list[int]) -> list[str]:
+    """What is wrong with a program's block tree, given each block's `parent_idx`: block 0
+    must have no parent (-1); every other block's parent must be another existing block,
+    and following parents from any block must reach block 0 (no cycle)."""
+    problems = []
+    n = len(parents)
+    if n and parents[0] != -1:
+        problems.append(f"block 0 is the global block and has no parent, but its parent_idx is {parents[0]}")
+    for idx in range(1, n):
+        parent = parents[idx]
+        if parent == idx:
+            problems.append(f"block {idx} is its own parent")
+        elif not 0 <= parent < n:
+            problems.append(f"block {idx} has parent {parent}, which does not exist "
+                            f"(the program has blocks 0..{n - 1})")
+    if problems:
+        return problems
+    for idx in range(1, n):
+        chain = [idx]
+        while chain[-1] != 0:
+            nxt = parents[chain[-1]]
+            if nxt in chain:
+                problems.append(f"the parents of block {idx} form a cycle: "
+                                + " -> ".join(map(str, chain + [nxt])))
+                break
+            chain.append(nxt)
+    return problems
+
+
+def _non_text_fields(desc) -> list[str]:
+    """Where a string field of the message holds bytes that are not UTF-8 (protobuf's
+    Python runtime then returns `bytes`, which no name lookup or sort expects)."""
+    found = []
+
+    def check(value, where):
+        if isinstance(value, bytes):
+            found.append(f"{where} {value[:40]!r}")
+
+    for pair in desc.op_version_map.pair:
+        check(pair.op_name, "op_version_map op_name")
+    for b, block in enumerate(desc.blocks):
+        for var in block.vars:
+            check(var.name, f"block {b} variable name")
+        for i, op in enumerate(block.ops):
+            where = f"block {b} op {i}"
+            check(op.type, f"{where} type")
+            for slots in (op.inputs, op.outputs):
+                for slot in slots:
+                    check(slot.parameter, f"{where} slot name")
+                    for arg in slot.arguments:
+                        check(arg, f"{where} slot {slot.parameter!r} argument")
+            for a in op.attrs:
+                check(a.name, f"{where} attribute name")
+                check(a.s, f"{where} attribute {a.name!r}")
+                check(a.var_name, f"{where} attribute {a.name!r}")
+                for text in list(a.strings) + list(a.vars_name):
+                    check(text, f"{where} attribute {a.name!r}")
+    return found
+
+
 class Program:
     """A list of blocks; block 0 is global. Python objects are views over protobuf messages
     kept verbatim, so `Program.parse_from_string(p.serialize_to_string()) == p` always holds
@@ -97,6 +157,10 @@ class Program:
     def from_desc(cls, desc: pb.ProgramDesc, *, verify: bool = True, source: str = "program") -> "Program":
         """Wrap a ProgramDesc (copied, then kept verbatim). With `verify`, check that every
         op is known and every variable defined, reporting all problems at once."""
+        bad_text = _non_text_fields(desc)
+        if bad_text:
+            raise ParseError(f"{source} is not a valid program file: text fields that are not UTF-8 "
+                             f"({len(bad_text)}): {', '.join(bad_text[:5])}{' ...' if len(bad_text) > 5 else ''}")
         prog = cls.__new__(cls)
         prog.header = pb.ProgramDesc()
         prog.header.CopyFrom(desc)
@@ -128,9 +192,11 @@ class Program:
                 block._adopt_op(o)
         if not prog.blocks:
             raise ParseError(f"{source}: the program has no blocks")
-        for b in prog.blocks:
-            if b.parent_idx >= len(prog.blocks) or (b.idx > 0 and not 0 <= b.parent_idx < len(prog.blocks)):
-                raise ParseError(f"{source}: block {b.idx} has parent {b.parent_idx}, which does not exist")
+        problems = block_structure_problems([b.parent_idx for b in prog.blocks])
+        if problems:
+            # Nothing may walk the blocks before this holds: a parent cycle would loop forever.
+            raise ParseError(f"{source}: the program's blocks do not form a tree rooted at block 0:\n  - "
+                             + "\n  - ".join(problems))
         if verify:
             from program.verify import verify_program
             verify_program(prog, source=source)
@@ -158,8 +224,15 @@ class Program:
         prog = cls.from_desc(desc, verify=False, source=source)
         prog.upgrade_notes = legacy.upgrade_program(prog, source)
         if verify:
-            from program.verify import verify_program
+            from program.verify import shape_problems, verify_program
             verify_program(prog, source=source)
+            # every op's shape rule on the declared shapes: what a kernel would refuse on
+            # shapes alone is named now (load_inference_model checks again with the
+            # parameters' real shapes)
+            problems = shape_problems(prog)
+            if problems:
+                from program.errors import UnsupportedProgramError
+                raise UnsupportedProgramError(problems, source)
         return prog
 
     def clone(self, for_test: bool = False) -> "Program":

@@ -41,6 +41,11 @@ class Variable:
     def _tensor_desc(self, create: bool = False):
         field = _TENSOR_FIELD.get(self.desc.type.type)
         if field is None:
+            if create:  # a feed/fetch list, a scope list, a reader: it holds no tensor
+                from program.errors import ProgramError
+                kind = pb.VarType.Type.Name(self.type) if self.type in pb.VarType.Type.values() else str(self.type)
+                raise ProgramError(f"variable {self.name!r} is a {kind}, which has no shape or dtype "
+                                   f"(an op may only write tensors to it)")
             return None
         holder = getattr(self.desc.type, field)
         if field == "selected_rows":

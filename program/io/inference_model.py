@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 
 from program import attrs as attr_codec
-from program.errors import ProgramError
+from program.errors import ProgramError, UnsupportedProgramError
 from program.io.program_file import load_params, load_program, persistable_specs, save_params
 from program.io.atomic import FileSet, atomic_write, complete_interrupted
 from program.ops import registry
@@ -183,15 +183,27 @@ def load_inference_model(path_prefix, executor=None, *, scope=None, model_filena
         if not os.path.exists(params_file):
             raise ProgramError(f"{model_file} has {len(specs)} parameter(s) but {params_file} does not exist")
         values = load_params(program, params_file)
+        _check_shapes(program, values, model_file)
         scope = _scope(scope, executor)
         to_device = getattr(executor, "to_device", None)  # onto the executor's device (its GPU, if one)
         for name, value in values.items():
             scope.set(name, to_device(value) if to_device is not None else value)
+    else:
+        _check_shapes(program, {}, model_file)
     block = program.global_block()
     feeds = sorted((op for op in block.ops if op.type == FEED), key=lambda op: op.attr("col"))
     fetches = sorted((op for op in block.ops if op.type == FETCH), key=lambda op: op.attr("col"))
     return (program, [op.output("Out")[0] for op in feeds],
             [block.var(op.input("X")[0]) for op in fetches])
+
+
+def _check_shapes(program, values, model_file) -> None:
+    """Every op's shape rule on the feeds' declared and the parameters' real shapes: a
+    program that could only fail at run time on shapes is refused at load, naming each op."""
+    from program.verify import shape_problems
+    problems = shape_problems(program, values)
+    if problems:
+        raise UnsupportedProgramError(problems, model_file)
 
 
 def _scope(scope, executor):

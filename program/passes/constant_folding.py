@@ -74,7 +74,7 @@ def _output_bytes(op, value) -> int | None:
         if op.type in _SIZE_FROM_VALUES:
             for name, shape in _SIZE_FROM_VALUES[op.type](op, value).items():
                 shapes[name] = (shape, shapes[name][1])
-    except (KeelError, ValueError, TypeError, KeyError, IndexError, OverflowError):
+    except (KeelError, ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError):
         return None
     total = 0
     for name in written_names(op):

@@ -63,6 +63,10 @@ def _match(graph, bn):
         return None
     axis = _bn_channel_axis(bn, rank)
     channels = graph.const(bn.input("Mean")[0]).size
+    for slot in ("Scale", "Bias", "Variance"):  # each a vector of one value per channel
+        names = bn.input(slot)
+        if names and graph.const(names[0]).size != channels:
+            return None
     prev, add = graph.producer(x), None
     if prev is not None and prev.type == "elementwise_add":
         add = prev

@@ -19,10 +19,11 @@ def _product(graph, op):
         return None
     x = op.input("X")[0]
     rank = graph.rank(x)
-    if op.type == "mul":
-        if op.attr("y_num_col_dims") != 1:
+    if op.type == "mul":  # a file may rely on the defaults (1, 1)
+        k = op.attr("x_num_col_dims", 1)
+        if op.attr("y_num_col_dims", 1) != 1 or not isinstance(k, int) or rank is None or not 1 <= k < rank:
             return None
-        return x, ws[0], op.attr("x_num_col_dims"), False
+        return x, ws[0], k, False
     if op.type == "matmul_v2":
         if op.attr("trans_x") or rank is None or rank < 2:
             return None

@@ -16,7 +16,7 @@ from typing import Iterable
 
 import numpy as np
 
-from program import dtypes
+from program import dtypes, limits
 from program.errors import ProgramError
 from proto import pb
 
@@ -220,6 +220,8 @@ def bias_vector(graph, add, rank: int, axis: int, channels: int) -> np.ndarray |
     alignment when it is -1)."""
     ys = add.input("Y")
     if add.type != "elementwise_add" or len(ys) != 1 or not graph.is_const(ys[0]):
+        return None
+    if not 0 <= axis < rank <= limits.MAX_RANK:  # no list as long as a damaged attribute says
         return None
     y = graph.const(ys[0])
     shape = list(y.shape)
