@@ -654,3 +654,19 @@ def test_fc_fast_path_on_a_strided_input(num_col_dims):
     got = fast(x, w, bias)
     assert got.shape == want.shape == x.shape[:num_col_dims] + (5,)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_fetching_a_parameter_returns_its_value_with_or_without_the_ops_that_read_it():
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        x = pg.data("x", [-1, 3])
+        y = pg.nn.fc(x, 2)
+    scope, exe = Scope(), Executor()
+    exe.run(startup, scope=scope)
+    w = main.all_parameters()[0].name
+    out, got = exe.run(main, feed={"x": np.ones((1, 3), np.float32)}, fetch_list=[y, w], scope=scope)
+    np.testing.assert_array_equal(got, scope.get(w))
+    alone, = exe.run(main, feed={}, fetch_list=[w], scope=scope)       # no op runs at all
+    np.testing.assert_array_equal(alone, scope.get(w))
+    alone[:] = 0                                                        # a copy: the scope keeps its value
+    assert np.abs(scope.get(w)).max() > 0
