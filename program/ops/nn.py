@@ -99,24 +99,27 @@ def _conv_out(ctx, x, w, i, d, k, pad0, pad1, dil, s):
     return out
 
 
-def _conv_inputs(ctx, filter_layout):
-    """What conv2d and conv2d_transpose check alike: 4-d Input and Filter of one float
-    dtype, data_format, groups, strides and dilations. Returns (x, w, dtype, channel_last,
-    groups, strides, dilations, input channels)."""
+def _conv_inputs(ctx, filter_layout, spatial=2, last=None):
+    """What convolutions (and their transposes) of `spatial` dims check alike: Input and
+    Filter of rank spatial + 2 and one float dtype, data_format (or the given `last`),
+    groups, strides and dilations. Returns (x, w, dtype, channel_last, groups, strides,
+    dilations, input channels)."""
+    rank = spatial + 2
     x, w = ctx.input("Input"), ctx.input("Filter")
-    _require_rank(ctx, x, (4,), "Input")
-    if w.ndim != 4:
-        ctx.fail(f"expects a 4-d Filter [{filter_layout}], got {w} (Input {x})")
+    _require_rank(ctx, x, (rank,), "Input")
+    if w.ndim != rank:
+        ctx.fail(f"expects a {rank}-d Filter [{filter_layout}], got {w} (Input {x})")
     dtype = ctx.same_dtype(x, w)
     ctx.require_float(x)
-    last = _channel_last(ctx, ctx.attr("data_format"))
+    if last is None:
+        last = _channel_last(ctx, ctx.attr("data_format"))
     groups = ctx.attr("groups")
     if groups <= 0:
         _attr_fail(ctx, f"groups must be > 0, got {groups}")
-    strides, dilations = _int_list(ctx, "strides", 2), _int_list(ctx, "dilations", 2)
+    strides, dilations = _int_list(ctx, "strides", spatial), _int_list(ctx, "dilations", spatial)
     _check_positive(ctx, "strides", strides)
     _check_positive(ctx, "dilations", dilations)
-    in_c = x.shape[3] if last else x.shape[1]
+    in_c = x.shape[rank - 1] if last else x.shape[1]
     return x, w, dtype, last, groups, strides, dilations, in_c
 
 

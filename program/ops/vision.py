@@ -11,7 +11,7 @@ layout helpers are nn.py's, written for any number of spatial dims.
 from __future__ import annotations
 
 from program.ops.infer import dims_match
-from program.ops.nn import (_IS_TEST, transpose_output_dims, _attr_fail, _channel_last, _check_positive, _conv_out, _int_list,
+from program.ops.nn import (_IS_TEST, transpose_output_dims, _attr_fail, _conv_inputs, _channel_last, _check_positive, _conv_out, _int_list,
                             _require_rank, _resolve_padding)
 from program.ops.registry import BOOL, INT, INTS, STRING, define, grad_op, opt
 from proto import pb
@@ -29,26 +29,12 @@ def _layout(shape, n, c, spatial, last):
 
 # -- conv3d -----------------------------------------------------------------------------------
 def _conv3d_inputs(ctx, filter_layout, transpose=False):
-    x, w = ctx.input("Input"), ctx.input("Filter")
-    _require_rank(ctx, x, (5,), "Input")
-    if w.ndim != 5:
-        ctx.fail(f"expects a 5-d Filter [{filter_layout}], got {w} (Input {x})")
-    dtype = ctx.same_dtype(x, w)
-    ctx.require_float(x)
+    last = None
     if transpose:
         # PaddlePaddle 3.3.1's legacy conv3d_transpose is channel-last only for "NHWC" (what its
         # layers write); any other value, "NDHWC" included, is channel-first
         last = ctx.attr("data_format") == "NHWC"
-    else:
-        last = _channel_last(ctx, ctx.attr("data_format"))
-    groups = ctx.attr("groups")
-    if groups <= 0:
-        _attr_fail(ctx, f"groups must be > 0, got {groups}")
-    strides, dilations = _int_list(ctx, "strides", 3), _int_list(ctx, "dilations", 3)
-    _check_positive(ctx, "strides", strides)
-    _check_positive(ctx, "dilations", dilations)
-    in_c = x.shape[4] if last else x.shape[1]
-    return x, w, dtype, last, groups, strides, dilations, in_c
+    return _conv_inputs(ctx, filter_layout, spatial=3, last=last)
 
 
 def _infer_conv3d(ctx):
