@@ -59,15 +59,20 @@ def _require_float(layer, x):
         _fail(layer, f"expects a floating-point input, got {x.name} {x.type_string()}", DTypeError)
 
 
-def _pair(layer, value, what) -> list[int]:
+def _ints(layer, value, what, n) -> list[int]:
+    """`value` (an int, or 1 or n ints) as n ints: strides, kernel sizes, dilations."""
     if isinstance(value, (list, tuple)):
         v = [int(a) for a in value]
         if len(v) == 1:
-            v *= 2
-        if len(v) != 2:
-            _fail(layer, f"{what} must be an int or 2 ints, got {value!r}", AttrError)
+            v *= n
+        if len(v) != n:
+            _fail(layer, f"{what} must be an int or {n} ints, got {value!r}", AttrError)
         return v
-    return [int(value)] * 2
+    return [int(value)] * n
+
+
+def _pair(layer, value, what) -> list[int]:
+    return _ints(layer, value, what, 2)
 
 
 def _param_dtype(x) -> int:

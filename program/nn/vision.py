@@ -17,6 +17,7 @@ import math
 from program import initializer as init
 from program.errors import AttrError
 from program.layers.helper import LayerHelper
+from program.nn import _fail as _nn_fail, _ints, _pair  # defined before program.nn imports this module
 from program.variable import Variable
 from proto import pb
 
@@ -24,19 +25,11 @@ _LAYOUTS = ("NCDHW", "NDHWC")
 
 
 def _fail(layer, message, cls=None):
-    from program.nn import _fail as fail
-    fail(layer, message, cls or AttrError)
+    _nn_fail(layer, message, cls or AttrError)
 
 
 def _triple(layer, value, what) -> list[int]:
-    if isinstance(value, (list, tuple)):
-        v = [int(a) for a in value]
-        if len(v) == 1:
-            v *= 3
-        if len(v) != 3:
-            _fail(layer, f"{what} must be an int or 3 ints, got {value!r}")
-        return v
-    return [int(value)] * 3
+    return _ints(layer, value, what, 3)
 
 
 def _padding3d(layer, padding):
@@ -56,14 +49,13 @@ def _padding3d(layer, padding):
 
 
 def _channels3d(layer, x, data_format):
-    from program.nn import _fail as fail
     if data_format not in _LAYOUTS:
-        fail(layer, f"data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}", AttrError)
+        _nn_fail(layer, f"data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}", AttrError)
     if x.ndim != 5:
-        fail(layer, f"expects a 5-d input ({data_format}), got {x.name} {x.type_string()}")
+        _nn_fail(layer, f"expects a 5-d input ({data_format}), got {x.name} {x.type_string()}")
     c = x.shape[4] if data_format == "NDHWC" else x.shape[1]
     if c < 0:
-        fail(layer, f"the channel dim of input {x.name} {x.type_string()} must be known")
+        _nn_fail(layer, f"the channel dim of input {x.name} {x.type_string()} must be known")
     return c
 
 
@@ -201,7 +193,6 @@ def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
 def max_pool2d_with_index(x, kernel_size, stride=None, padding=0, ceil_mode=False, name=None):
     """paddle.nn.functional.max_pool2d(..., return_mask=True): (Out, Mask) from op
     max_pool2d_with_index (NCHW; symmetric padding)."""
-    from program.nn import _pair
     layer = "max_pool2d"
     ksize = _pair(layer, kernel_size, "kernel_size")
     strides = ksize if stride is None else _pair(layer, stride, "stride")
@@ -210,7 +201,6 @@ def max_pool2d_with_index(x, kernel_size, stride=None, padding=0, ceil_mode=Fals
 
 
 def adaptive_max_pool2d_with_index(x, output_size, name=None):
-    from program.nn import _pair
     size = _pair("adaptive_max_pool2d", output_size, "output_size")
     return _max_pool_with_index("adaptive_max_pool2d", "max_pool2d_with_index", 2, x, size, [1, 1], [0, 0],
                                 True, False, name)
@@ -219,7 +209,6 @@ def adaptive_max_pool2d_with_index(x, output_size, name=None):
 def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None, name=None):
     """paddle.nn.functional.max_unpool2d: op unpool; the output size defaults to
     (in - 1) * stride - 2 * padding + kernel_size."""
-    from program.nn import _pair
     layer = "max_unpool2d"
     ksize = _pair(layer, kernel_size, "kernel_size")
     strides = ksize if stride is None else _pair(layer, stride, "stride")
@@ -270,7 +259,6 @@ def deform_conv2d(x, offset, mask, num_filters, filter_size, stride=1, padding=0
     """paddle.static.nn.deform_conv2d: op deformable_conv (DCNv2) with a Mask, else
     deformable_conv_v1; Filter `deformable_conv_N.w_0` [num_filters, C/groups, kh, kw];
     bias `deformable_conv_N.b_0` added along axis 1."""
-    from program.nn import _pair
     layer = "deformable_conv"
     c = x.shape[1]
     if x.ndim != 4 or c < 0:
