@@ -96,24 +96,17 @@ class Model:
 
     def _build(self, mode, startup) -> _Programs:
         main = self._program()
-        training = mode == "train"
-        modes = [(layer, layer.training) for layer in self.network.sublayers(include_self=True)]
-        self.network.train() if training else self.network.eval()
-        try:
-            with pg.program_guard(main, startup):
-                feeds = [pg.data(s.name or f"input_{i}", s.shape, s.dtype) for i, s in enumerate(self._inputs)]
-                outputs = pg.jit._flatten(self.network(*feeds))
-                labels = []
-                loss = None
-                if mode != "predict" and self._labels:
-                    labels = [pg.data(s.name or f"label_{i}", s.shape, s.dtype) for i, s in enumerate(self._labels)]
-                    if self._loss is not None:
-                        loss = self._loss(*outputs, *labels)
-                if training:
-                    self._optimizer.minimize(loss)
-        finally:
-            for layer, was in modes:
-                layer.training = was
+        with self.network.mode(training=mode == "train"), pg.program_guard(main, startup):
+            feeds = [pg.data(s.name or f"input_{i}", s.shape, s.dtype) for i, s in enumerate(self._inputs)]
+            outputs = pg.jit.flatten_outputs(self.network(*feeds))
+            labels = []
+            loss = None
+            if mode != "predict" and self._labels:
+                labels = [pg.data(s.name or f"label_{i}", s.shape, s.dtype) for i, s in enumerate(self._labels)]
+                if self._loss is not None:
+                    loss = self._loss(*outputs, *labels)
+            if mode == "train":
+                self._optimizer.minimize(loss)
         return _Programs(main, feeds + labels, outputs, loss)
 
     def _require(self, mode):

@@ -35,16 +35,10 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
                          "the program by calling the layer on them (there is no eager run to trace)")
     specs = [s if isinstance(s, InputSpec) else InputSpec(s.shape, s.dtype, s.name) for s in input_spec]
     names = _argument_names(layer, len(specs))
-    modes = [(sub, sub.training) for sub in layer.sublayers(include_self=True)]
     main, startup = Program(), Program()
-    layer.eval()
-    try:
-        with default.program_guard(main, startup):
-            feeds = [data(spec.name or names[i], spec.shape, spec.dtype) for i, spec in enumerate(specs)]
-            outputs = _flatten(layer(*feeds))
-    finally:
-        for sub, training in modes:
-            sub.training = training
+    with layer.mode(training=False), default.program_guard(main, startup):
+        feeds = [data(spec.name or names[i], spec.shape, spec.dtype) for i, spec in enumerate(specs)]
+        outputs = flatten_outputs(layer(*feeds))
     if not outputs:
         raise ValueError(f"jit.save: {type(layer).__name__}.forward returned no variables")
     return save_inference_model(path, feeds, outputs, program=main,
@@ -58,14 +52,15 @@ def _argument_names(layer, count: int) -> list[str]:
     return names + [f"input_{i}" for i in range(len(names), count)]
 
 
-def _flatten(result) -> list[Variable]:
+def flatten_outputs(result) -> list[Variable]:
+    """A forward's result (a Variable, or lists, tuples and dicts of them) as a flat list."""
     if isinstance(result, Variable):
         return [result]
     if isinstance(result, dict):
         result = list(result.values())
     out = []
     for item in result or ():
-        out.extend(_flatten(item))
+        out.extend(flatten_outputs(item))
     return out
 
 

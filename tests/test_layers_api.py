@@ -297,3 +297,18 @@ def test_conv3d_layer_equals_the_functional_conv3d():
             for v in range(4):
                 want[0, :, d, h, v] = np.einsum("cijk,ocijk->o", padded[0, :, d:d + 3, h:h + 3, v:v + 3], w) + b
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_mode_builds_in_one_mode_and_restores_each_sublayers_own():
+    with pg.unique_name.guard():
+        model = MLP()
+    model.drop.eval()                                   # a mixed tree: one sublayer already in eval mode
+    main = pg.Program()
+    with model.mode(training=False), pg.program_guard(main, pg.Program()):
+        assert not any(layer.training for layer in model.sublayers(include_self=True))
+        model(pg.data("x", [-1, 8]))
+    assert all(op.attr("is_test") for op in main.global_block().ops if op.type == "dropout")
+    assert [layer.training for layer in model.sublayers(include_self=True)] == [True, True, False, True]
+    with pytest.raises(RuntimeError), model.mode(training=False):
+        raise RuntimeError("a failing build")
+    assert not model.drop.training and model.fc1.training   # restored on error too

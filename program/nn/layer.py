@@ -24,6 +24,7 @@ a `Linear` is `linear_0`, its parameters `linear_0.w_0` and `linear_0.b_0`.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import OrderedDict
 
@@ -219,6 +220,20 @@ class Layer:
         for layer in self.sublayers(include_self=True):
             layer.training = False
         return self
+
+    @contextlib.contextmanager
+    def mode(self, training: bool):
+        """Build in training (True) or evaluation mode inside the block, then put every
+        sublayer back in the mode it had (jit.save and hapi.Model build eval programs of a
+        layer being trained)."""
+        saved = [(layer, layer.training) for layer in self.sublayers(include_self=True)]
+        for layer, _ in saved:
+            layer.training = bool(training)
+        try:
+            yield self
+        finally:
+            for layer, was in saved:
+                layer.training = was
 
     # -- values (in a scope) -----------------------------------------------------------------
     def state_dict(self, scope=None, structured_name_prefix: str = "") -> "OrderedDict[str, np.ndarray]":
