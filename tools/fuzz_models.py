@@ -191,9 +191,19 @@ def _tensor(var):
     return None
 
 
+def _random_var(rng, desc):
+    """One variable of any block, or None in a program without variables."""
+    return (_pick(rng, _all_vars(desc)) or (None, None))[1]
+
+
+def _random_tensor(rng, desc):
+    """The tensor description of a random variable, or None when it has none."""
+    var = _random_var(rng, desc)
+    return var and _tensor(var)
+
+
 def m_dims(rng, desc, pb):
-    _, var = _pick(rng, _all_vars(desc)) or (None, None)
-    t = var and _tensor(var)
+    t = _random_tensor(rng, desc)
     if t is None:
         return False
     dims = list(t.dims)
@@ -210,8 +220,7 @@ def m_dims(rng, desc, pb):
 
 
 def m_dtype(rng, desc, pb):
-    _, var = _pick(rng, _all_vars(desc)) or (None, None)
-    t = var and _tensor(var)
+    t = _random_tensor(rng, desc)
     if t is None:
         return False
     t.data_type = _pick(rng, [0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 15, 20, 21, 22, 23, 24, 25, 26, 30, 99])
@@ -219,7 +228,7 @@ def m_dtype(rng, desc, pb):
 
 
 def m_vartype(rng, desc, pb):
-    _, var = _pick(rng, _all_vars(desc)) or (None, None)
+    var = _random_var(rng, desc)
     if var is None:
         return False
     var.type.type = _pick(rng, [pb.VarType.FEED_MINIBATCH, pb.VarType.FETCH_LIST, pb.VarType.STEP_SCOPES,
@@ -231,7 +240,7 @@ def m_vartype(rng, desc, pb):
 
 
 def m_varflags(rng, desc, pb):
-    _, var = _pick(rng, _all_vars(desc)) or (None, None)
+    var = _random_var(rng, desc)
     if var is None:
         return False
     field = _pick(rng, ["persistable", "is_parameter", "stop_gradient", "need_check_feed"])
