@@ -47,3 +47,23 @@ def training_step(paddle, build, feed: dict):
         with paddle.static.scope_guard(scope):
             return exe.run(main, feed=feed, fetch_list=[loss])[0]
     return run
+
+
+def inference_call(paddle, prefix: str, x, threads: int):
+    """A zero-argument callable running Paddle Inference (oneDNN on, `threads` math
+    threads) on the inference model at `prefix` with input `x`, returning the first output:
+    copy in, run, copy out, as a server does per request."""
+    config = paddle.inference.Config(prefix + ".pdmodel", prefix + ".pdiparams")
+    config.disable_gpu()
+    config.enable_mkldnn()
+    config.set_cpu_math_library_num_threads(threads)
+    config.disable_glog_info()
+    predictor = paddle.inference.create_predictor(config)
+    inp = predictor.get_input_handle(predictor.get_input_names()[0])
+    out = predictor.get_output_handle(predictor.get_output_names()[0])
+
+    def call():
+        inp.copy_from_cpu(x)
+        predictor.run()
+        return out.copy_to_cpu()
+    return call
