@@ -127,30 +127,31 @@ class Executor:
         lines += [f"# {k}: {_shown(_describe(v))}" for k, v in function.constants.items() if k[0] == "k"]
         return "\n".join(lines) + "\n"
 
-    def _function(self, plan, profile=None, shapes=False):
-        """The plan's function for this executor's settings (`profile`: clock readings, by
-        default as the executor's `profile` says; `shapes`: input shapes too), generated on
-        first use."""
-        profile = bool(self.profile if profile is None else profile)
+    def _function(self, plan, profile=None):
+        """The plan's function for this executor's settings, generated on first use.
+        `profile`: False, True (clock readings) or "shapes" (input shapes too); by default
+        the executor's `profile`."""
+        profile = self.profile if profile is None else profile
         parallel = self._pool is not None and plan.has_parallel_levels
-        key = (self.check_nan_inf, profile, profile and shapes, parallel)
+        key = (self.check_nan_inf, profile, parallel)
         function = plan.functions.get(key)
         if function is None:
             def check(value, pos, j):
                 self._check_output(plan.steps[pos], plan.steps[pos].writes[j], value)
             function = plan.functions[key] = generate(
-                plan, check=check if self.check_nan_inf else None, profile=profile, shapes=shapes,
-                pool=self._pool if parallel else None)
+                plan, check=check if self.check_nan_inf else None, profile=bool(profile),
+                shapes=profile == "shapes", pool=self._pool if parallel else None)
         return function
 
     def _run_plan(self, plan, program, feed, scope, return_numpy, check_feed=True):
-        recording = profiling.listeners(self.profiler) if profiling.started or self.profiler else ()
-        timed = self.profile or bool(recording)
-        begin = time.perf_counter() if timed else None
+        timed = self.profile or profiling.started or self.profiler is not None  # off: this check alone
+        if timed:
+            begin, recording = time.perf_counter(), profiling.listeners(self.profiler)
+            variant = "shapes" if any(p.record_shapes for p in recording) else True
         if program.lr_schedules:
             self._write_learning_rates(program, scope)
         env = self._prepare_env(plan, feed, scope, check_feed)
-        function = self._function(plan, timed, any(p.record_shapes for p in recording))
+        function = self._function(plan, variant) if timed else self._function(plan)
         try:
             values = function.run(*[env[n] for n in plan.inputs])
         except Exception as e:
