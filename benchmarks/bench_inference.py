@@ -66,6 +66,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mobile_cnns  # noqa: E402
+import onnx_export  # noqa: E402
 import paddle_peer  # noqa: E402
 from common import peer_skipped, table  # noqa: E402
 
@@ -76,8 +77,6 @@ try:
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
-
-    import onnx_export
 except ImportError:  # a peer, not a dependency: main() says it is skipped
     onnx = ort = None
 

@@ -16,15 +16,24 @@ The shapes follow PaddleOCR's mobile models (their configs, not their weights):
   pool, fc to 2 classes, softmax.
 Batch norms are in inference form (is_test) with random statistics, so that folding them
 changes numbers. Every builder returns (input variable, output variable) and is called
-inside a program guard; `save` writes one as an inference model.
+inside a program guard; `save` writes one as an inference model, and
+
+    python benchmarks/mobile_cnns.py DIR [--models detector recognizer classifier] [--seed 1]
+
+writes them to DIR (DIR/detector.pdmodel + .pdiparams, ...), e.g. for tools/profile_model.py.
 """
 from __future__ import annotations
 
+import argparse
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 
-import program as pg
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import program as pg  # noqa: E402
 
 # MobileNetV3 bottlenecks: kernel, expanded channels, out channels, squeeze-excitation,
 # activation, stride (an int, or (h, w) for the recognizers' height-only strides)
@@ -160,3 +169,19 @@ def save(name: str, directory: str, seed: int = 1) -> str:
     prefix = os.path.join(directory, name)
     pg.io.save_inference_model(prefix, [x], [out], exe, program=main, scope=scope)
     return prefix
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Save the OCR-family mobile CNNs as inference models.")
+    parser.add_argument("directory", help="where to write NAME.pdmodel and NAME.pdiparams")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--seed", type=int, default=1, help="of the weights and batch norm statistics")
+    args = parser.parse_args(argv)
+    os.makedirs(args.directory, exist_ok=True)
+    for name in args.models:
+        prefix = save(name, args.directory, args.seed)
+        print(f"{name}: input x float32[-1, {', '.join(map(str, SHAPES[name]))}] -> {prefix}.pdmodel")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,12 +6,11 @@ three agree before timing (so a mistake here shows as a mismatch, not as a wrong
 Covers the ops of benchmarks/mobile_cnns.py's programs (convolutions, batch norm,
 activations, pools, nearest upsampling, elementwise ops with a bias-style axis, fc's `mul`,
 squeeze/transpose/flatten, concat, softmax); anything else is an error naming the op.
-Benchmark-only: needs the `onnx` package, which Keel does not depend on.
+Benchmark-only: needs the `onnx` package (imported when used), which Keel does not depend on.
 """
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, checker, helper, numpy_helper
 
 import program as pg
 
@@ -20,6 +19,8 @@ SKIPPED = ("feed", "fetch")
 
 class Converter:
     def __init__(self, block, weights):
+        import onnx
+        self.onnx = onnx
         self.block, self.weights = block, weights
         self.nodes, self.inits, self.n = [], {}, 0
 
@@ -33,11 +34,11 @@ class Converter:
         else:
             self.n += 1
             name = f"{name}__{self.n}"
-        self.inits[name] = numpy_helper.from_array(np.asarray(value), name)
+        self.inits[name] = self.onnx.numpy_helper.from_array(np.asarray(value), name)
         return name
 
     def node(self, kind, inputs, outputs, **attrs):
-        self.nodes.append(helper.make_node(kind, list(inputs), list(outputs), **attrs))
+        self.nodes.append(self.onnx.helper.make_node(kind, list(inputs), list(outputs), **attrs))
 
     def convert(self, op):
         a, ins, out = op.attrs, op.inputs, op.outputs
@@ -129,6 +130,7 @@ class Converter:
 def export(prefix: str) -> bytes:
     """The inference model at `prefix` (.pdmodel, .pdiparams) as a serialized ONNX model
     (opset 17), its inputs and outputs named as the program's feeds and fetches."""
+    from onnx import TensorProto, checker, helper
     program = pg.io.load_program(prefix + ".pdmodel")
     weights = pg.io.load_params(program, prefix + ".pdiparams")
     block = program.global_block()
