@@ -30,6 +30,7 @@ the trace is the Chrome trace event format (complete "X" events, microseconds).
 from __future__ import annotations
 
 import json
+import statistics
 import os
 import threading
 import time
@@ -40,7 +41,7 @@ from executor.plan import bound_names
 started: list = []  # the started profilers: they record every executor's runs
 _lock = threading.Lock()
 
-SORT_KEYS = ("total", "avg", "max", "min", "calls", "name")
+SORT_KEYS = ("total", "avg", "median", "max", "min", "calls", "name")
 
 
 def listeners(own=None) -> tuple:
@@ -184,9 +185,9 @@ class Profiler:
 
     def summary(self, sorted_by: str = "total", op_detail: bool = True, top: int = 20,
                 time_unit: str = "ms") -> str:
-        """The tables: op types (calls, total, per run, avg, max, min, share of all op time)
-        and, with `op_detail`, the `top` single ops by the same key. `sorted_by`: one of
-        SORT_KEYS; `time_unit`: "s", "ms" or "us"."""
+        """The tables: op types (calls, total, per run, avg, median, max, min, share of all op
+        time) and, with `op_detail`, the `top` single ops by the same key. `sorted_by`: one
+        of SORT_KEYS; `time_unit`: "s", "ms" or "us"."""
         if sorted_by not in SORT_KEYS:
             raise ValueError(f"summary(sorted_by=...): one of {', '.join(SORT_KEYS)}, got {sorted_by!r}")
         if time_unit not in _UNITS:
@@ -270,18 +271,19 @@ class Stats:
 
     def __init__(self, name: str):
         self.name = self.label = name
-        self.calls, self.total, self.max, self.min = 0, 0.0, 0.0, float("inf")
+        self.times: list[float] = []
         self.shapes = None
 
     def add(self, seconds: float) -> None:
-        self.calls += 1
-        self.total += seconds
-        self.max = max(self.max, seconds)
-        self.min = min(self.min, seconds)
+        self.times.append(seconds)
 
-    @property
-    def avg(self) -> float:
-        return self.total / self.calls if self.calls else 0.0
+    calls = property(lambda self: len(self.times))
+    total = property(lambda self: sum(self.times))
+    max = property(lambda self: max(self.times, default=0.0))
+    min = property(lambda self: min(self.times, default=0.0))
+    avg = property(lambda self: self.total / self.calls if self.times else 0.0)
+    # the middle call: on a busy machine, where a few slow calls make the average
+    median = property(lambda self: statistics.median(self.times) if self.times else 0.0)
 
 
 _UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6}
@@ -294,13 +296,14 @@ def _sorted(stats, key):
 
 
 def _table(title, first, rows, runs, total, scale, unit, shapes=False):
-    head = [first, "Calls", f"Total({unit})", f"Per run({unit})", f"Avg({unit})", f"Max({unit})",
-            f"Min({unit})", "Ratio(%)"] + (["Input shapes"] if shapes else [])
-    body = [[s.label, str(s.calls)] + [f"{v * scale:.3f}" for v in (s.total, s.total / runs, s.avg, s.max, s.min)]
+    head = [first, "Calls", f"Total({unit})", f"Per run({unit})", f"Avg({unit})", f"Median({unit})",
+            f"Max({unit})", f"Min({unit})", "Ratio(%)"] + (["Input shapes"] if shapes else [])
+    body = [[s.label, str(s.calls)] + [f"{v * scale:.3f}" for v in (s.total, s.total / runs, s.avg, s.median,
+                                                                     s.max, s.min)]
             + [f"{100 * s.total / total:.1f}"]
             + ([_shapes_text(s.shapes)] if shapes else []) for s in rows]
     widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
-    left = (0, 8)  # the names and the shapes; the numbers right-aligned
+    left = (0, 9)  # the names and the shapes; the numbers right-aligned
 
     def fmt(r):
         return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()

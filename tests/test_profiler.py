@@ -66,7 +66,7 @@ def test_started_profiler_records_every_run_per_op_and_type():
     assert sorted(per_op) == [(1, 0, i) for i in range(len(ops))]
     for (_, _, i), s in per_op.items():
         assert s.name.startswith(ops[i].type + " -> ") and s.calls == 4
-        assert 0 <= s.min <= s.avg <= s.max and s.total == pytest.approx(4 * s.avg)
+        assert 0 <= s.min <= s.avg <= s.max and s.min <= s.median <= s.max and s.total == pytest.approx(4 * s.avg)
     assert per_op[(1, 0, 0)].shapes == ((3, 8), (8, 16))  # the first fc's inputs: x and its weight
     op_time = sum(s.total for s in types.values())
     assert 0 < op_time <= prof.run_time()
