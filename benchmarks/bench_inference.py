@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mobile_cnns  # noqa: E402
 import onnx_export  # noqa: E402
 import paddle_peer  # noqa: E402
-from common import peer_skipped, table  # noqa: E402
+from common import peer_skipped, predictor_call as keel_call, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Config, Executor, Profiler, Scope, create_predictor  # noqa: E402
@@ -232,18 +232,6 @@ def build(keel_model, onnx_model, workdir):
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     session = ort.InferenceSession(onnx_model(weights), opts, providers=["CPUExecutionProvider"])
     return predictors[0], predictors[1], session
-
-
-def keel_call(predictor, x):
-    inp = predictor.get_input_handle(predictor.get_input_names()[0])
-    out = predictor.get_output_handle(predictor.get_output_names()[0])
-
-    def call():
-        inp.copy_from_cpu(x)
-        predictor.run()
-        return out.copy_to_cpu()
-    call.predictor = predictor
-    return call
 
 
 def ort_call(session, x):

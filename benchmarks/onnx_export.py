@@ -59,8 +59,8 @@ class Converter:
             self.node(kind, inputs, [y("Output")], strides=list(a["strides"]), pads=pads,
                       dilations=list(a["dilations"]), group=int(a["groups"]))
         elif t == "batch_norm":
-            self.node("BatchNormalization", [x()] + [self.const(ins[s][0]) for s in ("Scale", "Bias", "Mean", "Variance")],
-                      [y("Y")], epsilon=float(a["epsilon"]))
+            stats = [self.const(ins[s][0]) for s in ("Scale", "Bias", "Mean", "Variance")]
+            self.node("BatchNormalization", [x(), *stats], [y("Y")], epsilon=float(a["epsilon"]))
         elif t in ("relu", "sigmoid"):
             self.node(t.capitalize(), [x()], [y()])
         elif t == "hard_swish":

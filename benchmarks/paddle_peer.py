@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from common import predictor_call
+
 
 def load():
     """The paddle module in static mode, or None where it is not installed."""
@@ -58,12 +60,4 @@ def inference_call(paddle, prefix: str, x, threads: int):
     config.enable_mkldnn()
     config.set_cpu_math_library_num_threads(threads)
     config.disable_glog_info()
-    predictor = paddle.inference.create_predictor(config)
-    inp = predictor.get_input_handle(predictor.get_input_names()[0])
-    out = predictor.get_output_handle(predictor.get_output_names()[0])
-
-    def call():
-        inp.copy_from_cpu(x)
-        predictor.run()
-        return out.copy_to_cpu()
-    return call
+    return predictor_call(paddle.inference.create_predictor(config), x)
