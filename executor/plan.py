@@ -92,11 +92,12 @@ class Function:
     constants: dict   # the objects the source names (its globals)
 
 
-def generate(plan, *, check=None, profile=False, pool=None) -> Function:
+def generate(plan, *, check=None, profile=False, shapes=False, pool=None) -> Function:
     """Write the plan's block as one Python function. Flags give the variants:
     `check(value, step position, write position)` called after each op (NaN/Inf check);
-    `profile`: a clock reading after each op, returned with the values; `pool`: a
-    ThreadPoolExecutor that runs each level's independent ops together."""
+    `profile`: a clock reading after each op, returned with the values; `shapes` (with
+    `profile`): also each op's input shapes, read just before it runs, returned after the
+    clock; `pool`: a ThreadPoolExecutor that runs each level's independent ops together."""
     names: dict[str, str] = {}   # variable name -> local
     consts: dict[str, object] = {}
     ids: dict[int, str] = {}
@@ -143,6 +144,10 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         lines.append("    T = [now()]")
         line_steps.append(None)
         consts["now"] = time.perf_counter
+    if profile and shapes:
+        lines.append("    S = []")
+        line_steps.append(None)
+        consts["shape"] = _shape
 
     def emit(pos, *texts):
         for text in texts:
@@ -167,6 +172,10 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         return ["try:", "    " + written, "except ValueError:  # Y broadcasts X to a bigger shape",
                 "    " + plain]
 
+    def before(pos, step):
+        if profile and shapes:  # the arguments' shapes, in the order of step.ins
+            emit(pos, "S.append((" + "".join(f"shape({local(n)}), " for n in bound_names(step.ins)) + "))")
+
     def after(pos, step, frees):
         if check is not None:
             emit(pos, *(f"check({local(n)}, {pos}, {j})" for j, n in enumerate(step.writes)))
@@ -179,6 +188,7 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         steps = [(pos, plan.steps[pos]) for pos in level]
         if len(steps) == 1:
             pos, step = steps[0]
+            before(pos, step)
             emit(pos, *call_lines(step))
             for n in step.writes:
                 owned.discard(local(n))
@@ -187,6 +197,7 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
             after(pos, step, step.frees if pool is None else ())
         else:  # independent steps of one level, through the pool
             for j, (pos, step) in enumerate(steps):
+                before(pos, step)
                 emit(pos, f"f{j} = {call(step.fn, step.ins, submit=True)}")
             for j, (pos, step) in enumerate(steps):
                 emit(pos, f"{lhs(step)} = f{j}.result()")
@@ -197,7 +208,7 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         if pool is not None and plan.level_frees[lv]:
             emit(level[-1], "del " + ", ".join(local(n) for n in plan.level_frees[lv]))
     result = "(" + "".join(local(n) + ", " for n in plan.outputs) + ")"
-    lines.append(f"    return {result}, T" if profile else f"    return {result}")
+    lines.append(f"    return {result}" + (", T" if profile else "") + (", S" if profile and shapes else ""))
     line_steps.append(None)
     source = "\n".join(lines) + "\n"
     if check is not None:
@@ -205,6 +216,20 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
     if pool is not None:
         consts["submit"] = pool.submit
     return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts)
+
+
+def bound_names(specs):
+    """The variable names a step's argument specs bind, in order."""
+    for spec in specs:
+        for name in spec if isinstance(spec, list) else [spec]:
+            if name is not None:
+                yield name
+
+
+def _shape(value):
+    """A value's shape as a tuple, None for what has none (profiling's `shapes`)."""
+    shape = getattr(value, "shape", None)
+    return tuple(shape) if shape is not None else None
 
 
 def _define(source: str, namespace: dict, name: str):
