@@ -3,10 +3,10 @@ not already have under another name: `InputSpec`, the description of a model inp
 `program.jit.save` turns into a feed."""
 from __future__ import annotations
 
-from program import dtypes
+from program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
 from program.layers.data import data
 
-__all__ = ["InputSpec", "data"]
+__all__ = ["InputSpec", "data", "amp"]
 
 
 class InputSpec:
