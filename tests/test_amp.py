@@ -3,7 +3,7 @@ master weights), the loss-scale dynamics step by step against PaddlePaddle's ops
 in tests/fixtures/amp, and live in the paddle-marked tests), skipped updates on overflow,
 bfloat16 arithmetic on numpy, and an MLP and a small Transformer trained in float16 and
 bfloat16 to within a stated tolerance of float32 training."""
-import sys
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +14,14 @@ from executor import Executor, Scope
 from program.amp import AutoMixedPrecisionLists, decorate, fp16_guard
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "amp"
-sys.path.insert(0, str(FIXTURES))
-from generate import CONFIG, gradient_steps  # noqa: E402
-sys.path.pop(0)
+# loaded under a name of its own: tests/fixtures/paddle has a generate.py too
+_spec = importlib.util.spec_from_file_location("amp_fixture_generate", FIXTURES / "generate.py")
+amp_fixture = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(amp_fixture)
+CONFIG, gradient_steps = amp_fixture.CONFIG, amp_fixture.gradient_steps
+
+# float16 overflows are provoked (and the first steps' loss scale of 2^16 overflows): numpy warns
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered", "ignore:invalid value encountered")
 
 FP16, BF16, FP32 = (pg.dtypes.to_code(t) for t in ("float16", "bfloat16", "float32"))
 
@@ -89,11 +94,8 @@ def test_loss_scale_dynamics_live_in_paddle():
     """PaddlePaddle's own ops (live) and Keel's program run in PaddlePaddle's executor both
     give Keel's trajectory."""
     paddle = pytest.importorskip("paddle")
-    sys.path.insert(0, str(FIXTURES))
-    from generate import paddle_trajectory
-    sys.path.pop(0)
     main, got = _keel_trajectory()
-    _assert_same_trajectory(got, paddle_trajectory(paddle))
+    _assert_same_trajectory(got, amp_fixture.paddle_trajectory(paddle))
     from paddle_static import run_in_paddle
     initial = {"loss_scaling": np.array([CONFIG["init_loss_scaling"]], np.float32),
                "num_good_steps": np.zeros(1, np.int32), "num_bad_steps": np.zeros(1, np.int32)}
@@ -212,7 +214,7 @@ def test_bfloat16_ops_compute_in_float32_and_round_once():
     with pg.program_guard(main, startup), pg.unique_name.guard():
         x, w = pg.data("x", [-1, 8]), pg.data("w", [8, 3])
         xb, wb = pg.cast(x, "bfloat16"), pg.cast(w, "bfloat16")
-        y = pg.nn.functional.relu(pg.matmul(xb, wb)) if hasattr(pg.nn, "functional") else pg.relu(pg.matmul(xb, wb))
+        y = pg.relu(pg.matmul(xb, wb))
         s = pg.add(y, y)
     rng = np.random.default_rng(4)
     xv, wv = rng.standard_normal((5, 8)).astype(np.float32), rng.standard_normal((8, 3)).astype(np.float32)
@@ -243,7 +245,8 @@ def _classification_batch(i):
     return {"x": x, "label": np.argmax(np.tanh(x @ w), 1)[:, None].astype(np.int64)}
 
 
-# final training loss (mean of the last 20 steps) relative to float32's
+# final training loss (mean of the last 20 steps) relative to float32's; measured here:
+# float16 O1 0.16%, O2 1.2%; bfloat16 O1 0.43%, O2 0.24%
 MLP_TOLERANCE = {("O1", "float16"): 0.02, ("O2", "float16"): 0.02, ("O1", "bfloat16"): 0.05,
                  ("O2", "bfloat16"): 0.05}
 
@@ -286,13 +289,19 @@ def _sequence_batch(i):
     return {"x": x, "y": np.roll(x, 1, axis=1) * 0.5}
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
-def test_transformer_trains_in_float16_like_float32(level):
+# final training loss (mean of the last 10 steps) relative to float32's; measured here:
+# float16 O1 0.04%, O2 1.7%; bfloat16 O1 0.14%, O2 0.04%
+TRANSFORMER_TOLERANCE = {("O1", "float16"): 0.02, ("O2", "float16"): 0.03, ("O1", "bfloat16"): 0.02,
+                         ("O2", "bfloat16"): 0.02}
+
+
+@pytest.mark.parametrize("level, dtype", sorted(TRANSFORMER_TOLERANCE))
+def test_transformer_trains_in_amp_like_float32(level, dtype):
     fp32 = _train(_transformer(False), 80, _sequence_batch)
-    mixed = _train(_transformer(True, level), 80, _sequence_batch)
+    mixed = _train(_transformer(True, level, dtype), 80, _sequence_batch)
     assert np.mean(fp32[-10:]) < 0.8 * fp32[0]
     gap = abs(np.mean(mixed[-10:]) - np.mean(fp32[-10:])) / np.mean(fp32[-10:])
-    assert gap <= 0.02, (gap, np.mean(mixed[-10:]), np.mean(fp32[-10:]))
+    assert gap <= TRANSFORMER_TOLERANCE[(level, dtype)], (gap, np.mean(mixed[-10:]), np.mean(fp32[-10:]))
 
 
 # -- in PaddlePaddle's executor ------------------------------------------------------------
