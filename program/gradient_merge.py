@@ -22,7 +22,9 @@ only ops PaddlePaddle has, so it also runs in PaddlePaddle's executor.
 """
 from __future__ import annotations
 
-from program import default, dtypes, op_role
+from program import dtypes, op_role
+from program.global_var import create_global_var
+from program.optimizer import update_context
 from program.variable import Variable
 
 __all__ = ["GradientMergeOptimizer"]
@@ -57,16 +59,13 @@ class GradientMergeOptimizer:
         return self.inner_optimizer.backward(loss, startup_program)
 
     def apply_gradients(self, params_grads, startup_program=None):
-        if not params_grads:
-            raise ValueError("no parameter receives a gradient from the loss: nothing to optimize")
-        block = params_grads[0][0].block
-        program = block.program
-        startup = startup_program or default.default_startup_program()
+        block, program, startup = update_context(params_grads, startup_program)
         cond = _merge_condition(block, startup, self.k_steps)
         merged_pairs = []
         with op_role.role_guard(program, op_role.BACKWARD):
             for param, grad in params_grads:
-                merged = _persistable(block, startup, param.name + MERGED_SUFFIX, param.shape, param.dtype, 0)
+                merged = create_global_var(param.shape, 0, param.dtype, True, name=param.name + MERGED_SUFFIX,
+                                           main_program=program, startup_program=startup)
                 op = block.append_op("elementwise_add", {"X": [grad], "Y": [merged]}, {"Out": [merged]},
                                      {"axis": -1})
                 op.set_attr("op_role_var", [param.name, merged.name])
@@ -91,22 +90,12 @@ class GradientMergeOptimizer:
         return self.apply_optimize(loss, startup_program, params_grads), params_grads
 
 
-def _persistable(block, startup, name, shape, dtype, value):
-    """A persistable variable of the main program set to `value` by the startup program
-    (PaddlePaddle's create_global_var)."""
-    var = block.create_var(name, list(shape), dtype, persistable=True, stop_gradient=True)
-    svar = startup.global_block().create_var(name, list(shape), dtype, persistable=True, stop_gradient=True)
-    startup.global_block().append_op("fill_constant", outputs={"Out": [svar]},
-                                     attrs={"shape": list(shape), "dtype": svar.dtype, "value": float(value),
-                                            "str_value": repr(float(value))})
-    return var
-
-
 def _merge_condition(block, startup, k_steps):
     """gradient_merge_step = (step + 1) mod k; gradient_merge_cond = (step == 0): PaddlePaddle's ops."""
-    k = _persistable(block, startup, "gradient_merge_k", [1], "int32", k_steps)
-    zero = _persistable(block, startup, "gradient_merge_zero", [1], "int32", 0)
-    step = _persistable(block, startup, "gradient_merge_step", [1], "int32", 0)
+    made = {"main_program": block.program, "startup_program": startup}
+    k = create_global_var([1], k_steps, "int32", True, name="gradient_merge_k", **made)
+    zero = create_global_var([1], 0, "int32", True, name="gradient_merge_zero", **made)
+    step = create_global_var([1], 0, "int32", True, name="gradient_merge_step", **made)
     cond = block.create_var("gradient_merge_cond", [1], "bool", stop_gradient=True)
     block.append_op("increment", {"X": [step]}, {"Out": [step]}, {"step": 1.0})
     block.append_op("elementwise_mod", {"X": [step], "Y": [k]}, {"Out": [step]}, {"axis": -1})

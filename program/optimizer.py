@@ -152,11 +152,7 @@ class Optimizer:
 
     def apply_gradients(self, params_grads, startup_program=None):
         """Append clipping, regularization and the update ops; return the update ops."""
-        if not params_grads:
-            raise ValueError("no parameter receives a gradient from the loss: nothing to optimize")
-        block = params_grads[0][0].block
-        program = block.program
-        startup = startup_program or default.default_startup_program()
+        block, program, startup = update_context(params_grads, startup_program)
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
         with op_role.role_guard(program, op_role.OPTIMIZE):
             if self._grad_clip is not None:
@@ -192,6 +188,14 @@ class Optimizer:
     def set_state_dict(self, state: dict) -> None:
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
             self._learning_rate.set_state_dict(state["LR_Scheduler"])
+
+
+def update_context(params_grads, startup_program):
+    """(block, program, startup program) the update ops of `params_grads` go to."""
+    if not params_grads:
+        raise ValueError("no parameter receives a gradient from the loss: nothing to optimize")
+    block = params_grads[0][0].block
+    return block, block.program, startup_program or default.default_startup_program()
 
 
 def _refuse_second_backward(loss) -> None:

@@ -333,3 +333,20 @@ def test_amp_programs_run_in_paddle_with_keels_losses(level):
     # and the parameters after 4 SGD steps of lr 0.1 (measured: 0.010 under O1, 0.019 under O2)
     for name, value in persistable_values(main, scope).items():
         np.testing.assert_allclose(_as_float(final[name]), _as_float(value), rtol=0, atol=0.03, err_msg=name)
+
+
+def test_paddle_names_through_the_keel_facade():
+    """`import keel as paddle`: PaddlePaddle's static AMP and incubate optimizer names."""
+    import keel as paddle
+    from keel.incubate.optimizer import GradientMergeOptimizer, RecomputeOptimizer
+    from keel.static.amp import fp16_guard as guard
+    assert paddle.static.amp.decorate is decorate and guard is fp16_guard
+    assert paddle.static.amp.CustomOpLists is AutoMixedPrecisionLists
+    assert paddle.incubate.optimizer.GradientMergeOptimizer is GradientMergeOptimizer
+    assert paddle.incubate.optimizer.RecomputeOptimizer is RecomputeOptimizer
+    main, startup = paddle.Program(), paddle.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        x = paddle.static.data("x", [-1, 4])
+        loss = pg.mean(pg.nn.fc(x, 2))
+        paddle.static.amp.decorate(paddle.optimizer.SGD(0.1)).minimize(loss)
+    assert any(op.type == "update_loss_scaling" for op in main.global_block().ops)

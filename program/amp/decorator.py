@@ -28,6 +28,7 @@ from program import default, dtypes, op_role, unique_name
 from program.amp.lists import AutoMixedPrecisionLists, check_amp_dtype
 from program.amp.rewrite import FP32, cast_model_to_fp16
 from program.errors import ProgramError
+from program.global_var import create_global_var
 
 __all__ = ["decorate", "OptimizerWithMixedPrecision"]
 
@@ -75,21 +76,14 @@ class OptimizerWithMixedPrecision:
     def get_scaled_loss(self):
         return self._scaled_loss
 
-    def _global_var(self, name, value, dtype):
-        program, startup = self._train_program, self._startup
-        var_name = unique_name.generate(name)
-        var = program.global_block().create_var(var_name, [1], dtype, persistable=True, stop_gradient=True)
-        svar = startup.global_block().create_var(var_name, [1], dtype, persistable=True, stop_gradient=True)
-        startup.global_block().append_op("fill_constant", outputs={"Out": [svar]},
-                                         attrs={"shape": [1], "dtype": svar.dtype, "value": float(value),
-                                                "str_value": repr(float(value))})
-        return var
-
     def _init_amp_var(self):
-        self._loss_scaling = self._global_var("loss_scaling", self._init_loss_scaling, "float32")
+        def global_var(name, value, dtype):
+            return create_global_var([1], value, dtype, True, name=unique_name.generate(name),
+                                     main_program=self._train_program, startup_program=self._startup)
+        self._loss_scaling = global_var("loss_scaling", self._init_loss_scaling, "float32")
         if self._use_dynamic_loss_scaling:
-            self._num_good_steps = self._global_var("num_good_steps", 0, "int32")
-            self._num_bad_steps = self._global_var("num_bad_steps", 0, "int32")
+            self._num_good_steps = global_var("num_good_steps", 0, "int32")
+            self._num_bad_steps = global_var("num_bad_steps", 0, "int32")
 
     def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, callbacks=None):
         """Rewrite the forward program, scale the loss, append the backward pass; return

@@ -67,18 +67,20 @@ class AutoMixedPrecisionLists:
         if overlap:
             raise ValueError(f"The given custom_white_list overlaps custom_black_list with < {overlap[0]} >!")
         for op_type in white:
-            if op_type in self.black_list:
-                self.black_list.remove(op_type)
-            elif op_type in self.gray_list:
-                self.gray_list.remove(op_type)
-            self.white_list.add(op_type)
+            _move(op_type, self.black_list, self.gray_list, self.white_list)
         for op_type in black:
-            if op_type in self.white_list:
-                self.white_list.remove(op_type)
-            elif op_type in self.gray_list:
-                self.gray_list.remove(op_type)
-            self.black_list.add(op_type)
+            _move(op_type, self.white_list, self.gray_list, self.black_list)
             self.unsupported_list.add(op_type)
+
+
+def _move(op_type, first, second, to) -> None:
+    """Take `op_type` out of `first`, or else out of `second` (as PaddlePaddle does: an op in
+    both the black and the gray list, layer_norm, stays gray when made white), into `to`."""
+    if op_type in first:
+        first.remove(op_type)
+    elif op_type in second:
+        second.remove(op_type)
+    to.add(op_type)
 
 
 CustomOpLists = AutoMixedPrecisionLists
