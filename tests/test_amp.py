@@ -132,6 +132,7 @@ def _ops(main):
 
 def test_o1_casts_white_ops_to_float16_and_keeps_black_ops_float32():
     main, loss, opt, _, _ = _mlp("O1")
+    main.verify()  # Keel's checker accepts the rewritten program
     block = main.global_block()
     muls = [op for op in _ops(main) if op.type == "mul"]
     assert len(muls) == 3 and all(block.var(op.output("Out")[0]).dtype == FP16 for op in muls)
@@ -154,6 +155,7 @@ def test_o1_casts_white_ops_to_float16_and_keeps_black_ops_float32():
 
 def test_o2_float16_parameters_with_float32_master_weights_and_moments():
     main, _, _, _, scope = _mlp("O2", make_opt=lambda: pg.optimizer.Adam(0.01))
+    main.verify()
     for p in main.all_parameters():
         assert p.dtype == FP16 and np.asarray(scope.get(p.name)).dtype == np.float16  # amp_init converted
         master = scope.get(p.name + "_fp32_master_0")

@@ -57,6 +57,7 @@ def test_k_micro_batches_update_as_one_large_batch(name):
 
 def test_off_steps_leave_the_state_bit_for_bit_and_the_sums_restart():
     main, loss, exe, scope = _build(OPTIMIZERS["adam"], K, avg=False)
+    main.verify()  # Keel's checker accepts the rewritten program
     state = [v.name for v in main.global_block().vars.values()
              if v.persistable and v.dtype == pg.dtypes.to_code("float32") and "GradientMerge" not in v.name
              and "learning_rate" not in v.name]

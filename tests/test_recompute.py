@@ -47,6 +47,7 @@ def test_gradients_bit_identical_and_peak_memory_halved(dropout):
         fetched, peak = peak_bytes(exe.run, main, feed=_feed(), fetch_list=[loss] + grads, scope=scope)
         runs[recompute] = (main, fetched, peak, {p.name: np.array(scope.get(p.name)) for p in main.all_parameters()})
     (plain, want, plain_peak, want_params), (rewritten, got, peak, got_params) = runs[False], runs[True]
+    rewritten.verify()  # Keel's checker accepts the rewritten program
     assert sum(op.type == "matmul_v2" for op in rewritten.global_block().ops) > \
         sum(op.type == "matmul_v2" for op in plain.global_block().ops)
     assert any(n.endswith(".subprog_0") for op in rewritten.global_block().ops for n in op.output_arg_names)
