@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from executor import bf16
 from executor.errors import ExecutionError, FeedError
 from executor.kernel_call import MissingKernelError, bind, specialize
 from kernels.registry import UfuncCall
@@ -305,8 +306,11 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         reads = tuple(op.input_arg_names)
         writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY and n not in dead)
         fast, clobbers = None, ()
+        bf16_in, bf16_out = _declared_bf16(block, in_specs), _declared_bf16(block, out_specs)
+        if any(bf16_in) or any(bf16_out):  # no bfloat16 arithmetic in numpy: see executor/bf16.py
+            fn = bf16.emulated(fn, xp, bf16_in, bf16_out, len(kdef.outputs) == 1)
         # a specialized callable gives the first output only: for ops that bind just that one
-        if kdef.specialize is not None and all(spec is None for spec in out_specs[1:]):
+        elif kdef.specialize is not None and all(spec is None for spec in out_specs[1:]):
             first = in_specs[0] if in_specs else None
             donated = (free_intermediates and isinstance(first, str) and first in produced
                        and last_use.get(first) == pos and first not in fetch_set
@@ -353,6 +357,14 @@ def _declared_dtype(block, spec):
     if var is None or var.dtype is None:
         return np.dtype("V") if name is not None else None
     return np.dtype(dtypes.to_numpy(var.dtype))
+
+
+def _declared_bf16(block, specs) -> list[bool]:
+    """Per bound slot: whether a variable in it is declared bfloat16."""
+    def bf16(name):
+        var = block.find_var(name) if name is not None else None
+        return var is not None and var.dtype == pb.VarType.BF16
+    return [any(bf16(n) for n in spec) if isinstance(spec, list) else bf16(spec) for spec in specs]
 
 
 def _declared_rank(block, name) -> int:

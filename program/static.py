@@ -3,10 +3,11 @@ not already have under another name: `InputSpec`, the description of a model inp
 `program.jit.save` turns into a feed."""
 from __future__ import annotations
 
-from program import dtypes
+from program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
+from program.global_var import create_global_var  # noqa: F401
 from program.layers.data import data
 
-__all__ = ["InputSpec", "data"]
+__all__ = ["InputSpec", "data", "amp", "create_global_var"]
 
 
 class InputSpec:
