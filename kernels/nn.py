@@ -29,6 +29,9 @@ import struct
 
 import numpy as np
 
+from kernels.conv import conv2d_nchw, general_nchw
+from kernels.conv import pad_spatial as _pad_spatial
+from kernels.conv import windows as _windows
 from kernels.registry import kernel
 from kernels.tensor import check_index_range, scatter_add
 
@@ -78,38 +81,6 @@ def _channel_last(data_format: str) -> bool:
     return data_format in ("NHWC", "NDHWC", "NLC")
 
 
-def _pad_spatial(xp, x, pads, channel_last, value=0.0):
-    """Pad the two spatial dims of a 4-D array by [top, bottom, left, right]."""
-    if not any(pads):
-        return x
-    top, bottom, left, right = pads
-    if channel_last:
-        n, h, w, c = x.shape
-        out = xp.full((n, h + top + bottom, w + left + right, c), value, dtype=x.dtype)
-        out[:, top:top + h, left:left + w, :] = x
-    else:
-        n, c, h, w = x.shape
-        out = xp.full((n, c, h + top + bottom, w + left + right), value, dtype=x.dtype)
-        out[:, :, top:top + h, left:left + w] = x
-    return out
-
-
-def _windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channel_last):
-    """A read-only strided view of every (kh, kw) window: [N, C, oh, ow, kh, kw] for NCHW,
-    [N, oh, ow, kh, kw, C] for NHWC."""
-    if channel_last:
-        n, _, _, c = xpad.shape
-        s0, s1, s2, s3 = xpad.strides
-        shape = (n, oh, ow, kh, kw, c)
-        strides = (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3)
-    else:
-        n, c = xpad.shape[:2]
-        s0, s1, s2, s3 = xpad.strides
-        shape = (n, c, oh, ow, kh, kw)
-        strides = (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw)
-    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
-
-
 def _spatial(x, channel_last):
     return (x.shape[1], x.shape[2]) if channel_last else (x.shape[2], x.shape[3])
 
@@ -148,12 +119,7 @@ def _conv_core(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, channel_last):
             wmat = w.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(g, kh * kw * cg, og)
             out = xp.matmul(cols, wmat).transpose(1, 0, 2).reshape(p, o)
         return out.reshape(n, oh, ow, o)
-    # win [N, C, oh, ow, kh, kw] -> cols [N, g, cg*kh*kw, oh*ow]; W [g, og, cg*kh*kw];
-    # one batched matmul -> [N, g, og, oh*ow], which is NCHW with no transpose (measured
-    # 10x faster than one [O, K] x [K, N*oh*ow] GEMM plus the transpose for small C)
-    cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, g, cg * kh * kw, oh * ow)
-    wmat = w.reshape(g, og, cg * kh * kw)
-    return xp.matmul(wmat, cols).reshape(n, o, oh, ow)
+    return general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, g)
 
 
 def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format):
@@ -178,8 +144,10 @@ def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, d
     cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
     x = x.astype(cdt, copy=False)
     w = w.astype(cdt, copy=False)
-    xpad = _pad_spatial(xp, x, pads, channel_last)
-    out = _conv_core(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, channel_last)
+    if channel_last:
+        out = _conv_core(xp, _pad_spatial(xp, x, pads, True), w, oh, ow, sh, sw, dh, dw, g, True)
+    else:  # the path by shape: kernels/conv.py
+        out = conv2d_nchw(xp, x, w, (sh, sw), (dh, dw), pads, g, oh, ow)
     return xp.ascontiguousarray(out).astype(out_dtype, copy=False)
 
 

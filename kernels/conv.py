@@ -1,0 +1,282 @@
+"""Convolution paths chosen by shape (NCHW forward; kernels/nn.py's conv kernels call them).
+
+One general formulation, im2col through a strided window view and one batched matmul over
+the groups, plus the paths below, each measured against it (numpy 2 / OpenBLAS, 2 cores,
+batch 1 unless said; medians of alternating blocks, on a loaded machine) and tested
+against it and a float64 reference (tests/test_conv_paths.py):
+
+- pointwise (1x1, no padding): one GEMM W[O, C] @ X[n][C, H*W] per group, no window view
+  or column copy; a stride subsamples X first (one strided copy, 1/s^2 of X).
+- stride 1 (any kernel, dilation, groups): "flat" im2col. The padded input is flattened per
+  channel and the output is computed on the padded width (oh x Wp, the Wp - ow extra
+  columns cropped at the end), so the columns of window offset (a, b) are ONE contiguous
+  run of the flattened plane starting at a*dh*Wp + b*dw: a copy with long inner loops
+  instead of one short loop per output row. [64, 16, 14, 14] 3x3 -> 32: 12.2 -> 5.5 ms;
+  [64, 1, 28, 28] -> 16: 0.30 -> 0.24 ms; [1, 3, 160, 240] -> 16: 0.38 -> 0.31 ms;
+  [1, 128, 20, 30] -> 128: equal (the GEMM dominates).
+- depthwise (one input channel per group, any channel multiplier): on large planes k*k
+  shifted multiply-adds over the whole tensor (flat runs at stride 1, strided taps
+  otherwise): [1, 16, 160, 240] 3x3: 1.75 -> 0.97 ms, [1, 64, 160, 240] 3x3 s2: 4.5 ->
+  3.2 ms. On small planes the per-channel [1, k*k] x [k*k, oh*Wp] products of the flat
+  im2col measure faster than the taps (each tap is a short loop per channel there):
+  [1, 480, 20, 30]: taps 0.88-1.2 ms, general path 0.69 ms, flat im2col 0.50 ms; the
+  planes' sizes where the taps win are TAPS_MIN_PLANE_*. Depthwise work is elementwise
+  and so single-threaded in numpy: it is split over the channels across the cores
+  (kernels/parallel.py): [1, 16, 160, 240] 0.87 -> 0.68 ms, [1, 960, 10, 15] 5x5 1.43 ->
+  0.73 ms, [1, 72, 80, 120] 5x5 s2 2.3 -> 1.1-1.3 ms.
+- other strides and kernels: the general formulation.
+
+Winograd F(2x2, 3x3) was not adopted: see docs/architecture.md (Convolution paths).
+
+`epilogue(part, lo, hi)`: a callable applied in place to each part of the output holding
+output channels [lo, hi) (all rows of the batch), as soon as that part is computed and
+while it is in cache, in the thread that computed it: the fused conv's bias, residual
+add and activation (kernels/fused_conv.py). The result is a fresh C-contiguous array.
+"""
+from __future__ import annotations
+
+from kernels.parallel import split_run
+
+# Depthwise: output planes (oh * ow) from which k*k shifted multiply-adds beat the flat
+# im2col's per-channel products (stride 1) or the general path (other strides); measured
+# crossovers on [1, C, H, W] 3x3/5x5 between 2,400 (taps slower) and 9,600 (taps faster).
+TAPS_MIN_PLANE_STRIDE1 = 8192
+TAPS_MIN_PLANE_STRIDED = 4096
+# Depthwise on a small plane at stride 1: the flat im2col computes oh x Wp outputs for
+# oh x ow; past this ratio of widths the extra columns cost more than its copy saves
+# ([1, 960, 10, 15] 5x5, 19/15: 0.87x of the general path; [1, 480, 20, 30] 3x3, 32/30: 1.21x).
+FLAT_MAX_WIDTH_RATIO = 1.15
+
+
+def pad_spatial(xp, x, pads, channel_last, value=0.0):
+    """Pad the two spatial dims of a 4-D array by [top, bottom, left, right]."""
+    if not any(pads):
+        return x
+    top, bottom, left, right = pads
+    if channel_last:
+        n, h, w, c = x.shape
+        out = xp.full((n, h + top + bottom, w + left + right, c), value, dtype=x.dtype)
+        out[:, top:top + h, left:left + w, :] = x
+    else:
+        n, c, h, w = x.shape
+        out = xp.full((n, c, h + top + bottom, w + left + right), value, dtype=x.dtype)
+        out[:, :, top:top + h, left:left + w] = x
+    return out
+
+
+def windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channel_last):
+    """A read-only strided view of every (kh, kw) window: [N, C, oh, ow, kh, kw] for NCHW,
+    [N, oh, ow, kh, kw, C] for NHWC."""
+    if channel_last:
+        n, _, _, c = xpad.shape
+        s0, s1, s2, s3 = xpad.strides
+        shape = (n, oh, ow, kh, kw, c)
+        strides = (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3)
+    else:
+        n, c = xpad.shape[:2]
+        s0, s1, s2, s3 = xpad.strides
+        shape = (n, c, oh, ow, kh, kw)
+        strides = (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw)
+    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
+
+
+def general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, out=None):
+    """The general formulation on an already padded NCHW input, restricted to the first
+    oh x ow output positions: win [N, C, oh, ow, kh, kw] -> cols [N, g, cg*kh*kw, oh*ow]
+    (one copy); W [g, og, cg*kh*kw]; one batched matmul -> [N, g, og, oh*ow], which is
+    NCHW with no transpose (measured 10x faster than one [O, K] x [K, N*oh*ow] GEMM plus
+    the transpose for small C). `out`: an [N, O, oh, ow] array (a view of a bigger one
+    is fine) the product is written into, else a new one."""
+    o, cg, kh, kw = w.shape
+    n = xpad.shape[0]
+    win = windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, False)
+    cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, g, cg * kh * kw, oh * ow)
+    wmat = w.reshape(g, o // g, cg * kh * kw)
+    if out is None:
+        return xp.matmul(wmat, cols).reshape(n, o, oh, ow)
+    xp.matmul(wmat, cols, out=out.reshape(n, g, o // g, oh * ow))
+    return out
+
+
+def _flat_padded(xp, x, pads):
+    """x padded and flattened per channel: ([N, C, Hp*Wp], Wp); x itself when unpadded."""
+    n, c, h, wd = x.shape
+    top, bottom, left, right = pads
+    if not any(pads):
+        return x.reshape(n, c, h * wd), wd
+    hp, wp = h + top + bottom, wd + left + right
+    flat = xp.zeros((n, c, hp * wp), dtype=x.dtype)
+    flat.reshape(n, c, hp, wp)[:, :, top:top + h, left:left + wd] = x
+    return flat, wp
+
+
+def _offsets(kh, kw, dh, dw, wp):
+    """Where window offset (a, b)'s run starts in the flattened padded plane."""
+    return [a * dh * wp + b * dw for a in range(kh) for b in range(kw)]
+
+
+def _apply(epilogue, part, lo, hi):
+    if epilogue is not None:
+        epilogue(part, lo, hi)
+
+
+def conv2d_nchw(xp, x, w, strides, dilations, pads, g, oh, ow, epilogue=None):
+    """Convolution of NCHW x [N, C, H, W] (unpadded) with Filter w [O, C/g, kh, kw] by
+    the path its shape takes (module docstring); [N, O, oh, ow], contiguous."""
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilations
+    out = xp.empty((n, o, oh, ow), dtype=x.dtype)
+    if kh == kw == 1 and not any(pads):
+        _pointwise(xp, x, w, sh, sw, g, out, epilogue)
+    elif cg == 1 and g == c > 1:  # one input channel (c == 1) is a small GEMM, not depthwise
+        _depthwise(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+    else:
+        _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue)
+    return out
+
+
+def _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue):
+    """The general formulation, its groups split across the cores."""
+    n = x.shape[0]
+    o, cg, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    xpad = pad_spatial(xp, x, pads, False)
+    if g == 1:
+        general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, 1, out=out)
+        _epilogue_by_channels(xp, out, epilogue)
+        return
+    og = o // g
+
+    def groups(lo, hi):
+        part = out[:, lo * og:hi * og]
+        general_nchw(xp, xpad[:, lo * cg:hi * cg], w[lo * og:hi * og], oh, ow, sh, sw, dh, dw, hi - lo,
+                     out=part)
+        _apply(epilogue, part, lo * og, hi * og)
+    split_run(xp, g, groups, n * o * oh * ow * cg * kh * kw)
+
+
+def _epilogue_by_channels(xp, out, epilogue):
+    """The epilogue over the whole output, its channels split across the cores."""
+    if epilogue is None:
+        return
+
+    def channels(lo, hi):
+        epilogue(out[:, lo:hi], lo, hi)
+    split_run(xp, out.shape[1], channels, out.size)
+
+
+def _pointwise(xp, x, w, sh, sw, g, out, epilogue):
+    n, c = x.shape[:2]
+    o = w.shape[0]
+    oh, ow = out.shape[2:]
+    if sh > 1 or sw > 1:
+        x = x[:, :, ::sh, ::sw]
+    cols = x.reshape(n, g, c // g, oh * ow)          # a copy only when subsampled
+    wmat = w.reshape(g, o // g, c // g)
+    xp.matmul(wmat, cols, out=out.reshape(n, g, o // g, oh * ow))
+    _epilogue_by_channels(xp, out, epilogue)
+
+
+def _flat_im2col(xp, x, w, dh, dw, pads, g, out, epilogue):
+    """Stride 1: columns [N, C, kh*kw, oh*Wp], each row one contiguous run of the flattened
+    padded plane; the output computed on the padded width, then cropped to ow."""
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    flat, wp = _flat_padded(xp, x, pads)
+    run = (oh - 1) * wp + ow          # the last row needs only ow: the run ends at Hp*Wp
+    starts = _offsets(kh, kw, dh, dw, wp)
+    og, k = o // g, cg * kh * kw
+
+    def im2col(lo, hi, cols):
+        """Columns of channels [lo, hi) into cols [N, hi-lo, kh*kw, oh*Wp]."""
+        for t, start in enumerate(starts):
+            cols[:, :, t, :run] = flat[:, lo:hi, start:start + run]
+        cols[:, :, :, run:] = 0       # the crop's columns past the last row: never read
+
+    def crop(result, lo, hi):
+        part = out[:, lo:hi]
+        part[...] = result.reshape(n, hi - lo, oh, wp)[:, :, :, :ow]
+        _apply(epilogue, part, lo, hi)
+
+    def groups(lo, hi):
+        cols = xp.empty((n, (hi - lo) * cg, kh * kw, oh * wp), dtype=x.dtype)
+        im2col(lo * cg, hi * cg, cols)
+        result = xp.matmul(w[lo * og:hi * og].reshape(hi - lo, og, k),
+                           cols.reshape(n, hi - lo, k, oh * wp))
+        crop(result, lo * og, hi * og)
+    split_run(xp, g, groups, n * o * oh * wp * k)
+
+
+def _depthwise(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    stride1 = sh == sw == 1
+    if oh * ow >= (TAPS_MIN_PLANE_STRIDE1 if stride1 else TAPS_MIN_PLANE_STRIDED):
+        (_flat_taps if stride1 else _strided_taps)(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+    elif stride1 and ow + (kw - 1) * dw <= FLAT_MAX_WIDTH_RATIO * ow:
+        _flat_im2col(xp, x, w, dh, dw, pads, c, out, epilogue)
+    else:
+        _general(xp, x, w, sh, sw, dh, dw, pads, c, out, epilogue)
+
+
+def _flat_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
+    """Depthwise, stride 1: out[c*m + j] = sum over (a, b) of W[c*m + j, 0, a, b] times
+    the run of input channel c starting at offset (a, b), on the padded width."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    m = o // c
+    flat, wp = _flat_padded(xp, x, pads)
+    run = (oh - 1) * wp + ow
+    starts = _offsets(kh, kw, dh, dw, wp)
+    wt = w.reshape(c, m, kh * kw)
+
+    def channels(lo, hi):
+        acc = xp.empty((n, hi - lo, m, oh * wp), dtype=x.dtype)
+        buf = xp.empty((n, hi - lo, m, run), dtype=x.dtype)
+        dst = acc[..., :run]
+        for t, start in enumerate(starts):
+            tap = flat[:, lo:hi, None, start:start + run]
+            weight = wt[lo:hi, :, t, None]
+            if t == 0:
+                xp.multiply(tap, weight, out=dst)
+            else:
+                xp.multiply(tap, weight, out=buf)
+                dst += buf
+        part = out[:, lo * m:hi * m]
+        part[...] = acc.reshape(n, (hi - lo) * m, oh, wp)[:, :, :, :ow]
+        _apply(epilogue, part, lo * m, hi * m)
+    split_run(xp, c, channels, out.size * kh * kw)
+
+
+def _strided_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
+    """Depthwise, any stride: one multiply-add per window offset of the strided view of
+    the padded input that offset reads, into the output."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    m = o // c
+    xpad = pad_spatial(xp, x, pads, False)
+    wt = w.reshape(c, m, kh, kw)
+
+    def channels(lo, hi):
+        part = out[:, lo * m:hi * m]
+        dst = part.reshape(n, hi - lo, m, oh, ow)
+        buf = xp.empty(dst.shape, dtype=x.dtype)
+        for a in range(kh):
+            rows = slice(a * dh, a * dh + (oh - 1) * sh + 1, sh)
+            for b in range(kw):
+                cols = slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
+                tap = xpad[:, lo:hi, None, rows, cols]
+                weight = wt[lo:hi, :, a, b, None, None]
+                if a == b == 0:
+                    xp.multiply(tap, weight, out=dst)
+                else:
+                    xp.multiply(tap, weight, out=buf)
+                    dst += buf
+        _apply(epilogue, part, lo * m, hi * m)
+    split_run(xp, c, channels, out.size * kh * kw)
