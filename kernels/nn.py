@@ -26,6 +26,7 @@ SavedVariance (the inverse std) in training, the running Mean/Variance otherwise
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -122,33 +123,64 @@ def _conv_core(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, channel_last):
     return general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, g)
 
 
-def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format):
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A checked 2-D convolution's layout, groups, strides, dilations, resolved paddings,
+    output size and computing dtype (float16 computes in float32)."""
+    channel_last: bool
+    groups: int
+    strides: tuple
+    dilations: tuple
+    pads: list
+    out_hw: tuple
+    out_shape: tuple
+    dtype: object
+
+    def run(self, xp, x, w, epilogue=None):
+        """The convolution of x and w (both in the computing dtype): NCHW by the path its
+        shape takes (kernels/conv.py), NHWC by the general formulation (`epilogue` is for
+        NCHW only)."""
+        (sh, sw), (dh, dw), (oh, ow) = self.strides, self.dilations, self.out_hw
+        if self.channel_last:
+            return _conv_core(xp, _pad_spatial(xp, x, self.pads, True), w, oh, ow, sh, sw, dh, dw, self.groups,
+                              True)
+        return conv2d_nchw(xp, x, w, self.strides, self.dilations, self.pads, self.groups, oh, ow,
+                           epilogue=epilogue)
+
+
+def _conv_geometry(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format,
+                   op="conv2d") -> ConvGeometry:
     if x.ndim != 4 or w.ndim != 4:
-        raise ValueError(f"conv2d expects 4-D Input and Filter, got {x.shape} and {w.shape}")
+        raise ValueError(f"{op} expects 4-D Input and Filter, got {x.shape} and {w.shape}")
     channel_last = _channel_last(data_format)
     c = x.shape[3] if channel_last else x.shape[1]
     h, wd = _spatial(x, channel_last)
     o, cg, kh, kw = w.shape
     g = int(groups) if groups and groups > 0 else 1
     if c != cg * g or o % g:
-        raise ValueError(f"conv2d: Input has {c} channels, Filter {tuple(w.shape)} with groups={g} "
+        raise ValueError(f"{op}: Input has {c} channels, Filter {tuple(w.shape)} with groups={g} "
                          f"expects {cg * g} input channels and out channels divisible by groups")
     sh, sw, dh, dw, pads = _conv_setup(x, (kh, kw), strides, paddings, padding_algorithm, dilations,
                                        channel_last)
     oh = (h + pads[0] + pads[1] - (dh * (kh - 1) + 1)) // sh + 1
     ow = (wd + pads[2] + pads[3] - (dw * (kw - 1) + 1)) // sw + 1
     if oh <= 0 or ow <= 0:
-        raise ValueError(f"conv2d: output size ({oh}, {ow}) is not positive for input {tuple(x.shape)}")
-
-    out_dtype = x.dtype
+        raise ValueError(f"{op}: output size ({oh}, {ow}) is not positive for input {tuple(x.shape)}")
+    n = x.shape[0]
+    out_shape = (n, oh, ow, o) if channel_last else (n, o, oh, ow)
     cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
-    x = x.astype(cdt, copy=False)
-    w = w.astype(cdt, copy=False)
-    if channel_last:
-        out = _conv_core(xp, _pad_spatial(xp, x, pads, True), w, oh, ow, sh, sw, dh, dw, g, True)
-    else:  # the path by shape: kernels/conv.py
-        out = conv2d_nchw(xp, x, w, (sh, sw), (dh, dw), pads, g, oh, ow)
-    return xp.ascontiguousarray(out).astype(out_dtype, copy=False)
+    return ConvGeometry(channel_last, g, (sh, sw), (dh, dw), pads, (oh, ow), out_shape, cdt)
+
+
+def conv2d_finish(xp, out, dtype):
+    """The convolution's result, contiguous, in the input's dtype."""
+    return xp.ascontiguousarray(out).astype(dtype, copy=False)
+
+
+def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format):
+    geo = _conv_geometry(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format)
+    out = geo.run(xp, x.astype(geo.dtype, copy=False), w.astype(geo.dtype, copy=False))
+    return conv2d_finish(xp, out, x.dtype)
 
 
 _CONV_ATTRS = ["strides", "paddings", "padding_algorithm", "dilations", "groups", "data_format"]

@@ -13,6 +13,8 @@ then lowers precision (../../docs/architecture.md):
     remove_identity       inference dropout, assign, scale(1, 0), no-op cast (remove_identity.py)
     fold_constants        ops of constants, run once with `evaluate`    (constant_folding.py)
     fold_batch_norm       batch_norm into conv2d / matmul_v2 / mul / fc (fold_batch_norm.py)
+    fuse_conv_bias_activation  conv2d + bias add (+ residual add) (+ activation) -> fused_conv2d
+                                                                  (fuse_conv.py)
     fuse_fc               mul/matmul_v2 + bias (+ relu) -> fc           (fuse_fc.py)
     fuse_elementwise_activation  elementwise_add + relu / scale -> fused_elemwise_activation
                                                                   (fuse_elementwise_activation.py)
@@ -41,6 +43,7 @@ from program.passes.constant_folding import fold_constants
 from program.passes.dead_code import eliminate_dead_code
 from program.passes.fold_batch_norm import fold_batch_norm
 from program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS, convert_to_fp16
+from program.passes.fuse_conv import fuse_conv_bias_activation
 from program.passes.fuse_elementwise_activation import fuse_elementwise_activation
 from program.passes.fuse_fc import fuse_fc
 from program.passes.graph import Graph, PassError
@@ -53,6 +56,7 @@ PASSES: dict[str, Pass] = {p.name: p for p in [
     Pass("remove_identity", remove_identity_ops),
     Pass("fold_constants", fold_constants, needs_evaluate=True),
     Pass("fold_batch_norm", fold_batch_norm, group="fuse"),
+    Pass("fuse_conv_bias_activation", fuse_conv_bias_activation, group="fuse"),
     Pass("fuse_fc", fuse_fc, group="fuse"),
     Pass("fuse_elementwise_activation", fuse_elementwise_activation, group="fuse"),
     Pass("convert_to_fp16", convert_to_fp16, group="fp16"),
@@ -69,7 +73,8 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
                        column_major_min_bytes: int = 2 << 20):
     """Run the passes in DEFAULT_ORDER on a copy of (program, params); returns (program,
     params, report). `disabled`: pass names to skip. `fuse`: run the fusion passes
-    (fold_batch_norm, fuse_fc, fuse_elementwise_activation). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
+    (fold_batch_norm, fuse_conv_bias_activation, fuse_fc,
+    fuse_elementwise_activation). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
     `fp16_ops`: see program/passes/fp16.py). `bf16`: run convert_weights_to_bf16 (`keep_fp32`
     and `fp16_ops` choose its ops too: see program/passes/bf16.py); not with `fp16`.
     `cpu`: the program will run on a CPU, so the CPU memory-layout pass (column_major_weights)
