@@ -35,6 +35,8 @@ add and activation (kernels/fused_conv.py). The result is a fresh C-contiguous a
 """
 from __future__ import annotations
 
+import numpy as np
+
 from kernels.parallel import split_run
 
 # Depthwise: output planes (oh * ow) from which k*k shifted multiply-adds beat the flat
@@ -46,6 +48,9 @@ TAPS_MIN_PLANE_STRIDED = 4096
 # oh x ow; past this ratio of widths the extra columns cost more than its copy saves
 # ([1, 960, 10, 15] 5x5, 19/15: 0.87x of the general path; [1, 480, 20, 30] 3x3, 32/30: 1.21x).
 FLAT_MAX_WIDTH_RATIO = 1.15
+# Output bytes the taps paths compute at a time (a block of channels): their k*k passes
+# and the epilogue then stay in the core's cache.
+BLOCK_BYTES = 256 << 10
 
 
 def pad_spatial(xp, x, pads, channel_last, value=0.0):
@@ -113,6 +118,19 @@ def _flat_padded(xp, x, pads):
 def _offsets(kh, kw, dh, dw, wp):
     """Where window offset (a, b)'s run starts in the flattened padded plane."""
     return [a * dh * wp + b * dw for a in range(kh) for b in range(kw)]
+
+
+def _in_blocks(xp, body, bytes_per_item):
+    """body(lo, hi) over consecutive sub-ranges of about BLOCK_BYTES of output each (numpy),
+    so that the k*k passes of the taps and the epilogue reread cache, not memory."""
+    if xp is not np:
+        return body
+    step = max(1, BLOCK_BYTES // max(bytes_per_item, 1))
+
+    def blocks(lo, hi):
+        for start in range(lo, hi, step):
+            body(start, min(start + step, hi))
+    return blocks
 
 
 def _apply(epilogue, part, lo, hi):
@@ -250,7 +268,8 @@ def _flat_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
         part = out[:, lo * m:hi * m]
         part[...] = acc.reshape(n, (hi - lo) * m, oh, wp)[:, :, :, :ow]
         _apply(epilogue, part, lo * m, hi * m)
-    split_run(xp, c, channels, out.size * kh * kw)
+    per_channel = n * m * oh * wp * x.itemsize
+    split_run(xp, c, _in_blocks(xp, channels, per_channel), out.size * kh * kw)
 
 
 def _strided_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
@@ -279,4 +298,5 @@ def _strided_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
                     xp.multiply(tap, weight, out=buf)
                     dst += buf
         _apply(epilogue, part, lo * m, hi * m)
-    split_run(xp, c, channels, out.size * kh * kw)
+    per_channel = n * m * oh * ow * x.itemsize
+    split_run(xp, c, _in_blocks(xp, channels, per_channel), out.size * kh * kw)

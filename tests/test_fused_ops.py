@@ -482,9 +482,7 @@ def test_residual_cnn_fuses_bias_relu_residual_relu_and_scale():
     infer, params = build(residual_cnn, ["x"])
     feed = {"x": np.random.default_rng(2).standard_normal((2, 3, 8, 8)).astype(np.float32)}
     want = run(infer, params, feed)
-    # the conv bias + relu would otherwise become a fused_conv2d (tests/test_fuse_conv.py)
-    new, new_params, report = optimize_inference(infer, params, evaluate=call_kernel,
-                                                 disabled=["fuse_conv_bias_activation"])
+    new, new_params, report = optimize_inference(infer, params, evaluate=call_kernel)
     assert report.changes("fuse_elementwise_activation") == {"relu_fused": 2, "scale_fused": 1,
                                                              "vars_dropped": 3}
     types = op_types(new)
@@ -540,8 +538,7 @@ def test_the_pass_can_be_disabled_by_name():
     feed = {"x": np.random.default_rng(4).standard_normal((2, 3, 8, 8)).astype(np.float32)}
     want = run(infer, params, feed)
     new, new_params, report = optimize_inference(infer, params, evaluate=call_kernel,
-                                                 disabled=["fuse_elementwise_activation",
-                                                           "fuse_conv_bias_activation"])
+                                                 disabled=["fuse_elementwise_activation"])
     assert report["fuse_elementwise_activation"].status == "disabled"
     assert op_types(new)[OP] == 0 and op_types(new)["relu"] == 2
     assert_close(run(new, new_params, feed), want)
@@ -554,13 +551,12 @@ def test_fused_program_round_trips_and_runs_in_float16():
     infer, params = build(residual_cnn, ["x"], magnitude=0.3)  # activations of order 1
     feed = {"x": np.random.default_rng(5).standard_normal((2, 3, 8, 8)).astype(np.float32)}
     want = run(infer, params, feed)
-    no_conv = ["fuse_conv_bias_activation"]  # it would take the conv bias + relu
-    new, new_params, _ = optimize_inference(infer, params, evaluate=call_kernel, disabled=no_conv)
+    new, new_params, _ = optimize_inference(infer, params, evaluate=call_kernel)
     again = pg.Program.parse_from_string(new.serialize_to_string())
     again.verify()
     assert fused_lists(again) == fused_lists(new)
     assert_close(run(again, new_params, feed), want)
-    half, half_params, _ = optimize_inference(infer, params, evaluate=call_kernel, fp16=True, disabled=no_conv)
+    half, half_params, _ = optimize_inference(infer, params, evaluate=call_kernel, fp16=True)
     assert op_types(half)[OP] == 3
     assert_close(run(half, half_params, feed), want, rtol=1e-2)
 

@@ -119,7 +119,7 @@ def test_paddle_models_optimized_give_paddles_outputs(name):
 def test_batch_norm_is_folded_into_the_convolutions(name, convs, bns):
     program, params, feed, expected = load_fixture(name)
     assert op_types(program)["batch_norm"] == bns
-    new, new_params, report = optimize(program, params, disabled=["fuse_fc", "fuse_conv_bias_activation"])
+    new, new_params, report = optimize(program, params, disabled=["fuse_fc"])
     types = op_types(new)
     assert types["batch_norm"] == 0
     assert types["conv2d"] + types["depthwise_conv2d"] == convs
@@ -320,8 +320,7 @@ def test_bf16_stores_conv_filters_and_fc_weights_with_the_driver(fuse):
     casts = {op.output("Out")[0]: op.input("X")[0] for op in block.ops if op.type == "cast"}
     assert set(casts.values()) == halves and all(block.var(n).dtype == pb.VarType.BF16 for n in halves)
     read_as = {(op.type, slot) for op in block.ops for slot, names in op.inputs.items() if set(names) & set(casts)}
-    convs = {("fused_conv2d", "Filter")} if fuse else {("conv2d", "Filter")}  # conv + bias + relu fused
-    assert read_as == convs | {("depthwise_conv2d", "Filter"), ("fc", "W") if fuse else ("mul", "Y")}
+    assert read_as == {("conv2d", "Filter"), ("depthwise_conv2d", "Filter"), ("fc", "W") if fuse else ("mul", "Y")}
     floats = {n for n, v in new_params.items() if v.dtype == np.float32}
     assert all(block.var(n).dtype == pb.VarType.FP32 for n in floats)
     if not fuse:  # batch_norm's scale, shift and statistics and the conv bias: untouched
