@@ -1,37 +1,34 @@
 """Convolution paths chosen by shape (NCHW forward; kernels/nn.py's conv kernels call them).
 
 One general formulation, im2col through a strided window view and one batched matmul over
-the groups, plus the paths below, each measured against it (numpy 2 / OpenBLAS, 2 cores,
-batch 1 unless said; medians of alternating blocks, on a loaded machine) and tested
-against it and a float64 reference (tests/test_conv_paths.py):
+the groups (`general_nchw`), plus the paths below, each measured against it (numpy 2.4,
+OpenBLAS; CPU time of one thread, medians of alternating blocks in one process, on a
+loaded 2-core machine) and tested against it and a float64 reference
+(tests/test_conv_paths.py; the table with figures is in docs/architecture.md):
 
-- pointwise (1x1, no padding): one GEMM W[O, C] @ X[n][C, H*W] per group, no window view
-  or column copy; a stride subsamples X first (one strided copy, 1/s^2 of X).
-- stride 1 (any kernel, dilation, groups): "flat" im2col. The padded input is flattened per
-  channel and the output is computed on the padded width (oh x Wp, the Wp - ow extra
-  columns cropped at the end), so the columns of window offset (a, b) are ONE contiguous
-  run of the flattened plane starting at a*dh*Wp + b*dw: a copy with long inner loops
-  instead of one short loop per output row. [64, 16, 14, 14] 3x3 -> 32: 12.2 -> 5.5 ms;
-  [64, 1, 28, 28] -> 16: 0.30 -> 0.24 ms; [1, 3, 160, 240] -> 16: 0.38 -> 0.31 ms;
-  [1, 128, 20, 30] -> 128: equal (the GEMM dominates).
-- depthwise (one input channel per group, any channel multiplier): on large planes k*k
-  shifted multiply-adds over the whole tensor (flat runs at stride 1, strided taps
-  otherwise): [1, 16, 160, 240] 3x3: 1.75 -> 0.97 ms, [1, 64, 160, 240] 3x3 s2: 4.5 ->
-  3.2 ms. On small planes the per-channel [1, k*k] x [k*k, oh*Wp] products of the flat
-  im2col measure faster than the taps (each tap is a short loop per channel there):
-  [1, 480, 20, 30]: taps 0.88-1.2 ms, general path 0.69 ms, flat im2col 0.50 ms; the
-  planes' sizes where the taps win are TAPS_MIN_PLANE_*. Depthwise work is elementwise
-  and so single-threaded in numpy: it is split over the channels across the cores
-  (kernels/parallel.py): [1, 16, 160, 240] 0.87 -> 0.68 ms, [1, 960, 10, 15] 5x5 1.43 ->
-  0.73 ms, [1, 72, 80, 120] 5x5 s2 2.3 -> 1.1-1.3 ms.
-- other strides and kernels: the general formulation.
+- pointwise (1x1, no padding): one GEMM W[O, C] @ X[n][C, H*W] per group written into the
+  output, no window view; a stride subsamples X first (one strided copy, 1/s^2 of X).
+  1.00-1.06x: the general path's column "copy" was already a view for 1x1.
+- depthwise (groups == input channels > 1, any channel multiplier), large output plane:
+  k*k shifted multiply-adds over blocks of channels of about BLOCK_BYTES of output (in
+  cache): at stride 1 on the padded width, each window offset ONE contiguous run of the
+  flattened padded plane per channel; otherwise strided taps. [1, 16, 160, 240] 3x3:
+  1.6-2.0x; [1, 64, 160, 240] 3x3 s2: 1.1-1.3x.
+- depthwise, small plane, stride 1: "flat" im2col, the same contiguous runs copied into
+  columns [N, C, k*k, oh*Wp] and one [1, k*k] x [k*k, oh*Wp] product per channel (a
+  batched matmul), cropped to ow: [1, 480, 20, 30]: 1.1-1.26x. Taps on small planes are
+  one short loop per channel and row: 0.45-0.7x, hence TAPS_MIN_PLANE_*.
+- everything else: the general formulation. The flat im2col for dense convolutions
+  measured 0.6-1.0x (the GEMM dominates and the crop costs); Winograd F(2x2, 3x3)
+  0.49-1.09x (docs/architecture.md).
 
-Winograd F(2x2, 3x3) was not adopted: see docs/architecture.md (Convolution paths).
+Depthwise and grouped work is split by channels across the cores, dense work's epilogue
+by output channels (kernels/parallel.py); GEMMs are left to OpenBLAS's threads.
 
 `epilogue(part, lo, hi)`: a callable applied in place to each part of the output holding
-output channels [lo, hi) (all rows of the batch), as soon as that part is computed and
-while it is in cache, in the thread that computed it: the fused conv's bias, residual
-add and activation (kernels/fused_conv.py). The result is a fresh C-contiguous array.
+output channels [lo, hi) (all rows of the batch), as soon as that part is computed, in
+the thread that computed it: fused_conv2d's bias, residual add and activation
+(kernels/fused_conv.py). The result is a fresh C-contiguous array.
 """
 from __future__ import annotations
 
@@ -200,7 +197,7 @@ def _pointwise(xp, x, w, sh, sw, g, out, epilogue):
 def _flat_im2col(xp, x, w, dh, dw, pads, g, out, epilogue):
     """Stride 1: columns [N, C, kh*kw, oh*Wp], each row one contiguous run of the flattened
     padded plane; the output computed on the padded width, then cropped to ow."""
-    n, c = x.shape[:2]
+    n = x.shape[0]
     o, cg, kh, kw = w.shape
     oh, ow = out.shape[2:]
     flat, wp = _flat_padded(xp, x, pads)
