@@ -9,8 +9,12 @@ thread) and returns when all are done. Each `part(lo, hi)` must write only its o
 of a preallocated output.
 
 Only for numpy: a GPU's kernels are asynchronous launches on one stream, which threads
-would contend for. `KEEL_KERNEL_THREADS` sets the number of threads (1: none); the default
-is the number of cores this process may run on, at most 8.
+would contend for. Off by default: `KEEL_KERNEL_THREADS=N` turns it on with N threads
+(`auto`: the cores this process may run on, at most 8). Measured on a 2-core machine
+shared with other processes, alternating blocks in one process: at load average 4-5,
+depthwise convolutions split in 2 ran 1.3-2x faster (wall time); at load 10-15 the
+mobile CNNs' per-op medians summed to 0.55x of serial, each op waiting for a core the
+other processes held. A machine of its own should enable it; that was not measured.
 """
 from __future__ import annotations
 
@@ -28,15 +32,19 @@ _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 
 
-def threads() -> int:
-    env = os.environ.get("KEEL_KERNEL_THREADS")
-    if env:
-        return max(1, int(env))
+def _cores() -> int:
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+        return os.cpu_count() or 1
+
+
+_CORES = max(1, min(_cores(), 8))  # read once: a system call costs ~1 us per kernel call
+
+
+def threads() -> int:
+    env = os.environ.get("KEEL_KERNEL_THREADS", "1")
+    return _CORES if env == "auto" else max(1, int(env))
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:
@@ -49,7 +57,7 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
 
 def parts(xp, total: int, work: float) -> int:
     """How many parts to cut `total` items of `work` in all into (1: run serially)."""
-    if xp is not np or total < 2:
+    if xp is not np or total < 2 or work < 2 * MIN_WORK_PER_PART:
         return 1
     return int(max(1, min(threads(), total, work // MIN_WORK_PER_PART)))
 

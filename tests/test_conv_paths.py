@@ -26,10 +26,11 @@ CASES = [
     ("5x3 grouped", "general", (2, 6, 8, 9), (6, 2, 5, 3), (1, 1), (2, 2, 1, 1), (1, 1), 3),
     ("3x3 stride 2", "general", (2, 3, 9, 10), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
     ("3x3 stride 2 grouped", "general", (1, 4, 9, 10), (6, 2, 3, 3), (2, 1), (1, 0, 1, 1), (1, 2), 2),
-    ("depthwise small wide plane", "flat", (2, 5, 6, 40), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
-    ("depthwise small wide plane x2 multiplier", "flat", (1, 3, 6, 50), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
+    ("depthwise small wide plane", "flat", (2, 5, 18, 40), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
+    ("depthwise small wide plane x2 multiplier", "flat", (1, 3, 17, 50), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
+    ("depthwise short wide plane", "general", (1, 4, 3, 60), (4, 1, 5, 5), (1, 1), (2, 2, 2, 2), (1, 1), 4),
     ("depthwise small narrow plane", "general", (2, 5, 6, 7), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
-    ("depthwise small wide plane, dilation 2", "flat", (1, 2, 9, 60), (2, 1, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 2),
+    ("depthwise small wide plane, dilation 2", "flat", (1, 2, 20, 60), (2, 1, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 2),
     ("depthwise strided small plane", "general", (1, 4, 9, 9), (8, 1, 5, 5), (2, 2), (2, 2, 2, 2), (1, 1), 4),
     ("depthwise large plane", "flat_taps", (1, 3, 96, 100), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
     ("depthwise large plane x2, dilation 2", "flat_taps", (1, 2, 96, 100), (4, 1, 3, 3), (1, 1), (2, 2, 2, 2),
@@ -122,6 +123,15 @@ def test_paths_split_across_threads(case, monkeypatch):
     split = _run("conv2d", x, w, strides, pads, dilations, g)
     np.testing.assert_array_equal(split, serial)
     _check(case, x, w, split)
+
+
+def test_threads_are_off_unless_asked(monkeypatch):
+    monkeypatch.delenv("KEEL_KERNEL_THREADS", raising=False)
+    assert parallel.threads() == 1 and parallel.parts(np, 64, 1e12) == 1
+    monkeypatch.setenv("KEEL_KERNEL_THREADS", "auto")
+    assert parallel.threads() >= 1
+    monkeypatch.setenv("KEEL_KERNEL_THREADS", "2")
+    assert parallel.parts(np, 64, 1e12) == 2 and parallel.parts(np, 64, 1000) == 1
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
