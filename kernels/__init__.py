@@ -6,6 +6,7 @@ from kernels import (activation, elementwise, loss, math, nn, optimizer, random,
                      tensor)
 from kernels import detection  # noqa: F401
 from kernels import fused  # noqa: F401
+from kernels import fused_conv  # noqa: F401
 from kernels import manip  # noqa: F401
 from kernels import amp  # noqa: F401
 from kernels import rnn  # noqa: F401

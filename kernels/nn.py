@@ -26,9 +26,13 @@ SavedVariance (the inverse std) in training, the running Mean/Variance otherwise
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 
+from kernels.conv import conv2d_nchw, general_nchw
+from kernels.conv import pad_spatial as _pad_spatial
+from kernels.conv import windows as _windows
 from kernels.registry import kernel
 from kernels.tensor import check_index_range, scatter_add
 
@@ -78,38 +82,6 @@ def _channel_last(data_format: str) -> bool:
     return data_format in ("NHWC", "NDHWC", "NLC")
 
 
-def _pad_spatial(xp, x, pads, channel_last, value=0.0):
-    """Pad the two spatial dims of a 4-D array by [top, bottom, left, right]."""
-    if not any(pads):
-        return x
-    top, bottom, left, right = pads
-    if channel_last:
-        n, h, w, c = x.shape
-        out = xp.full((n, h + top + bottom, w + left + right, c), value, dtype=x.dtype)
-        out[:, top:top + h, left:left + w, :] = x
-    else:
-        n, c, h, w = x.shape
-        out = xp.full((n, c, h + top + bottom, w + left + right), value, dtype=x.dtype)
-        out[:, :, top:top + h, left:left + w] = x
-    return out
-
-
-def _windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channel_last):
-    """A read-only strided view of every (kh, kw) window: [N, C, oh, ow, kh, kw] for NCHW,
-    [N, oh, ow, kh, kw, C] for NHWC."""
-    if channel_last:
-        n, _, _, c = xpad.shape
-        s0, s1, s2, s3 = xpad.strides
-        shape = (n, oh, ow, kh, kw, c)
-        strides = (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3)
-    else:
-        n, c = xpad.shape[:2]
-        s0, s1, s2, s3 = xpad.strides
-        shape = (n, c, oh, ow, kh, kw)
-        strides = (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw)
-    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
-
-
 def _spatial(x, channel_last):
     return (x.shape[1], x.shape[2]) if channel_last else (x.shape[2], x.shape[3])
 
@@ -148,39 +120,67 @@ def _conv_core(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, channel_last):
             wmat = w.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(g, kh * kw * cg, og)
             out = xp.matmul(cols, wmat).transpose(1, 0, 2).reshape(p, o)
         return out.reshape(n, oh, ow, o)
-    # win [N, C, oh, ow, kh, kw] -> cols [N, g, cg*kh*kw, oh*ow]; W [g, og, cg*kh*kw];
-    # one batched matmul -> [N, g, og, oh*ow], which is NCHW with no transpose (measured
-    # 10x faster than one [O, K] x [K, N*oh*ow] GEMM plus the transpose for small C)
-    cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, g, cg * kh * kw, oh * ow)
-    wmat = w.reshape(g, og, cg * kh * kw)
-    return xp.matmul(wmat, cols).reshape(n, o, oh, ow)
+    return general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, g)
 
 
-def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format):
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A checked 2-D convolution's layout, groups, strides, dilations, resolved paddings,
+    output size and computing dtype (float16 computes in float32)."""
+    channel_last: bool
+    groups: int
+    strides: tuple
+    dilations: tuple
+    pads: list
+    out_hw: tuple
+    out_shape: tuple
+    dtype: object
+
+    def run(self, xp, x, w, epilogue=None):
+        """The convolution of x and w (both in the computing dtype): NCHW by the path its
+        shape takes (kernels/conv.py), NHWC by the general formulation (`epilogue` is for
+        NCHW only)."""
+        (sh, sw), (dh, dw), (oh, ow) = self.strides, self.dilations, self.out_hw
+        if self.channel_last:
+            return _conv_core(xp, _pad_spatial(xp, x, self.pads, True), w, oh, ow, sh, sw, dh, dw, self.groups,
+                              True)
+        return conv2d_nchw(xp, x, w, self.strides, self.dilations, self.pads, self.groups, oh, ow,
+                           epilogue=epilogue)
+
+
+def _conv_geometry(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format,
+                   op="conv2d") -> ConvGeometry:
     if x.ndim != 4 or w.ndim != 4:
-        raise ValueError(f"conv2d expects 4-D Input and Filter, got {x.shape} and {w.shape}")
+        raise ValueError(f"{op} expects 4-D Input and Filter, got {x.shape} and {w.shape}")
     channel_last = _channel_last(data_format)
     c = x.shape[3] if channel_last else x.shape[1]
     h, wd = _spatial(x, channel_last)
     o, cg, kh, kw = w.shape
     g = int(groups) if groups and groups > 0 else 1
     if c != cg * g or o % g:
-        raise ValueError(f"conv2d: Input has {c} channels, Filter {tuple(w.shape)} with groups={g} "
+        raise ValueError(f"{op}: Input has {c} channels, Filter {tuple(w.shape)} with groups={g} "
                          f"expects {cg * g} input channels and out channels divisible by groups")
     sh, sw, dh, dw, pads = _conv_setup(x, (kh, kw), strides, paddings, padding_algorithm, dilations,
                                        channel_last)
     oh = (h + pads[0] + pads[1] - (dh * (kh - 1) + 1)) // sh + 1
     ow = (wd + pads[2] + pads[3] - (dw * (kw - 1) + 1)) // sw + 1
     if oh <= 0 or ow <= 0:
-        raise ValueError(f"conv2d: output size ({oh}, {ow}) is not positive for input {tuple(x.shape)}")
-
-    out_dtype = x.dtype
+        raise ValueError(f"{op}: output size ({oh}, {ow}) is not positive for input {tuple(x.shape)}")
+    n = x.shape[0]
+    out_shape = (n, oh, ow, o) if channel_last else (n, o, oh, ow)
     cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
-    x = x.astype(cdt, copy=False)
-    w = w.astype(cdt, copy=False)
-    xpad = _pad_spatial(xp, x, pads, channel_last)
-    out = _conv_core(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, channel_last)
-    return xp.ascontiguousarray(out).astype(out_dtype, copy=False)
+    return ConvGeometry(channel_last, g, (sh, sw), (dh, dw), pads, (oh, ow), out_shape, cdt)
+
+
+def conv2d_finish(xp, out, dtype):
+    """The convolution's result, contiguous, in the input's dtype."""
+    return xp.ascontiguousarray(out).astype(dtype, copy=False)
+
+
+def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format):
+    geo = _conv_geometry(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format)
+    out = geo.run(xp, x.astype(geo.dtype, copy=False), w.astype(geo.dtype, copy=False))
+    return conv2d_finish(xp, out, x.dtype)
 
 
 _CONV_ATTRS = ["strides", "paddings", "padding_algorithm", "dilations", "groups", "data_format"]

@@ -78,7 +78,8 @@ def build(fn, feed_names, seed=0):
 # -- the registry and the driver -------------------------------------------------------------
 def test_passes_run_in_the_documented_order_and_unknown_names_are_refused():
     assert list(PASSES) == ["eliminate_dead_code", "remove_identity", "fold_constants",
-                            "fold_batch_norm", "fuse_fc", "fuse_elementwise_activation",
+                            "fold_batch_norm", "fuse_conv_bias_activation", "fuse_fc",
+                            "fuse_elementwise_activation",
                             "convert_to_fp16", "convert_weights_to_bf16", "column_major_weights"]
     for p in PASSES.values():
         assert "Matches" in p.doc and "afe" in p.doc  # what it matches, and why it is safe

@@ -4,6 +4,7 @@ from program.ops import (activation, elementwise, loss, math, nn, optimizer,  # 
                          random, tensor)
 from program.ops import detection  # noqa: F401
 from program.ops import fused  # noqa: F401
+from program.ops import fused_conv  # noqa: F401
 from program.ops import manip  # noqa: F401
 from program.ops import amp  # noqa: F401
 from program.ops import rnn  # noqa: F401

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS
+from program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS, with_fused_forms
 from proto import pb
 
 _T = pb.VarType
@@ -15,7 +15,7 @@ _T = pb.VarType
 WEIGHT_SLOTS = {
     "conv2d": ("Filter",), "depthwise_conv2d": ("Filter",), "conv2d_transpose": ("Filter",),
     "matmul_v2": ("X", "Y"), "matmul": ("X", "Y"), "mul": ("X", "Y"), "bmm": ("X", "Y"),
-    "fc": ("W",), "lookup_table_v2": ("W",),
+    "fc": ("W",), "lookup_table_v2": ("W",), "fused_conv2d": ("Filter",),
 }
 
 
@@ -74,7 +74,7 @@ def convert_weights_to_bf16(graph, options) -> dict:
     of up to 2**-8 (0.4%) per weight; callers state and check a tolerance. A loader that
     folds constants (the Predictor with ir_optim) turns each cast back into a float32
     parameter holding the rounded values; without folding the casts run on every call."""
-    keep = options.keep_fp32 if options.keep_fp32 is not None else DEFAULT_KEEP_FP32
+    keep = with_fused_forms(options.keep_fp32 if options.keep_fp32 is not None else DEFAULT_KEEP_FP32)
     op_types = (options.fp16_ops if options.fp16_ops is not None else FP16_OPS) - keep
     weights = _weights(graph, op_types)
     for name in weights:

@@ -13,7 +13,7 @@ _T = pb.VarType
 # lookup. Their float16 result is within float16 round-off of the float32 one.
 FP16_OPS = frozenset({
     "conv2d", "depthwise_conv2d", "conv2d_transpose", "matmul_v2", "matmul", "mul", "fc", "bmm",
-    "lookup_table_v2",
+    "lookup_table_v2", "fused_conv2d",
 })
 
 # Ops that follow their inputs (PaddlePaddle AMP's "gray" list): float16 when one of their
@@ -30,6 +30,15 @@ FP16_FOLLOW_OPS = frozenset({
     "tile", "pad", "pad3d", "pixel_shuffle", "nearest_interp_v2", "bilinear_interp_v2", "assign",
     "fused_elemwise_activation",
 })
+
+# The fused ops that stand for a listed op (the fusion passes run first): keeping conv2d
+# in float32 keeps the fused_conv2d a conv2d became.
+FUSED_FORMS = {"conv2d": "fused_conv2d", "depthwise_conv2d": "fused_conv2d"}
+
+
+def with_fused_forms(op_types) -> frozenset:
+    return frozenset(op_types) | {FUSED_FORMS[t] for t in op_types if t in FUSED_FORMS}
+
 
 # Ops kept in float32 even when listed above (override with keep_fp32=...): they
 # normalize, exponentiate or accumulate, where float16's range (65504) and 11-bit
@@ -148,7 +157,7 @@ def convert_to_fp16(graph, options) -> dict:
     op sees mixed precision. Not exact: results differ from float32 by float16 round-off
     (about 1e-3 relative per op); callers state and check a tolerance."""
     g = graph
-    keep = options.keep_fp32 if options.keep_fp32 is not None else DEFAULT_KEEP_FP32
+    keep = with_fused_forms(options.keep_fp32 if options.keep_fp32 is not None else DEFAULT_KEEP_FP32)
     always = (options.fp16_ops if options.fp16_ops is not None else FP16_OPS) - keep
     follow = FP16_FOLLOW_OPS - keep
     original = {name: var.dtype for name, var in g.block.vars.items()}

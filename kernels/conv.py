@@ -1,0 +1,302 @@
+"""Convolution paths chosen by shape (NCHW forward; kernels/nn.py's conv kernels call them).
+
+One general formulation, im2col through a strided window view and one batched matmul over
+the groups (`general_nchw`), plus the paths below, each measured against it (numpy 2.4,
+OpenBLAS; CPU time of one thread, medians of alternating blocks in one process, on a
+loaded 2-core machine) and tested against it and a float64 reference
+(tests/test_conv_paths.py; the table with figures is in docs/architecture.md):
+
+- pointwise (1x1, no padding): one GEMM W[O, C] @ X[n][C, H*W] per group written into the
+  output, no window view; a stride subsamples X first (one strided copy, 1/s^2 of X).
+  1.00-1.06x: the general path's column "copy" was already a view for 1x1.
+- depthwise (groups == input channels > 1, any channel multiplier), large output plane:
+  k*k shifted multiply-adds over blocks of channels of about BLOCK_BYTES of output (in
+  cache): at stride 1 on the padded width, each window offset ONE contiguous run of the
+  flattened padded plane per channel; otherwise strided taps. [1, 16, 160, 240] 3x3:
+  1.6-2.0x; [1, 64, 160, 240] 3x3 s2: 1.1-1.3x.
+- depthwise, small plane, stride 1: "flat" im2col, the same contiguous runs copied into
+  columns [N, C, k*k, oh*Wp] and one [1, k*k] x [k*k, oh*Wp] product per channel (a
+  batched matmul), cropped to ow: [1, 480, 20, 30]: 1.1-1.26x. Taps on small planes are
+  one short loop per channel and row: 0.45-0.7x, hence TAPS_MIN_PLANE_*.
+- everything else: the general formulation. The flat im2col for dense convolutions
+  measured 0.6-1.0x (the GEMM dominates and the crop costs); Winograd F(2x2, 3x3)
+  0.49-1.09x (docs/architecture.md).
+
+Depthwise and grouped work is split by channels across the cores, dense work's epilogue
+by output channels (kernels/parallel.py); GEMMs are left to OpenBLAS's threads.
+
+`epilogue(part, lo, hi)`: a callable applied in place to each part of the output holding
+output channels [lo, hi) (all rows of the batch), as soon as that part is computed, in
+the thread that computed it: fused_conv2d's bias, residual add and activation
+(kernels/fused_conv.py). The result is a fresh C-contiguous array.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.parallel import split_run
+
+# Depthwise: output planes (oh * ow) from which k*k shifted multiply-adds beat the flat
+# im2col's per-channel products (stride 1) or the general path (other strides); measured
+# crossovers on [1, C, H, W] 3x3/5x5 between 2,400 (taps slower) and 9,600 (taps faster).
+TAPS_MIN_PLANE_STRIDE1 = 8192
+TAPS_MIN_PLANE_STRIDED = 4096
+# Depthwise on a small plane at stride 1: the flat im2col computes oh x Wp outputs for
+# oh x ow; past this ratio of widths the extra columns cost more than its copy saves
+# ([1, 960, 10, 15] 5x5, 19/15: 0.87x of the general path; [1, 480, 20, 30] 3x3, 32/30: 1.21x).
+FLAT_MAX_WIDTH_RATIO = 1.15
+# ... and only on planes of this many rows: on 2-6 rows (a recognizer's [C, 3, 160] 5x5)
+# it measured 0.75-0.84x, its runs no longer than the general path's rows.
+FLAT_MIN_ROWS = 16
+# Output bytes the taps paths compute at a time (a block of channels): their k*k passes
+# and the epilogue then stay in the core's cache.
+BLOCK_BYTES = 256 << 10
+
+
+def pad_spatial(xp, x, pads, channel_last, value=0.0):
+    """Pad the two spatial dims of a 4-D array by [top, bottom, left, right]."""
+    if not any(pads):
+        return x
+    top, bottom, left, right = pads
+    if channel_last:
+        n, h, w, c = x.shape
+        out = xp.full((n, h + top + bottom, w + left + right, c), value, dtype=x.dtype)
+        out[:, top:top + h, left:left + w, :] = x
+    else:
+        n, c, h, w = x.shape
+        out = xp.full((n, c, h + top + bottom, w + left + right), value, dtype=x.dtype)
+        out[:, :, top:top + h, left:left + w] = x
+    return out
+
+
+def windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channel_last):
+    """A read-only strided view of every (kh, kw) window: [N, C, oh, ow, kh, kw] for NCHW,
+    [N, oh, ow, kh, kw, C] for NHWC."""
+    if channel_last:
+        n, _, _, c = xpad.shape
+        s0, s1, s2, s3 = xpad.strides
+        shape = (n, oh, ow, kh, kw, c)
+        strides = (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3)
+    else:
+        n, c = xpad.shape[:2]
+        s0, s1, s2, s3 = xpad.strides
+        shape = (n, c, oh, ow, kh, kw)
+        strides = (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw)
+    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
+
+
+def general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, out=None):
+    """The general formulation on an already padded NCHW input, restricted to the first
+    oh x ow output positions: win [N, C, oh, ow, kh, kw] -> cols [N, g, cg*kh*kw, oh*ow]
+    (one copy); W [g, og, cg*kh*kw]; one batched matmul -> [N, g, og, oh*ow], which is
+    NCHW with no transpose (measured 10x faster than one [O, K] x [K, N*oh*ow] GEMM plus
+    the transpose for small C). `out`: an [N, O, oh, ow] array (a view of a bigger one
+    is fine) the product is written into, else a new one."""
+    o, cg, kh, kw = w.shape
+    n = xpad.shape[0]
+    win = windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, False)
+    cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, g, cg * kh * kw, oh * ow)
+    wmat = w.reshape(g, o // g, cg * kh * kw)
+    if out is None:
+        return xp.matmul(wmat, cols).reshape(n, o, oh, ow)
+    xp.matmul(wmat, cols, out=out.reshape(n, g, o // g, oh * ow))
+    return out
+
+
+def _flat_padded(xp, x, pads):
+    """x padded and flattened per channel: ([N, C, Hp*Wp], Wp); x itself when unpadded."""
+    n, c, h, wd = x.shape
+    top, bottom, left, right = pads
+    if not any(pads):
+        return x.reshape(n, c, h * wd), wd
+    hp, wp = h + top + bottom, wd + left + right
+    flat = xp.zeros((n, c, hp * wp), dtype=x.dtype)
+    flat.reshape(n, c, hp, wp)[:, :, top:top + h, left:left + wd] = x
+    return flat, wp
+
+
+def _offsets(kh, kw, dh, dw, wp):
+    """Where window offset (a, b)'s run starts in the flattened padded plane."""
+    return [a * dh * wp + b * dw for a in range(kh) for b in range(kw)]
+
+
+def _in_blocks(xp, body, bytes_per_item):
+    """body(lo, hi) over consecutive sub-ranges of about BLOCK_BYTES of output each (numpy),
+    so that the k*k passes of the taps and the epilogue reread cache, not memory."""
+    if xp is not np:
+        return body
+    step = max(1, BLOCK_BYTES // max(bytes_per_item, 1))
+
+    def blocks(lo, hi):
+        for start in range(lo, hi, step):
+            body(start, min(start + step, hi))
+    return blocks
+
+
+def _apply(epilogue, part, lo, hi):
+    if epilogue is not None:
+        epilogue(part, lo, hi)
+
+
+def conv2d_nchw(xp, x, w, strides, dilations, pads, g, oh, ow, epilogue=None):
+    """Convolution of NCHW x [N, C, H, W] (unpadded) with Filter w [O, C/g, kh, kw] by
+    the path its shape takes (module docstring); [N, O, oh, ow], contiguous."""
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilations
+    out = xp.empty((n, o, oh, ow), dtype=x.dtype)
+    if kh == kw == 1 and not any(pads):
+        _pointwise(xp, x, w, sh, sw, g, out, epilogue)
+    elif cg == 1 and g == c > 1:  # one input channel (c == 1) is a small GEMM, not depthwise
+        _depthwise(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+    else:
+        _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue)
+    return out
+
+
+def _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue):
+    """The general formulation, its groups split across the cores."""
+    n = x.shape[0]
+    o, cg, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    xpad = pad_spatial(xp, x, pads, False)
+    if g == 1:
+        general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, 1, out=out)
+        _epilogue_by_channels(xp, out, epilogue)
+        return
+    og = o // g
+
+    def groups(lo, hi):
+        part = out[:, lo * og:hi * og]
+        general_nchw(xp, xpad[:, lo * cg:hi * cg], w[lo * og:hi * og], oh, ow, sh, sw, dh, dw, hi - lo,
+                     out=part)
+        _apply(epilogue, part, lo * og, hi * og)
+    split_run(xp, g, groups, n * o * oh * ow * cg * kh * kw)
+
+
+def _epilogue_by_channels(xp, out, epilogue):
+    """The epilogue over the whole output, its channels split across the cores."""
+    if epilogue is None:
+        return
+
+    def channels(lo, hi):
+        epilogue(out[:, lo:hi], lo, hi)
+    split_run(xp, out.shape[1], channels, out.size)
+
+
+def _pointwise(xp, x, w, sh, sw, g, out, epilogue):
+    n, c = x.shape[:2]
+    o = w.shape[0]
+    oh, ow = out.shape[2:]
+    if sh > 1 or sw > 1:
+        x = x[:, :, ::sh, ::sw]
+    cols = x.reshape(n, g, c // g, oh * ow)          # a copy only when subsampled
+    wmat = w.reshape(g, o // g, c // g)
+    xp.matmul(wmat, cols, out=out.reshape(n, g, o // g, oh * ow))
+    _epilogue_by_channels(xp, out, epilogue)
+
+
+def _flat_im2col(xp, x, w, dh, dw, pads, g, out, epilogue):
+    """Stride 1: columns [N, C, kh*kw, oh*Wp], each row one contiguous run of the flattened
+    padded plane; the output computed on the padded width, then cropped to ow."""
+    n = x.shape[0]
+    o, cg, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    flat, wp = _flat_padded(xp, x, pads)
+    run = (oh - 1) * wp + ow          # the last row needs only ow: the run ends at Hp*Wp
+    starts = _offsets(kh, kw, dh, dw, wp)
+    og, k = o // g, cg * kh * kw
+
+    def im2col(lo, hi, cols):
+        """Columns of channels [lo, hi) into cols [N, hi-lo, kh*kw, oh*Wp]."""
+        for t, start in enumerate(starts):
+            cols[:, :, t, :run] = flat[:, lo:hi, start:start + run]
+        cols[:, :, :, run:] = 0       # the crop's columns past the last row: never read
+
+    def crop(result, lo, hi):
+        part = out[:, lo:hi]
+        part[...] = result.reshape(n, hi - lo, oh, wp)[:, :, :, :ow]
+        _apply(epilogue, part, lo, hi)
+
+    def groups(lo, hi):
+        cols = xp.empty((n, (hi - lo) * cg, kh * kw, oh * wp), dtype=x.dtype)
+        im2col(lo * cg, hi * cg, cols)
+        result = xp.matmul(w[lo * og:hi * og].reshape(hi - lo, og, k),
+                           cols.reshape(n, hi - lo, k, oh * wp))
+        crop(result, lo * og, hi * og)
+    split_run(xp, g, groups, n * o * oh * wp * k)
+
+
+def _depthwise(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    stride1 = sh == sw == 1
+    if oh * ow >= (TAPS_MIN_PLANE_STRIDE1 if stride1 else TAPS_MIN_PLANE_STRIDED):
+        (_flat_taps if stride1 else _strided_taps)(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+    elif stride1 and oh >= FLAT_MIN_ROWS and ow + (kw - 1) * dw <= FLAT_MAX_WIDTH_RATIO * ow:
+        _flat_im2col(xp, x, w, dh, dw, pads, c, out, epilogue)
+    else:
+        _general(xp, x, w, sh, sw, dh, dw, pads, c, out, epilogue)
+
+
+def _flat_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
+    """Depthwise, stride 1: out[c*m + j] = sum over (a, b) of W[c*m + j, 0, a, b] times
+    the run of input channel c starting at offset (a, b), on the padded width."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    m = o // c
+    flat, wp = _flat_padded(xp, x, pads)
+    run = (oh - 1) * wp + ow
+    starts = _offsets(kh, kw, dh, dw, wp)
+    wt = w.reshape(c, m, kh * kw)
+
+    def channels(lo, hi):
+        acc = xp.empty((n, hi - lo, m, oh * wp), dtype=x.dtype)
+        buf = xp.empty((n, hi - lo, m, run), dtype=x.dtype)
+        dst = acc[..., :run]
+        for t, start in enumerate(starts):
+            tap = flat[:, lo:hi, None, start:start + run]
+            weight = wt[lo:hi, :, t, None]
+            if t == 0:
+                xp.multiply(tap, weight, out=dst)
+            else:
+                xp.multiply(tap, weight, out=buf)
+                dst += buf
+        part = out[:, lo * m:hi * m]
+        part[...] = acc.reshape(n, (hi - lo) * m, oh, wp)[:, :, :, :ow]
+        _apply(epilogue, part, lo * m, hi * m)
+    per_channel = n * m * oh * wp * x.itemsize
+    split_run(xp, c, _in_blocks(xp, channels, per_channel), out.size * kh * kw)
+
+
+def _strided_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
+    """Depthwise, any stride: one multiply-add per window offset of the strided view of
+    the padded input that offset reads, into the output."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    m = o // c
+    xpad = pad_spatial(xp, x, pads, False)
+    wt = w.reshape(c, m, kh, kw)
+
+    def channels(lo, hi):
+        part = out[:, lo * m:hi * m]
+        dst = part.reshape(n, hi - lo, m, oh, ow)
+        buf = xp.empty(dst.shape, dtype=x.dtype)
+        for a in range(kh):
+            rows = slice(a * dh, a * dh + (oh - 1) * sh + 1, sh)
+            for b in range(kw):
+                cols = slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
+                tap = xpad[:, lo:hi, None, rows, cols]
+                weight = wt[lo:hi, :, a, b, None, None]
+                if a == b == 0:
+                    xp.multiply(tap, weight, out=dst)
+                else:
+                    xp.multiply(tap, weight, out=buf)
+                    dst += buf
+        _apply(epilogue, part, lo * m, hi * m)
+    per_channel = n * m * oh * ow * x.itemsize
+    split_run(xp, c, _in_blocks(xp, channels, per_channel), out.size * kh * kw)

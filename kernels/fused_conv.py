@@ -1,0 +1,124 @@
+"""PaddlePaddle's `fused_conv2d` (program/ops/fused_conv.py): a convolution, its bias, a
+residual add and an activation in one kernel call.
+
+The order is PaddlePaddle's oneDNN kernel's (conv_mkldnn_op / fused_conv2d): Output =
+act(conv(Input, Filter) + Bias + ResidualData), Bias per output channel, ResidualData of
+the output's shape (when fuse_residual_connection). The activations and how fuse_alpha /
+fuse_beta parameterise them (phi/backends/onednn/onednn_reuse.h AppendActivation, the
+forms PaddlePaddle 3.x's fusion passes write; program/legacy.py reads the same table):
+
+    relu          x > 0 ? x : x * 0                      (fuse_alpha 0: oneDNN's eltwise_relu)
+    relu6         min(max(x, 0), fuse_beta)              (fuse_alpha 0)
+    sigmoid, tanh
+    hard_sigmoid  min(max(fuse_alpha * x + fuse_beta, 0), 1)
+    hard_swish    x * min(max(fuse_alpha * x + fuse_beta, 0), 1)
+    swish         x * sigmoid(fuse_alpha * x)
+
+relu is oneDNN's x * (x > 0) (as fused_elemwise_activation's relu functor, kernels/fused.py):
+the relu op's numbers except that a negative x gives -0.0 (relu: +0.0) and NaN stays NaN
+(relu: 0); it costs 0.55x of the relu op's fmax form here. The others are evaluated by
+the activation op's own Keel kernel (kernels/activation.py) with the matching attributes
+(hard_swish with fuse_alpha 1/6 and fuse_beta 1/2 is the hard_swish op's default
+threshold 6, scale 6, offset 3; other values take the oneDNN formula above), so they give
+the separate ops' numbers bit for bit (float32 and float64).
+
+Speed (NCHW on numpy): the epilogue runs on each part of the output as soon as the
+convolution path (kernels/conv.py) has written it, in the thread that wrote it, while it
+is in cache; the bias, the residual add and relu/relu6 write in place, the other
+activations once more. float16 computes in float32 and rounds once at the end.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.activation import _sigmoid
+from kernels.nn import _conv_geometry, conv2d_finish
+from kernels.registry import get as kernel_of
+from kernels.registry import kernel
+
+ACTIVATIONS = ("", "relu", "relu6", "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "swish")
+_HARD_SWISH_ALPHA = float(np.float32(1 / 6))
+
+
+def _activation(xp, name: str, alpha: float, beta: float):
+    """fn(part): the activation applied to `part` in place, or None for ""."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"fused_conv2d: fuse_activation {name!r} is not one of {list(ACTIVATIONS)}")
+    if name == "":
+        return None
+    if name == "relu":
+        if alpha != 0:
+            raise ValueError(f"fused_conv2d: relu with fuse_alpha={alpha} (a leaky relu) is not supported")
+
+        def relu(part):  # x * (x > 0), in place
+            xp.multiply(part, xp.greater(part, 0), out=part)
+        return relu
+    if name == "relu6":
+        if alpha != 0 or beta <= 0:
+            raise ValueError(f"fused_conv2d: relu6 needs fuse_alpha 0 and the threshold in fuse_beta, "
+                             f"got {alpha}, {beta}")
+
+        def relu6(part):
+            xp.maximum(part, xp.zeros((), dtype=part.dtype), out=part)
+            xp.minimum(part, xp.asarray(beta, dtype=part.dtype), out=part)
+        return relu6
+    if name == "hard_swish" and (alpha, beta) != (_HARD_SWISH_ALPHA, 0.5):
+        def general_hard_swish(part):
+            gate = xp.minimum(xp.maximum(part * alpha + beta, 0), 1)
+            part *= gate
+        return general_hard_swish
+    if name == "swish":
+        def swish(part):  # kernels/activation.py swish: x * sigmoid(x * beta)
+            part *= _sigmoid(xp, part * alpha)
+        return swish
+    attrs = {"hard_sigmoid": {"slope": alpha, "offset": beta},
+             "hard_swish": {"threshold": 6.0, "scale": 6.0, "offset": 3.0}}.get(name, {})
+    fn = kernel_of(name).fn
+
+    def through_kernel(part):
+        part[...] = fn(xp, part, **attrs)
+    return through_kernel
+
+
+@kernel("fused_conv2d", inputs=["Input", "Filter", "Bias", "ResidualData"], outputs=["Output"],
+        attrs=["strides", "paddings", "padding_algorithm", "dilations", "groups", "data_format",
+               "fuse_activation", "fuse_alpha", "fuse_beta", "fuse_residual_connection"])
+def fused_conv2d(xp, x, w, bias=None, residual=None, *, strides, paddings, padding_algorithm, dilations,
+                 groups, data_format, fuse_activation, fuse_alpha=0.0, fuse_beta=0.0,
+                 fuse_residual_connection=False):
+    geo = _conv_geometry(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, data_format,
+                         "fused_conv2d")
+    cdt, channel_last = geo.dtype, geo.channel_last
+    o = w.shape[0]
+    if bias is not None:
+        if bias.size != o:
+            raise ValueError(f"fused_conv2d: Bias has {bias.size} values for {o} output channels")
+        bias = bias.astype(cdt, copy=False).reshape(o)
+    if fuse_residual_connection:
+        if residual is None:
+            raise ValueError("fused_conv2d: fuse_residual_connection needs ResidualData")
+        if tuple(residual.shape) != geo.out_shape:
+            raise ValueError(f"fused_conv2d: ResidualData {tuple(residual.shape)} must have the output's "
+                             f"shape {geo.out_shape}")
+        residual = residual.astype(cdt, copy=False)
+    else:
+        residual = None
+    act = _activation(xp, fuse_activation, float(np.float32(fuse_alpha)), float(np.float32(fuse_beta)))
+
+    def epilogue(part, lo, hi):
+        """Bias, residual and activation on output channels [lo, hi) (NCHW) in place."""
+        if bias is not None:
+            part += bias[lo:hi, None, None]
+        if residual is not None:
+            part += residual[:, lo:hi]
+        if act is not None:
+            act(part)
+
+    xc, wc = x.astype(cdt, copy=False), w.astype(cdt, copy=False)
+    if not channel_last:
+        return conv2d_finish(xp, geo.run(xp, xc, wc, epilogue), x.dtype)
+    out = geo.run(xp, xc, wc)
+    if residual is not None:
+        residual = residual.transpose(0, 3, 1, 2)
+    epilogue(out.transpose(0, 3, 1, 2), 0, o)  # NCHW views: the epilogue writes through them
+    return conv2d_finish(xp, out, x.dtype)

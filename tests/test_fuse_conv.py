@@ -1,0 +1,187 @@
+"""fused_conv2d (kernels/fused_conv.py) against the separate ops, and the pass that writes
+it (program/passes/fuse_conv.py): programs optimized with it give the unfused program's
+outputs bit for bit (relu: up to the sign of zero, which assert_array_equal ignores)."""
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import program as pg
+from executor import Executor, Scope
+from executor.kernel_call import call_kernel
+from inference_run import run
+from program.passes import PASSES, optimize_inference
+from test_passes import build
+
+CONV_ATTRS = dict(strides=[1, 1], paddings=[1, 1], padding_algorithm="EXPLICIT", dilations=[1, 1], groups=1,
+                  data_format="NCHW")
+ONE_SIXTH = float(np.float32(1 / 6))
+
+# (fuse_activation, fuse_alpha, fuse_beta, the separate op and its attributes)
+ACTS = [
+    ("", 0.0, 0.0, None, {}),
+    ("relu", 0.0, 0.0, "relu", {}),
+    ("relu6", 0.0, 6.0, "relu6", {"threshold": 6.0}),
+    ("sigmoid", 0.0, 0.0, "sigmoid", {}),
+    ("tanh", 0.0, 0.0, "tanh", {}),
+    ("hard_sigmoid", 0.2, 0.5, "hard_sigmoid", {"slope": 0.2, "offset": 0.5}),
+    ("hard_swish", ONE_SIXTH, 0.5, "hard_swish", {"threshold": 6.0, "scale": 6.0, "offset": 3.0}),
+    ("swish", 1.5, 0.0, "swish", {"beta": 1.5}),
+]
+
+
+def _separate(x, w, bias, residual, act, act_attrs, conv_attrs, layout="NCHW"):
+    out = call_kernel("conv2d", {"Input": x, "Filter": w}, {**conv_attrs, "data_format": layout})["Output"]
+    if bias is not None:
+        axis = 1 if layout == "NCHW" else 3
+        out = call_kernel("elementwise_add", {"X": out, "Y": bias}, {"axis": axis})["Out"]
+    if residual is not None:
+        out = call_kernel("elementwise_add", {"X": residual, "Y": out}, {"axis": -1})["Out"]
+    if act is not None:
+        out = call_kernel(act, {"X": out}, act_attrs)["Out"]
+    return out
+
+
+def _fused(x, w, bias, residual, name, alpha, beta, conv_attrs, layout="NCHW"):
+    inputs = {"Input": x, "Filter": w, "Bias": bias, "ResidualData": residual}
+    attrs = {**conv_attrs, "data_format": layout, "fuse_activation": name, "fuse_alpha": alpha,
+             "fuse_beta": beta, "fuse_residual_connection": residual is not None}
+    return call_kernel("fused_conv2d", inputs, attrs)["Output"]
+
+
+@pytest.mark.parametrize("name, alpha, beta, act, act_attrs", ACTS, ids=[a[0] or "none" for a in ACTS])
+@pytest.mark.parametrize("shape, groups", [((2, 4, 7, 9), 1), ((1, 6, 96, 100), 6), ((1, 8, 5, 5), 2)],
+                         ids=["dense", "depthwise-taps", "grouped"])
+@pytest.mark.parametrize("with_bias, with_residual", [(True, False), (True, True), (False, True)])
+def test_fused_conv2d_equals_the_separate_ops_bit_for_bit(name, alpha, beta, act, act_attrs, shape, groups,
+                                                          with_bias, with_residual):
+    rng = np.random.default_rng(0)
+    c = shape[1]
+    o = c if groups == c else 6
+    x = rng.standard_normal(shape).astype(np.float32) * 3
+    w = rng.standard_normal((o, c // groups, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
+    conv_attrs = {**CONV_ATTRS, "groups": groups}
+    out_shape = (shape[0], o, shape[2], shape[3])
+    residual = rng.standard_normal(out_shape).astype(np.float32) if with_residual else None
+    want = _separate(x, w, bias, residual, act, act_attrs, conv_attrs)
+    got = _fused(x, w, bias, residual, name, alpha, beta, conv_attrs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+def test_fused_conv2d_nhwc_and_other_dtypes(dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 5, 6, 4)).astype(dtype)
+    w = rng.standard_normal((3, 4, 3, 3)).astype(dtype)
+    bias = rng.standard_normal(3).astype(dtype)
+    residual = rng.standard_normal((2, 5, 6, 3)).astype(dtype)
+    got = _fused(x, w, bias, residual, "relu6", 0.0, 6.0, CONV_ATTRS, layout="NHWC")
+    assert got.dtype == dtype and got.shape == (2, 5, 6, 3)
+    # float64 reference: the formula itself
+    conv = call_kernel("conv2d", {"Input": x.astype(np.float64), "Filter": w.astype(np.float64)},
+                       {**CONV_ATTRS, "data_format": "NHWC"})["Output"]
+    want = np.clip(conv + bias.astype(np.float64) + residual.astype(np.float64), 0, 6)
+    tol = 1e-12 if dtype == np.float64 else 2e-2
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * 6)
+
+
+def test_hard_swish_with_other_parameters_follows_the_onednn_formula():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float64) * 4
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float64)
+    got = _fused(x, w, None, None, "hard_swish", 0.25, 0.4, CONV_ATTRS)
+    conv = call_kernel("conv2d", {"Input": x, "Filter": w}, CONV_ATTRS)["Output"]
+    beta = float(np.float32(0.4))  # a FLOAT attribute: float32, widened for float64 data
+    np.testing.assert_allclose(got, conv * np.clip(0.25 * conv + beta, 0, 1), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("attrs, match", [
+    ({"fuse_activation": "mish"}, "fuse_activation 'mish'"),
+    ({"fuse_activation": "relu", "fuse_alpha": 0.1}, "leaky"),
+    ({"fuse_activation": "relu6", "fuse_beta": 0.0}, "threshold"),
+    ({"fuse_residual_connection": True}, "needs ResidualData"),
+])
+def test_fused_conv2d_refuses_what_it_does_not_implement(attrs, match):
+    x = np.ones((1, 2, 4, 4), np.float32)
+    w = np.ones((2, 2, 3, 3), np.float32)
+    full = {**CONV_ATTRS, "fuse_activation": "", "fuse_alpha": 0.0, "fuse_beta": 0.0,
+            "fuse_residual_connection": False, **attrs}
+    with pytest.raises(ValueError, match=match):
+        call_kernel("fused_conv2d", {"Input": x, "Filter": w}, full)
+
+
+# -- the pass --------------------------------------------------------------------------------
+def _types(program):
+    return Counter(op.type for op in program.global_block().ops)
+
+
+def _mobile_block(block):
+    """conv-bn-relu, depthwise-bn-tanh, 1x1-bn + residual, conv-bias-sigmoid, conv-bn-hard_swish
+    (hard_swish stays separate), a conv whose output is also fetched (its relu stays)."""
+    x = pg.data("x", [-1, 4, 10, 12])
+    h = pg.relu(pg.nn.batch_norm(pg.nn.conv2d(x, 8, 3, padding=1, bias_attr=False)))
+    d = pg.nn.batch_norm(pg.nn.conv2d(h, 8, 3, padding=1, groups=8, bias_attr=False))
+    d = pg.tanh(d)
+    p = pg.nn.batch_norm(pg.nn.conv2d(d, 8, 1, bias_attr=False))
+    r = p + h                                   # residual
+    s = pg.sigmoid(pg.nn.conv2d(r, 4, 3, padding=1))
+    s = pg.hard_swish(pg.nn.batch_norm(pg.nn.conv2d(s, 4, 3, padding=1, bias_attr=False)))
+    shared = pg.nn.conv2d(s, 4, 1)              # conv + bias add, also fetched below
+    return [pg.relu(shared), shared]
+
+
+def test_pass_fuses_mobile_blocks_and_keeps_the_outputs_bit_for_bit():
+    infer, params = build(_mobile_block, ["x"])
+    x = np.random.default_rng(3).standard_normal((2, 4, 10, 12)).astype(np.float32)
+    opt, opt_params, report = optimize_inference(infer, params, evaluate=call_kernel,
+                                                 disabled=["fuse_conv_bias_activation", "fuse_elementwise_activation"])
+    want = run(opt, opt_params, {"x": x})
+    fused, fused_params, changes = PASSES["fuse_conv_bias_activation"](opt, opt_params)
+    types = _types(fused)
+    assert changes["conv_fused"] == 6, changes
+    assert types["fused_conv2d"] == 6 and types["tanh"] == types["sigmoid"] == 0
+    fused_ops = [op for op in fused.global_block().ops if op.type == "fused_conv2d"]
+    assert [op.attr("fuse_activation") for op in fused_ops] == ["relu", "tanh", "", "sigmoid", "", ""]
+    assert [op.attr("fuse_residual_connection") for op in fused_ops] == [False, False, True, False, False, False]
+    assert fused_ops[1].attr("groups") == 8
+    assert types["relu"] == 1 and types["hard_swish"] == 1  # the fetched conv's relu; no saved form
+    got = run(fused, fused_params, {"x": x})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    # the whole pipeline runs it when asked (it is off by default)
+    _, _, report = optimize_inference(infer, params, evaluate=call_kernel, fuse_conv=True)
+    assert report.changes("fuse_conv_bias_activation")["conv_fused"] == 6
+    _, _, report = optimize_inference(infer, params, evaluate=call_kernel)
+    assert report["fuse_conv_bias_activation"].status.startswith("skipped (off by default")
+
+
+def test_pass_leaves_activations_whose_parameters_a_file_would_drop():
+    def model(block):
+        x = pg.data("x", [-1, 2, 6, 6])
+        h = pg.nn.conv2d(x, 3, 3, bias_attr=False)
+        return [pg.relu6(h), pg.hard_sigmoid(pg.nn.conv2d(x, 3, 3, bias_attr=False))]
+
+    infer, params = build(model, ["x"])
+    new, _, changes = PASSES["fuse_conv_bias_activation"](infer, params)
+    assert changes == {} and _types(new) == _types(infer)
+
+
+def test_fused_program_saves_loads_back_and_runs(tmp_path):
+    infer, params = build(_mobile_block, ["x"])
+    opt, opt_params, _ = optimize_inference(infer, params, evaluate=call_kernel, fuse_conv=True)
+    x = np.random.default_rng(4).standard_normal((1, 4, 10, 12)).astype(np.float32)
+    want = run(opt, opt_params, {"x": x})
+    scope = Scope()
+    for name, value in opt_params.items():
+        scope.set(name, value)
+    block = opt.global_block()
+    fetches = [block.var(op.input("X")[0]) for op in block.ops if op.type == "fetch"]
+    pg.io.save_inference_model(str(tmp_path / "m"), ["x"], fetches, Executor(), program=opt, scope=scope)
+    exe, loaded_scope = Executor(), Scope()
+    loaded, feeds, loaded_fetches = pg.io.load_inference_model(str(tmp_path / "m"), exe, scope=loaded_scope)
+    assert _types(loaded)["fused_conv2d"] == 6
+    got = exe.run(loaded, feed={"x": x}, fetch_list=loaded_fetches, scope=loaded_scope)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
