@@ -11,7 +11,9 @@ Compilation does everything that does not depend on the fed values, once:
 - group steps into dependency levels (read-after-write, write-after-read and
   write-after-write on variable names) for the thread pool;
 - write the block as the source of one straight-line Python function (`generate`): each
-  op a direct call of its kernel on locals, each dead local `del`eted.
+  op a direct call of its kernel on locals, each dead local `del`eted;
+- compile the sub-block of each `conditional_block` / `while` op into a Plan of its own,
+  whose function the block's function calls under an `if` / a `while` (`SubBlock`).
 
 Safety: the generated text holds only generated identifiers (`v3` for a variable, `k3`
 for an object such as a kernel or a constant) and integers; the program's names,
@@ -33,6 +35,7 @@ from executor.kernel_call import MissingKernelError, bind, specialize
 from kernels.registry import UfuncCall
 from program import dtypes
 from program.ops import registry as op_registry
+from program.ops.control_flow import CONTROL_FLOW_OPS, control_io
 from proto import pb
 
 FEED_FETCH = ("feed", "fetch")
@@ -51,6 +54,21 @@ class Step:
     frees: tuple      # names deleted after this step
     clobbers: tuple = ()  # a donated input, whose buffer the step may overwrite
     inline: bool = False  # fn is a UfuncCall the generated code makes itself
+    sub: "SubBlock | None" = None  # a conditional_block / while: its compiled sub-block
+
+
+@dataclass
+class SubBlock:
+    """A control-flow op's sub-block, compiled: `plan.inputs` are the outer variables it
+    reads (the call's arguments), `plan.outputs` those it writes (the call's results).
+    The step runs `if test(cond...): outputs = block_<i>(inputs)`, or `while test(cond):`,
+    the condition among the outputs. `presets`: outputs that have no value yet in the
+    enclosing function (a branch not taken, a loop run zero times leaves them None)."""
+    loop: bool
+    plan: "Plan"
+    cond: tuple
+    scalar: bool  # the condition is one element (while; conditional_block's is_scalar_condition)
+    presets: tuple
 
 
 @dataclass
@@ -67,6 +85,7 @@ class Plan:
     level_frees: list = field(default_factory=list)  # names to drop after each level
     keep_all: bool = False      # keep_intermediates: the function returns every value
     functions: dict = field(default_factory=dict)  # variant -> Function (made on first use)
+    fresh_arrays: tuple = ()    # tensor arrays of this block read before any write: start empty
 
     def __post_init__(self):
         made = {n for s in self.steps for n in s.writes}
@@ -90,13 +109,18 @@ class Function:
     line_steps: list  # per source line (0-based): the step position it belongs to, or None
     local_of: dict    # variable name -> its local in the source
     constants: dict   # the objects the source names (its globals)
+    subs: dict = field(default_factory=dict)  # code object -> (Plan, Function), sub-blocks at any depth
 
 
-def generate(plan, *, check=None, profile=False, pool=None) -> Function:
+def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Function:
     """Write the plan's block as one Python function. Flags give the variants:
     `check(value, step position, write position)` called after each op (NaN/Inf check);
-    `profile`: a clock reading after each op, returned with the values; `pool`: a
-    ThreadPoolExecutor that runs each level's independent ops together."""
+    `profile`: a clock reading after each op, returned with the values (a control-flow op
+    is one reading); `pool`: a ThreadPoolExecutor that runs each level's independent ops
+    together; `sub(plan) -> Function`: the function of a sub-block's plan (default: made
+    here, without variants)."""
+    sub = sub or generate
+    subs: dict = {}
     names: dict[str, str] = {}   # variable name -> local
     consts: dict[str, object] = {}
     ids: dict[int, str] = {}
@@ -137,8 +161,23 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
     def lhs(step):
         return ", ".join(map(target, step.outs))
 
+    def control_lines(step):
+        """A conditional_block / while: its sub-block's function called under `if` / `while`."""
+        block = step.sub
+        function = sub(block.plan)
+        subs[function.run.__code__] = (block.plan, function)
+        subs.update(function.subs)
+        results = "".join(local(n) + ", " for n in block.plan.outputs) or "_"
+        test = f"{const(_holds if block.scalar else _all_nonempty)}({', '.join(map(local, block.cond))})"
+        return ([f"{local(n)} = None" for n in block.presets]
+                + [f"{'while' if block.loop else 'if'} {test}:",
+                   f"    {results} = {const(function.run)}({', '.join(map(local, block.plan.inputs))})"])
+
     params = ", ".join(local(n) for n in plan.inputs)
     lines, line_steps = [f"def block_{plan.block.idx}({params}):"], [None]
+    for n in plan.fresh_arrays:
+        lines.append(f"    {local(n)} = []")
+        line_steps.append(None)
     if profile:
         lines.append("    T = [now()]")
         line_steps.append(None)
@@ -151,6 +190,8 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
 
     def call_lines(step):
         """The lines computing one step's results."""
+        if step.sub is not None:
+            return control_lines(step)
         if not step.inline:
             return [f"{lhs(step)} = {call(step.fn, step.ins)}"]
         uf, x = step.fn, local(step.ins[0])
@@ -177,14 +218,14 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
 
     for lv, level in enumerate(plan.levels if pool is not None else [[p] for p in range(len(plan.steps))]):
         steps = [(pos, plan.steps[pos]) for pos in level]
-        if len(steps) == 1:
-            pos, step = steps[0]
-            emit(pos, *call_lines(step))
-            for n in step.writes:
-                owned.discard(local(n))
-            if step.inline and step.outs[0] is not None:
-                owned.add(local(step.outs[0]))
-            after(pos, step, step.frees if pool is None else ())
+        if len(steps) == 1 or any(step.sub is not None for _, step in steps):
+            for pos, step in steps:  # one at a time (a control-flow op is never submitted)
+                emit(pos, *call_lines(step))
+                for n in step.writes:
+                    owned.discard(local(n))
+                if step.inline and step.outs[0] is not None:
+                    owned.add(local(step.outs[0]))
+                after(pos, step, step.frees if pool is None else ())
         else:  # independent steps of one level, through the pool
             for j, (pos, step) in enumerate(steps):
                 emit(pos, f"f{j} = {call(step.fn, step.ins, submit=True)}")
@@ -204,7 +245,20 @@ def generate(plan, *, check=None, profile=False, pool=None) -> Function:
         consts["check"] = check
     if pool is not None:
         consts["submit"] = pool.submit
-    return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts)
+    return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts,
+                    subs)
+
+
+def _holds(cond) -> bool:
+    """A one-element condition's truth (while; conditional_block with is_scalar_condition)."""
+    if getattr(cond, "size", 1) != 1:
+        raise ValueError(f"the condition must hold one element, got shape {list(cond.shape)}")
+    return bool(cond.reshape(()))
+
+
+def _all_nonempty(*conds) -> bool:
+    """conditional_block without is_scalar_condition: runs when every Cond tensor has elements."""
+    return all(c is not None and c.size != 0 for c in conds)
 
 
 def _define(source: str, namespace: dict, name: str):
@@ -226,6 +280,8 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         v = block.find_var(name)
         return v is not None and v.persistable
 
+    io = [_op_io(program, op) for op in block.ops]  # (reads, writes) of each op
+
     # 1. prune, walking backwards from the fetch targets and the persistable writes
     needed = set(fetch_set)
     kept = []
@@ -233,24 +289,24 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         op = block.ops[i]
         if op.type in FEED_FETCH:
             continue
-        outs = [n for n in op.output_arg_names]
+        outs = [n for n in io[i][1]]
         if outs and all(n in feed_set and not persistable(n) for n in outs):
             continue  # its results are fed
         if any(n in needed for n in outs) or any(persistable(n) for n in outs):
             kept.append(i)
-            needed.update(op.input_arg_names)
+            needed.update(io[i][0])
     kept.reverse()
 
     # 2. kernels
-    missing = sorted({block.ops[i].type for i in kept if _kernel_missing(block.ops[i].type)})
+    missing = sorted({block.ops[i].type for i in kept
+                      if block.ops[i].type not in CONTROL_FLOW_OPS and _kernel_missing(block.ops[i].type)})
     if missing:
         raise ExecutionError(f"no kernel for op type(s) {', '.join(missing)}: this program cannot run yet")
 
     # 3. last uses
     last_use: dict[str, int] = {}
     for pos, i in enumerate(kept):
-        op = block.ops[i]
-        for n in op.input_arg_names + op.output_arg_names:
+        for n in io[i][0] + io[i][1]:
             if n != EMPTY:
                 last_use[n] = pos
     frees_at: dict[int, list[str]] = {}
@@ -259,9 +315,28 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             frees_at.setdefault(pos, []).append(name)
 
     # 4. steps, and what must come from the scope or the feed
-    steps, produced, scope_reads, p_writes = [], set(), [], []
+    steps, produced, scope_reads, p_writes, fresh_arrays = [], set(), [], [], []
+
+    def read(names):
+        for n in names:
+            if n in produced or n in scope_reads or n in fresh_arrays or n == EMPTY:
+                continue
+            var = block.vars.get(n)
+            if var is not None and var.type == pb.VarType.DENSE_TENSOR_ARRAY:
+                fresh_arrays.append(n)  # this block's array, not written yet: empty
+            else:
+                scope_reads.append(n)
+
     for pos, i in enumerate(kept):
         op = block.ops[i]
+        if op.type in CONTROL_FLOW_OPS:
+            step = _control_step(program, i, op, io[i], produced, fetch_set, frees_at.get(pos, ()),
+                                 xp, rng_source, free_intermediates, persistable)
+            read(step.reads)
+            produced.update(step.writes)
+            p_writes.extend(n for n in step.writes if persistable(n) and n not in p_writes)
+            steps.append(step)
+            continue
         # outputs nothing reads, fetches or keeps (an inference reshape2's XShape): not
         # stored, and the kernel is told they are not needed
         dead = {n for n in op.output_arg_names
@@ -274,10 +349,12 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         except (MissingKernelError, KeyError) as e:
             raise ExecutionError(f"{op.type} (op {i}): {e}") from None
         opdef = op_registry.lookup(op.type)
-        in_specs = [_slot_spec(op.input(s), opdef.input_slots.get(s) if opdef else None) for s in kdef.inputs]
+        in_specs = [_slot_spec(op.input(s) if s in op.inputs or s not in op.outputs else op.output(s),
+                               opdef.input_slots.get(s, opdef.output_slots.get(s)) if opdef else None)
+                    for s in kdef.inputs]
         out_specs = [_drop_names(_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None), dead)
                      for s in kdef.outputs]
-        reads = tuple(op.input_arg_names)
+        reads = tuple(io[i][0])
         writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY and n not in dead)
         fast, clobbers = None, ()
         # a specialized callable gives the first output only: for ops that bind just that one
@@ -296,9 +373,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         inline = (isinstance(fn, UfuncCall) and _declared_rank(block, in_specs[0]) > 0
                   and (not fn.binary or (len(in_specs) == 2 and isinstance(in_specs[1], str))))
         frees = tuple(n for n in frees_at.get(pos, ()) if n not in dead)
-        for n in reads:
-            if n not in produced and n not in scope_reads:
-                scope_reads.append(n)
+        read(reads)
         produced.update(writes)
         p_writes.extend(n for n in writes if persistable(n) and n not in p_writes)
         steps.append(Step(i, op, fn, in_specs, out_specs, reads, writes, frees, clobbers, inline))
@@ -315,7 +390,47 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             level_frees[lv].append(name)
     return Plan(steps, frozenset(feed_set), tuple(fetch_names), tuple(scope_reads), tuple(p_writes),
                 block, _feed_specs(block, feed_set), tuple(persistable(n) for n in fetch_names),
-                levels, level_frees, not free_intermediates)
+                levels, level_frees, not free_intermediates, fresh_arrays=tuple(fresh_arrays))
+
+
+def _op_io(program, op) -> tuple[list, list]:
+    """The variables an op reads and writes: its slots' (plus, for a kernel that takes an
+    output slot's current value, that slot's: write_to_array's array), or for a
+    conditional_block / while what its sub-block reads and writes outside itself."""
+    if op.type in CONTROL_FLOW_OPS:
+        return control_io(program, op)
+    reads = list(op.input_arg_names)
+    if op.type not in FEED_FETCH and not _kernel_missing(op.type):
+        from kernels import registry as kernel_registry
+        reads += [n for s in kernel_registry.get(op.type).inputs if s not in op.inputs for n in op.output(s)]
+    return reads, list(op.output_arg_names)
+
+
+def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source, free_intermediates,
+                  persistable) -> Step:
+    """The step of a conditional_block / while op: its sub-block compiled to a plan fetching
+    what the block writes outside itself."""
+    loop = op.type == "while"
+    idx = op.attr("sub_block")
+    cond = tuple(op.input("Condition" if loop else "Cond"))
+    where = f"{op.type} (op {i} of block {op.block.idx}, sub-block {idx})"
+    if not cond:
+        raise ExecutionError(f"{where}: has no condition variable")
+    sub = compile_plan(program, idx, (), io[1], xp, rng_source, free_intermediates)
+    local = [n for n in sub.inputs if n in program.block(idx).vars]
+    if local:
+        raise ExecutionError(f"{where}: the block reads {', '.join(map(repr, local))} before any op "
+                             f"of it writes them")
+    if loop and not set(cond) & set(sub.outputs):
+        raise ExecutionError(f"{where}: the loop body never writes its condition "
+                             f"{', '.join(map(repr, cond))}, so it would never end")
+    presets = tuple(n for n in sub.outputs
+                    if n not in produced and n not in sub.inputs and not persistable(n))
+    reads = tuple(dict.fromkeys(cond + sub.inputs))
+    bound = set(produced) | set(reads) | set(sub.outputs)  # what the enclosing function has as locals
+    return Step(i, op, None, list(sub.inputs), list(sub.outputs), reads, tuple(sub.outputs),
+                tuple(n for n in frees if n in bound), sub=SubBlock(loop, sub, cond, loop or bool(op.attr("is_scalar_condition")),
+                                           presets))
 
 
 def _declared_dtype(block, spec):

@@ -1,12 +1,14 @@
 """`program.static`: what PaddlePaddle's `paddle.static` offers that Keel's builder API does
 not already have under another name: `InputSpec`, the description of a model input that
-`program.jit.save` turns into a feed."""
+`program.jit.save` turns into a feed, and `static.nn`, the control flow (`cond`, `case`,
+`switch_case`, `while_loop`: program/control_flow.py)."""
 from __future__ import annotations
 
 from program import dtypes
+from program import control_flow as nn
 from program.layers.data import data
 
-__all__ = ["InputSpec", "data"]
+__all__ = ["InputSpec", "data", "nn"]
 
 
 class InputSpec:

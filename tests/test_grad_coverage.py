@@ -25,9 +25,16 @@ def _forward_ops():
     return {t: d for t, d in registry.all_ops().items() if not d.grad_of}
 
 
+# Control flow's gradients (conditional_block_grad, while_grad and the tensor-array gradients,
+# issue 14 item 3) are not written yet: append_backward through these ops raises an OpError
+# saying the op has no gradient rule (tests/test_control_flow.py checks it does).
+GRADIENT_NOT_WRITTEN = ("conditional_block", "while", "select_input", "select_output", "write_to_array",
+                        "read_from_array", "tensor_array_to_tensor")
+
+
 def test_every_op_declares_its_gradient():
     undecided = sorted(t for t, d in _forward_ops().items()
-                       if d.grad is None and t not in ("feed", "fetch"))
+                       if d.grad is None and t not in ("feed", "fetch") + GRADIENT_NOT_WRITTEN)
     assert not undecided, f"ops with neither a gradient rule nor NOT_DIFFERENTIABLE: {undecided}"
 
 
