@@ -188,10 +188,11 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
                 _fail("while_loop", f"body must return a {dtypes.name(v.dtype)} Variable for loop "
                                     f"variable {v.name!r}, got {n!r}")
             if n is not v:
-                if v.shape is not None and n.shape is not None and tuple(v.shape) != tuple(n.shape):
-                    v.shape = [a if a == b else -1 for a, b in zip(v.shape, n.shape)] \
-                        if len(v.shape) == len(n.shape) else n.shape
-                assign(n, output=v)
+                before = v.shape
+                assign(n, output=v)  # (which gives v the shape of n)
+                if before is not None and n.shape is not None and tuple(before) != tuple(n.shape):
+                    v.shape = [a if a == b else -1 for a, b in zip(before, n.shape)] \
+                        if len(before) == len(n.shape) else [-1] * len(n.shape)
         assign(now_cond, output=pre_cond)
     _sub_block_op("while", "Condition", [pre_cond], "X", build, {"is_test": bool(is_test)})
     return loop_vars

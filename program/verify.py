@@ -232,6 +232,8 @@ def _feed_fetch_problems(program) -> list[str]:
                     var = block.find_var(name)
                     if var is None or name in written or var.persistable or name in _PLACEHOLDERS:
                         continue
+                    if var.type == pb.VarType.DENSE_TENSOR_ARRAY:
+                        continue  # a tensor array starts empty
                     if not has_feeds and var.need_check_feed:
                         continue  # a data variable, fed through Executor.run(feed=...)
                     if op.type == _FETCH:
