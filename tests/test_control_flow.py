@@ -301,3 +301,22 @@ def test_paddle_built_control_flow_matches_paddle_inference(name, ir_optim):
             got = predictor.get_output_handle(out_name).copy_to_cpu()
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_prune_for_inference_keeps_control_flow(tmp_path):
+    """tools/prune_for_inference.py on a while-loop RNN: sub-block kept, outputs unchanged."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "pruned"
+    run = subprocess.run([sys.executable, str(root / "tools" / "prune_for_inference.py"),
+                          str(FIXTURES / "paddle_rnn"), "-o", str(out), "--fuse"],
+                         capture_output=True, text=True, timeout=300, cwd=root)
+    assert run.returncode == 0, run.stderr
+    assert "skipped (control flow" in run.stdout
+    predictor = inference.create_predictor(inference.Config(str(out)))
+    io = np.load(FIXTURES / "paddle_rnn.io.npz")
+    predictor.get_input_handle("x").copy_from_cpu(io["in1:x"])
+    predictor.run()
+    got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    np.testing.assert_allclose(got, io["out1:0"], rtol=1e-5, atol=1e-6)
