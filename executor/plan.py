@@ -69,6 +69,8 @@ class SubBlock:
     cond: tuple
     scalar: bool  # the condition is one element (while; conditional_block's is_scalar_condition)
     presets: tuple
+    results: tuple = None  # the enclosing function's names for plan.outputs (None: the same)
+    otherwise: tuple = ()  # (result, input) pairs set to zeros like the input when the branch is not taken
 
 
 @dataclass
@@ -167,11 +169,13 @@ def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Functio
         function = sub(block.plan)
         subs[function.run.__code__] = (block.plan, function)
         subs.update(function.subs)
-        results = "".join(local(n) + ", " for n in block.plan.outputs) or "_"
+        results = "".join(local(n) + ", " for n in block.results or block.plan.outputs) or "_"
         test = f"{const(_holds if block.scalar else _all_nonempty)}({', '.join(map(local, block.cond))})"
+        otherwise = [f"    {local(n)} = {const(_zeros_like)}({local(x)})" for n, x in block.otherwise]
         return ([f"{local(n)} = None" for n in block.presets]
                 + [f"{'while' if block.loop else 'if'} {test}:",
-                   f"    {results} = {const(function.run)}({', '.join(map(local, block.plan.inputs))})"])
+                   f"    {results} = {const(function.run)}({', '.join(map(local, block.plan.inputs))})"]
+                + (["else:"] + otherwise if otherwise else []))
 
     params = ", ".join(local(n) for n in plan.inputs)
     lines, line_steps = [f"def block_{plan.block.idx}({params}):"], [None]
@@ -256,6 +260,11 @@ def _holds(cond) -> bool:
     return bool(cond.reshape(()))
 
 
+def _zeros_like(x):
+    """The gradient of an input of a branch not taken (conditional_block_grad)."""
+    return None if x is None or isinstance(x, list) else np.zeros_like(x)
+
+
 def _all_nonempty(*conds) -> bool:
     """conditional_block without is_scalar_condition: runs when every Cond tensor has elements."""
     return all(c is not None and c.size != 0 for c in conds)
@@ -271,8 +280,11 @@ def _define(source: str, namespace: dict, name: str):
 
 
 def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_source,
-                 free_intermediates: bool = True) -> Plan:
+                 free_intermediates: bool = True, ops=None) -> Plan:
+    """`ops`: the ops to run instead of the block's own (a conditional_block_grad runs its
+    forward block's ops, then its gradient block's; names resolve from `block_idx`)."""
     block = program.block(block_idx)
+    ops = block.ops if ops is None else ops
     fetch_set = set(fetch_names)
     feed_set = set(feed_names)
 
@@ -280,13 +292,13 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         v = block.find_var(name)
         return v is not None and v.persistable
 
-    io = [_op_io(program, op) for op in block.ops]  # (reads, writes) of each op
+    io = [_op_io(program, op) for op in ops]  # (reads, writes) of each op
 
     # 1. prune, walking backwards from the fetch targets and the persistable writes
     needed = set(fetch_set)
     kept = []
-    for i in range(len(block.ops) - 1, -1, -1):
-        op = block.ops[i]
+    for i in range(len(ops) - 1, -1, -1):
+        op = ops[i]
         if op.type in FEED_FETCH:
             continue
         outs = [n for n in io[i][1]]
@@ -298,8 +310,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
     kept.reverse()
 
     # 2. kernels
-    missing = sorted({block.ops[i].type for i in kept
-                      if block.ops[i].type not in CONTROL_FLOW_OPS and _kernel_missing(block.ops[i].type)})
+    missing = sorted({ops[i].type for i in kept if ops[i].type not in CONTROL_FLOW_OPS and _kernel_missing(ops[i].type)})
     if missing:
         raise ExecutionError(f"no kernel for op type(s) {', '.join(missing)}: this program cannot run yet")
 
@@ -328,7 +339,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
                 scope_reads.append(n)
 
     for pos, i in enumerate(kept):
-        op = block.ops[i]
+        op = ops[i]
         if op.type in CONTROL_FLOW_OPS:
             step = _control_step(program, i, op, io[i], produced, fetch_set, frees_at.get(pos, ()),
                                  xp, rng_source, free_intermediates, persistable)
@@ -345,7 +356,8 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         try:
             fn, kdef = bind(op.type, op.attrs, xp, rng_source,
                             need={s for s, names in op.outputs.items()
-                                  if any(n != EMPTY and n not in dead for n in names)})
+                                  if any(n != EMPTY and n not in dead for n in names)},
+                            counts={s: len(names) for s, names in op.outputs.items()})
         except (MissingKernelError, KeyError) as e:
             raise ExecutionError(f"{op.type} (op {i}): {e}") from None
         opdef = op_registry.lookup(op.type)
@@ -416,21 +428,32 @@ def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source
     where = f"{op.type} (op {i} of block {op.block.idx}, sub-block {idx})"
     if not cond:
         raise ExecutionError(f"{where}: has no condition variable")
-    sub = compile_plan(program, idx, (), io[1], xp, rng_source, free_intermediates)
-    local = [n for n in sub.inputs if n in program.block(idx).vars]
+    results, otherwise, locals_ = None, (), set(program.block(idx).vars)
+    if op.type == "conditional_block_grad":  # the forward block's ops, then the gradient block's
+        grad, forward = program.block(idx), program.block(idx).parent
+        pairs = [(n, g) for n, g in zip(op.input("Input"), op.output("Input@GRAD")) if g != EMPTY]
+        sub = compile_plan(program, idx, (), [op_registry.grad_name(n) for n, _ in pairs], xp, rng_source,
+                           free_intermediates, ops=list(forward.ops) + list(grad.ops))
+        results, otherwise = tuple(g for _, g in pairs), tuple((g, n) for n, g in pairs)
+        locals_ |= set(forward.vars)
+    else:
+        sub = compile_plan(program, idx, (), io[1], xp, rng_source, free_intermediates)
+    local = [n for n in sub.inputs if n in locals_]
     if local:
         raise ExecutionError(f"{where}: the block reads {', '.join(map(repr, local))} before any op "
                              f"of it writes them")
     if loop and not set(cond) & set(sub.outputs):
         raise ExecutionError(f"{where}: the loop body never writes its condition "
                              f"{', '.join(map(repr, cond))}, so it would never end")
-    presets = tuple(n for n in sub.outputs
-                    if n not in produced and n not in sub.inputs and not persistable(n))
-    reads = tuple(dict.fromkeys(cond + sub.inputs))
-    bound = set(produced) | set(reads) | set(sub.outputs)  # what the enclosing function has as locals
-    return Step(i, op, None, list(sub.inputs), list(sub.outputs), reads, tuple(sub.outputs),
-                tuple(n for n in frees if n in bound), sub=SubBlock(loop, sub, cond, loop or bool(op.attr("is_scalar_condition")),
-                                           presets))
+    writes = results or sub.outputs
+    presets = tuple(n for n in writes
+                    if n not in produced and n not in sub.inputs and not persistable(n) and not otherwise)
+    reads = tuple(dict.fromkeys(cond + sub.inputs + tuple(x for _, x in otherwise)))
+    bound = set(produced) | set(reads) | set(writes)  # what the enclosing function has as locals
+    return Step(i, op, None, list(sub.inputs), list(writes), reads, tuple(writes),
+                tuple(n for n in frees if n in bound),
+                sub=SubBlock(loop, sub, cond, loop or bool(op.attr("is_scalar_condition")), presets,
+                             results, otherwise))
 
 
 def _declared_dtype(block, spec):

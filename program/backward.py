@@ -83,16 +83,18 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None) -> list[
 
 
 # -- the engine -----------------------------------------------------------------------
-def _differentiate(block, targets, seeds, wanted, no_grad_set) -> dict[str, str]:
-    """Append `seeds` and the gradient ops of every op between `wanted` and `targets`;
-    return {wanted var: its gradient var} for those reached."""
+def _differentiate(block, targets, seeds, wanted, no_grad_set, *, into=None, available=()) -> dict[str, str]:
+    """Append `seeds` and the gradient ops of every op of `block` between `wanted` and
+    `targets` (to block `into`, default `block`: a control-flow op's gradient block);
+    return {wanted var: its gradient var} for those reached. `available`: gradient
+    variables given from outside (a sub-block's output gradients)."""
     ops = list(block.ops)
     no_grad = _no_grad_names(block, no_grad_set, set(wanted))
     reach = _forward_reach(ops, wanted, no_grad)
     chosen, need = _ops_to_differentiate(ops, targets, reach, no_grad)
 
     specs = list(seeds)
-    produced = {n for s in seeds for names in s.outputs.values() for n in names}
+    produced = {n for s in seeds for names in s.outputs.values() for n in names} | set(available)
     for op in chosen:
         rule = op.opdef.grad
         out_grads = {}
@@ -116,9 +118,19 @@ def _differentiate(block, targets, seeds, wanted, no_grad_set) -> dict[str, str]
             produced.update(n for ns in spec.outputs.values() for n in ns if n and n != EMPTY)
         specs.extend(made)
 
-    specs = _accumulate(specs, block.idx)
-    _append(block, specs)
+    into = into if into is not None else block
+    specs = _accumulate(specs, into.idx)
+    _append(into, specs)
     return {n: grad_name(n) for n in wanted if grad_name(n) in produced}
+
+
+def differentiate_block(block, grad_block, output_grads: dict, wanted) -> dict[str, str]:
+    """The gradient ops of sub-block `block`'s ops, appended to `grad_block`: given the
+    gradients of what it writes outside (`output_grads`: {var: its gradient var}, read
+    from outside), those of `wanted` (what it reads from outside). For control-flow
+    gradient makers (program/ops/control_flow.py)."""
+    return _differentiate(block, list(output_grads), [], list(wanted), None, into=grad_block,
+                          available=output_grads.values())
 
 
 def _no_grad_names(block, no_grad_set, wanted: set) -> set[str]:

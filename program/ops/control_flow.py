@@ -15,12 +15,12 @@ op has written yet starts empty.
 """
 from __future__ import annotations
 
-from program.ops.registry import (BOOL, BLOCK, INT, NOT_DIFFERENTIABLE, STRINGS, define, many,
-                                  opt)
+from program.ops.registry import (BOOL, BLOCK, INT, NOT_DIFFERENTIABLE, STRINGS, GradOp, define, grad_maker,
+                                  many, opt)
 from proto import pb
 
 _T = pb.VarType
-CONTROL_FLOW_OPS = ("conditional_block", "while")
+CONTROL_FLOW_OPS = ("conditional_block", "while", "conditional_block_grad")
 # the skip list PaddlePaddle's garbage collector reads; a hint Keel does not need
 _SKIP_VARS = {"skip_eager_deletion_vars": STRINGS([])}
 
@@ -44,17 +44,71 @@ def block_io(program, block_idx: int) -> tuple[list[str], list[str]]:
 
 def control_io(program, op) -> tuple[list[str], list[str]]:
     """What a conditional_block or while op reads and writes in its block: its condition and
-    what its sub-block reads from outside, and what its sub-block writes outside."""
+    what its sub-block reads from outside, and what its sub-block writes outside. A
+    conditional_block_grad reads what its forward block and gradient block (run one after
+    the other) read from outside both, and writes its Input@GRAD."""
+    cond = op.input("Condition" if op.type == "while" else "Cond")
+    if op.type == "conditional_block_grad":
+        reads = [n for n in gradient_block_reads(program, op) if n != "@EMPTY@"]
+        return (list(dict.fromkeys(cond + op.input("Input") + reads)),
+                [n for n in op.output("Input@GRAD") if n != "@EMPTY@"])
     reads, writes = block_io(program, op.attr("sub_block"))
-    cond = op.input("Cond" if op.type == "conditional_block" else "Condition")
     return list(dict.fromkeys(cond + reads)), writes
 
 
+def gradient_block_reads(program, op) -> list[str]:
+    """What a conditional_block_grad's forward block and gradient block read from outside
+    both (the gradient block reads the forward block's values: its parent is that block)."""
+    grad = program.block(op.attr("sub_block"))
+    forward = grad.parent
+    local = set(forward.vars) | set(grad.vars)
+    return [n for b in (forward, grad) for n in block_io(program, b.idx)[0] if n not in local]
+
+
 # -- branches ---------------------------------------------------------------------------------
+def _conditional_block_grad(op, g):
+    """PaddlePaddle's conditional_block_grad: a gradient block (child of the forward block,
+    whose values it reads) holding the gradient ops of the forward block's ops, from the
+    gradients of its outputs (read from outside) to those of its inputs (`x@GRAD` inside,
+    handed out as the op's Input@GRAD). When the branch did not run, the input gradients
+    are zeros."""
+    from program.backward import differentiate_block
+    program = op.block.program
+    forward = program.block(op.attr("sub_block"))
+    inputs, in_grads = op.input("Input"), g.inp("Input")
+    wanted = [n for n, gn in zip(inputs, in_grads) if gn]
+    if not wanted:
+        return []
+    for name, grad in zip(op.output("Out"), g.out("Out")):  # made here, before the backward ops are
+        if op.block.find_var(grad) is None:                   # appended, so the gradient block can read them
+            var = op.block.var(name)
+            op.block.create_var(grad, var.shape, var.dtype)
+    current = program.current_block().idx
+    grad_block = program.create_block(parent_idx=forward.idx)
+    try:
+        made = differentiate_block(forward, grad_block, dict(zip(op.output("Out"), g.out("Out"))), wanted)
+    finally:
+        program._current_block_idx = current
+    outputs = [gn if gn and n in made else "@EMPTY@" for n, gn in zip(inputs, in_grads)]
+    if all(n == "@EMPTY@" for n in outputs):
+        return []
+    return [GradOp("conditional_block_grad",
+                   {"Cond": op.input("Cond"), "Input": inputs, "Out": op.output("Out"),
+                    "Out@GRAD": g.out("Out"), "Scope": op.output("Scope")},
+                   {"Input@GRAD": outputs},
+                   {"sub_block": grad_block.idx, "is_scalar_condition": op.attr("is_scalar_condition")})]
+
+
+def _infer_input_grads(ctx):
+    for name, var in zip(ctx.output_names("Input@GRAD"), ctx.inputs("Input")):
+        if name != "@EMPTY@":
+            ctx.set_var(name, var.shape, var.dtype)
+
+
 define("conditional_block", inputs=[many("Cond"), many("Input")],
        outputs=[many("Out"), "Scope"],
        attrs={"is_scalar_condition": BOOL(False), "sub_block": BLOCK()}, extra_attrs=_SKIP_VARS,
-       infer=None, grad=None,
+       infer=None, grad=grad_maker(_conditional_block_grad, inputs=["Out@GRAD"], outputs=["Input@GRAD"]),
        doc="Run block `sub_block` when Cond holds: Cond's one element when `is_scalar_condition`, "
            "else every Cond tensor being non-empty. Input/Out list the outer variables the block "
            "reads and writes; Scope is PaddlePaddle's scope holder for the gradient")
@@ -73,8 +127,27 @@ def _infer_select_input(ctx):
     ctx.set_output("Out", shape, xs[0].dtype)
 
 
+define("conditional_block_grad",
+       inputs=[many("Cond"), many("Input"), many("Out"), many("Out@GRAD"), many("Scope")],
+       outputs=[many("Input@GRAD")],
+       attrs={"is_scalar_condition": BOOL(False), "sub_block": BLOCK()}, extra_attrs=_SKIP_VARS,
+       infer=_infer_input_grads, grad=NOT_DIFFERENTIABLE, grad_of="conditional_block",
+       doc="The gradient of conditional_block: runs the forward block, then gradient block "
+           "`sub_block`, when Cond holds; else Input@GRAD are zeros")
+
+
+def _select_input_grad(op, g):
+    """select_input's gradient is a select_output routing Out@GRAD to the taken branch, as
+    PaddlePaddle writes it (the other branch's gradient is left unset)."""
+    dx = g.inp("X")
+    if not any(dx):
+        return []
+    return [GradOp("select_output", {"X": g.out("Out"), "Mask": op.input("Mask")},
+                   {"Out": [n or "@EMPTY@" for n in dx]})]
+
+
 define("select_input", inputs=[many("X"), "Mask"], outputs=["Out"], infer=_infer_select_input,
-       grad=None,
+       grad=grad_maker(_select_input_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out = X[Mask]: the branch result the int32 Mask selects (a dim the branches disagree "
            "on is -1)")
 
