@@ -35,7 +35,7 @@ from executor.kernel_call import MissingKernelError, bind, specialize
 from kernels.registry import UfuncCall
 from program import dtypes
 from program.ops import registry as op_registry
-from program.ops.control_flow import CONTROL_FLOW_OPS, control_io
+from program.ops.control_flow import CONTROL_FLOW_OPS, block_io, control_io
 from proto import pb
 
 FEED_FETCH = ("feed", "fetch")
@@ -71,6 +71,45 @@ class SubBlock:
     presets: tuple
     results: tuple = None  # the enclosing function's names for plan.outputs (None: the same)
     otherwise: tuple = ()  # (result, input) pairs set to zeros like the input when the branch is not taken
+    record: str = None     # while: the StepScopes variable that keeps each step's inputs (for while_grad)
+    backward: "WhileGrad | None" = None  # while_grad: runs the plan once per recorded step, last first
+
+
+@dataclass
+class WhileGrad:
+    """while_grad's run: `plan` (the body's ops, then its gradient ops) once per step the
+    forward while recorded, last step first. Per step, its inputs are the step's recorded
+    body inputs, the gradients of the loop's outputs so far, and values constant over the
+    loop; it returns the gradients of the body's outer inputs: a loop variable's becomes
+    its output gradient for the step before, the others add up."""
+    forward_inputs: tuple   # the forward body's inputs, as each recorded step holds them
+    out_grads: tuple        # (loop output, its gradient's name) pairs
+    constants: tuple        # other plan inputs (the same every step)
+    wanted: tuple           # the inputs whose gradients the op returns, in order
+    plan_inputs: tuple = ()  # the plan's inputs, in its function's order
+
+    def __call__(self, run, steps, out_grads, constants, inputs):
+        grads = dict(zip((g for _, g in self.out_grads), out_grads))
+        carried = {o for o, _ in self.out_grads}
+        total = {}
+        names = self.plan_inputs
+        for saved in reversed(steps):
+            values = dict(zip(self.forward_inputs, saved))
+            values.update(grads)
+            values.update(zip(self.constants, constants))
+            got = run(*[values[n] for n in names])
+            for (o, g) in self.out_grads:  # overwritten by the step: no gradient before it
+                grads[g] = _zeros_like(values.get(o))
+            for name, value in zip(self.wanted, got):
+                if name in carried:
+                    grads[_grad(name)] = value
+                elif value is not None:
+                    total[name] = value if total.get(name) is None else total[name] + value
+        out = []
+        for name, x in zip(self.wanted, inputs):
+            value = grads.get(_grad(name)) if name in carried else total.get(name)
+            out.append(_zeros_like(x) if value is None else value)
+        return out
 
 
 @dataclass
@@ -171,10 +210,18 @@ def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Functio
         subs.update(function.subs)
         results = "".join(local(n) + ", " for n in block.results or block.plan.outputs) or "_"
         test = f"{const(_holds if block.scalar else _all_nonempty)}({', '.join(map(local, block.cond))})"
+        args = ", ".join(map(local, block.plan.inputs))
+        if block.backward is not None:  # while_grad
+            b = block.backward
+            groups = [[g for _, g in b.out_grads], list(b.constants), list(b.wanted)]
+            packed = ", ".join("(" + "".join(local(n) + ", " for n in group) + ")" for group in groups)
+            return [f"{results} = {const(b)}({const(function.run)}, {local(block.record)}, {packed})"]
         otherwise = [f"    {local(n)} = {const(_zeros_like)}({local(x)})" for n, x in block.otherwise]
-        return ([f"{local(n)} = None" for n in block.presets]
-                + [f"{'while' if block.loop else 'if'} {test}:",
-                   f"    {results} = {const(function.run)}({', '.join(map(local, block.plan.inputs))})"]
+        record = ([f"{local(block.record)} = []"], [f"    {local(block.record)}.append(({args}, ))"]) \
+            if block.record else ([], [])
+        return ([f"{local(n)} = None" for n in block.presets] + record[0]
+                + [f"{'while' if block.loop else 'if'} {test}:"] + record[1]
+                + [f"    {results} = {const(function.run)}({args})"]
                 + (["else:"] + otherwise if otherwise else []))
 
     params = ", ".join(local(n) for n in plan.inputs)
@@ -258,6 +305,10 @@ def _holds(cond) -> bool:
     if getattr(cond, "size", 1) != 1:
         raise ValueError(f"the condition must hold one element, got shape {list(cond.shape)}")
     return bool(cond.reshape(()))
+
+
+def _grad(name):
+    return op_registry.grad_name(name)
 
 
 def _zeros_like(x):
@@ -426,18 +477,27 @@ def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source
     idx = op.attr("sub_block")
     cond = tuple(op.input("Condition" if loop else "Cond"))
     where = f"{op.type} (op {i} of block {op.block.idx}, sub-block {idx})"
-    if not cond:
+    if not cond and op.type != "while_grad":
         raise ExecutionError(f"{where}: has no condition variable")
-    results, otherwise, locals_ = None, (), set(program.block(idx).vars)
-    if op.type == "conditional_block_grad":  # the forward block's ops, then the gradient block's
+    results, otherwise, locals_, record, backward = None, (), set(program.block(idx).vars), None, None
+    if op.type in ("conditional_block_grad", "while_grad"):  # the forward block's ops, then the gradient block's
         grad, forward = program.block(idx), program.block(idx).parent
-        pairs = [(n, g) for n, g in zip(op.input("Input"), op.output("Input@GRAD")) if g != EMPTY]
-        sub = compile_plan(program, idx, (), [op_registry.grad_name(n) for n, _ in pairs], xp, rng_source,
-                           free_intermediates, ops=list(forward.ops) + list(grad.ops))
-        results, otherwise = tuple(g for _, g in pairs), tuple((g, n) for n, g in pairs)
+        slot = "Input" if op.type == "conditional_block_grad" else "X"
+        pairs = [(n, g) for n, g in zip(op.input(slot), op.output(slot + "@GRAD")) if g != EMPTY]
+        sub = compile_plan(program, idx, (), [_grad(n) for n, _ in pairs], xp, rng_source,
+                           free_intermediates, ops=_recomputed(program, forward) + list(grad.ops))
+        results = tuple(g for _, g in pairs)
         locals_ |= set(forward.vars)
+        if op.type == "conditional_block_grad":
+            otherwise = tuple((g, n) for n, g in pairs)
+        else:
+            backward, record = _while_grad_run(program, op, forward, sub, pairs, xp, rng_source), \
+                op.input("StepScopes")[0]
     else:
-        sub = compile_plan(program, idx, (), io[1], xp, rng_source, free_intermediates)
+        outer = [n for n in io[1] if not (loop and n in op.output("StepScopes"))]
+        sub = compile_plan(program, idx, (), outer, xp, rng_source, free_intermediates)
+        if loop and any(_read_by_while_grad(op.block, o) for o in op.output("StepScopes")):
+            record = op.output("StepScopes")[0]
     local = [n for n in sub.inputs if n in locals_]
     if local:
         raise ExecutionError(f"{where}: the block reads {', '.join(map(repr, local))} before any op "
@@ -445,15 +505,56 @@ def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source
     if loop and not set(cond) & set(sub.outputs):
         raise ExecutionError(f"{where}: the loop body never writes its condition "
                              f"{', '.join(map(repr, cond))}, so it would never end")
-    writes = results or sub.outputs
-    presets = tuple(n for n in writes
-                    if n not in produced and n not in sub.inputs and not persistable(n) and not otherwise)
-    reads = tuple(dict.fromkeys(cond + sub.inputs + tuple(x for _, x in otherwise)))
+    writes = tuple(results or sub.outputs) + ((record,) if record and backward is None else ())
+    presets = tuple(n for n in writes if n not in produced and n not in sub.inputs and not persistable(n)
+                    and not otherwise and backward is None and n != record)
+    reads = cond + sub.inputs + tuple(x for _, x in otherwise)
+    if backward is not None:
+        reads = (record,) + tuple(g for _, g in backward.out_grads) + backward.constants + backward.wanted
+        cond = ()
+    reads = tuple(dict.fromkeys(reads))
     bound = set(produced) | set(reads) | set(writes)  # what the enclosing function has as locals
     return Step(i, op, None, list(sub.inputs), list(writes), reads, tuple(writes),
                 tuple(n for n in frees if n in bound),
                 sub=SubBlock(loop, sub, cond, loop or bool(op.attr("is_scalar_condition")), presets,
-                             results, otherwise))
+                             results, otherwise, record, backward))
+
+
+def _while_grad_run(program, op, forward, sub, pairs, xp, rng_source) -> WhileGrad:
+    """How while_grad feeds its plan per step (see WhileGrad)."""
+    while_op = _forward_while(op)
+    outer = [n for n in control_io(program, while_op)[1] if n not in while_op.output("StepScopes")]
+    body = compile_plan(program, forward.idx, (), outer, xp, rng_source)
+    out_grads = tuple((o, g) for o, g in zip(op.input("Out"), op.input("Out@GRAD")) if g != EMPTY)
+    given = set(body.inputs) | {g for _, g in out_grads}
+    return WhileGrad(tuple(body.inputs), out_grads, tuple(n for n in sub.inputs if n not in given),
+                     tuple(n for n, _ in pairs), tuple(sub.inputs))
+
+
+def _recomputed(program, forward) -> list:
+    """The forward block's ops a gradient block runs after: all but those that only write
+    outer variables the block also reads (a loop variable's or branch input's new value,
+    `assign`ed at the end as the builders write it), so that the gradient ops read the
+    values the forward ops read, not the ones the block wrote over them."""
+    reads, writes = block_io(program, forward.idx)
+    overwritten = set(reads) & set(writes)
+    return [op for op in forward.ops
+            if not (op.output_arg_names and all(n in overwritten for n in op.output_arg_names))]
+
+
+def _forward_while(grad_op):
+    """The while op whose StepScopes a while_grad reads."""
+    scopes = grad_op.input("StepScopes")
+    for op in grad_op.block.ops:
+        if op.type == "while" and op.output("StepScopes") == scopes:
+            return op
+    raise ExecutionError(f"while_grad (block {grad_op.block.idx}): no while op writes its StepScopes {scopes}")
+
+
+def _read_by_while_grad(block, name) -> bool:
+    """Whether a while_grad of `block` reads StepScopes variable `name` (so the while keeps
+    each step's inputs)."""
+    return any(op.type == "while_grad" and name in op.input("StepScopes") for op in block.ops)
 
 
 def _declared_dtype(block, spec):

@@ -27,6 +27,9 @@ from program.variable import Parameter, Variable
 EMPTY = "@EMPTY@"  # PaddlePaddle's name for "no variable" in a duplicable slot
 
 
+_IN_PLACE_DIFFERENTIABLE = ("while",)
+
+
 class GradNames:
     """What a custom gradient maker sees: gradient variable names by forward slot."""
 
@@ -189,7 +192,9 @@ def _ops_to_differentiate(ops, targets, reach, no_grad):
         if not ins:
             continue
         for n in op.output_arg_names:
-            if n in written_by and n in reach:
+            # a while op updates its loop variables in place: its gradient maps the gradient
+            # after the loop to the one before it, which the op that wrote them first reads
+            if n in written_by and n in reach and written_by[n].type not in _IN_PLACE_DIFFERENTIABLE:
                 raise OpError(f"writes {n!r}, which a later differentiated op "
                               f"({written_by[n].type}) overwrites; in-place updates on the gradient "
                               "path are not supported", op_type=op.type, callsite=op.callsite)
@@ -224,20 +229,28 @@ def _make_default(op, rule: GradRule, g: GradNames) -> GradOp:
 
 def _accumulate(specs: list[GradOp], block_idx: int) -> list[GradOp]:
     """A gradient written by several ops: each writes a renamed partial gradient, and a
-    `sum` op after the last of them adds them up under the real name."""
-    writers: dict[str, list[tuple[int, str, int]]] = defaultdict(list)  # (spec, slot, position)
+    `sum` op after the last of them adds them up under the real name. A gradient op that
+    reads a gradient and writes it again (while_grad: a loop variable's gradient after the
+    loop in, before the loop out) closes one such group and starts the next."""
+    writers: dict[str, list[list[tuple[int, str, int]]]] = defaultdict(lambda: [[]])  # groups of (spec, slot, position)
     for i, spec in enumerate(specs):
+        read = {n for names in spec.inputs.values() for n in names}
         for slot, names in spec.outputs.items():
             for j, n in enumerate(names):
                 if n and n != EMPTY:
-                    writers[n].append((i, slot, j))
+                    if n in read and writers[n][-1]:
+                        writers[n].append([])
+                    writers[n][-1].append((i, slot, j))
     sums_after: dict[int, list[GradOp]] = defaultdict(list)
-    for g, places in writers.items():
+    groups = [(g, places) for g, generations in writers.items() for places in generations]
+    renamed: dict[str, int] = defaultdict(int)
+    for g, places in groups:
         if len(places) < 2:
             continue
         parts = []
-        for k, (i, slot, j) in enumerate(places):
-            part = f"{g}@RENAME@block{block_idx}@{k}"
+        for i, slot, j in places:
+            part = f"{g}@RENAME@block{block_idx}@{renamed[g]}"
+            renamed[g] += 1
             specs[i].outputs[slot][j] = part
             parts.append(part)
         last = places[-1][0]

@@ -1,5 +1,6 @@
 """Gradients through control flow, against central finite differences of the loss run by
-the same executor (float64): a cond whose branch depends on the data. The one-op cases of
+the same executor (float64): a cond whose branch depends on the data, and x**n by repeated
+multiplication in a while loop (gradient n*x**(n-1)). The one-op cases of
 gradcheck cannot hold a sub-block, so these programs are written out here; the ops they
 check are listed in CHECKED_BY_HAND (read by tests/test_grad_coverage.py)."""
 import numpy as np
@@ -9,7 +10,7 @@ import program as pg
 from executor import Executor, Scope
 
 CASES = []
-CHECKED_BY_HAND = ("conditional_block", "select_input")
+CHECKED_BY_HAND = ("conditional_block", "select_input", "while")
 nn = pg.static.nn
 
 
@@ -57,3 +58,32 @@ def test_nested_cond_gradient():
         grads = pg.gradients(loss, [x])
     for xv in ([0.2, 0.3, 1.5], [0.2, 0.3, 0.4], [-1.0, 0.2, -0.3]):
         _check(main, loss, {"x": np.array(xv)}, ["x"], grads)
+
+
+def _power(loop_var_grad=False):
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [2, 3], "float64")
+        w = pg.data("w", [2, 3], "float64")
+        n = pg.data("n", [1], "int64")
+        x.stop_gradient = w.stop_gradient = False
+        i = pg.fill_constant([1], "int64", 0)
+        y = w * 1.0  # the loop variable's first value depends on w: its gradient leaves the loop
+        i, y = nn.while_loop(lambda i, y: i < n, lambda i, y: [i + 1, y * x], [i, y])
+        loss = pg.sum(y * y)
+        grads = pg.gradients(loss, [x, w])
+    return main, loss, grads
+
+
+@pytest.mark.parametrize("power", [0, 1, 2, 5])
+def test_while_loop_power(power):
+    """y = w * x**n: d/dx sum(y**2) = 2 y * n w x**(n-1), d/dw = 2 y x**n."""
+    main, loss, grads = _power()
+    rng = np.random.default_rng(power)
+    feed = {"x": rng.uniform(0.5, 1.5, (2, 3)), "w": rng.standard_normal((2, 3)), "n": np.array([power])}
+    gx, gw = Executor().run(main, feed=feed, fetch_list=grads, scope=Scope())
+    x, w = feed["x"], feed["w"]
+    y = w * x ** power
+    np.testing.assert_allclose(gx, 2 * y * power * w * x ** (power - 1), rtol=1e-10)
+    np.testing.assert_allclose(gw, 2 * y * x ** power, rtol=1e-10)
+    _check(main, loss, feed, ["x", "w"], grads)

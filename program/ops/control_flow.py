@@ -20,7 +20,7 @@ from program.ops.registry import (BOOL, BLOCK, INT, NOT_DIFFERENTIABLE, STRINGS,
 from proto import pb
 
 _T = pb.VarType
-CONTROL_FLOW_OPS = ("conditional_block", "while", "conditional_block_grad")
+CONTROL_FLOW_OPS = ("conditional_block", "while", "conditional_block_grad", "while_grad")
 # the skip list PaddlePaddle's garbage collector reads; a hint Keel does not need
 _SKIP_VARS = {"skip_eager_deletion_vars": STRINGS([])}
 
@@ -48,12 +48,15 @@ def control_io(program, op) -> tuple[list[str], list[str]]:
     conditional_block_grad reads what its forward block and gradient block (run one after
     the other) read from outside both, and writes its Input@GRAD."""
     cond = op.input("Condition" if op.type == "while" else "Cond")
-    if op.type == "conditional_block_grad":
+    if op.type in ("conditional_block_grad", "while_grad"):
+        slot = "Input" if op.type == "conditional_block_grad" else "X"
         reads = [n for n in gradient_block_reads(program, op) if n != "@EMPTY@"]
-        return (list(dict.fromkeys(cond + op.input("Input") + reads)),
-                [n for n in op.output("Input@GRAD") if n != "@EMPTY@"])
+        extra = op.input("StepScopes") if op.type == "while_grad" else []
+        return (list(dict.fromkeys(cond + extra + op.input(slot) + op.input("Out@GRAD") + reads)),
+                [n for n in op.output(slot + "@GRAD") if n != "@EMPTY@"])
     reads, writes = block_io(program, op.attr("sub_block"))
-    return list(dict.fromkeys(cond + reads)), writes
+    scopes = op.output("StepScopes") if op.type == "while" else []  # each step's inputs, for while_grad
+    return list(dict.fromkeys(cond + reads)), writes + scopes
 
 
 def gradient_block_reads(program, op) -> list[str]:
@@ -72,13 +75,28 @@ def _conditional_block_grad(op, g):
     gradients of its outputs (read from outside) to those of its inputs (`x@GRAD` inside,
     handed out as the op's Input@GRAD). When the branch did not run, the input gradients
     are zeros."""
+    made = _gradient_block(op, g, "Input")
+    if made is None:
+        return []
+    grad_block, outputs = made
+    return [GradOp("conditional_block_grad",
+                   {"Cond": op.input("Cond"), "Input": op.input("Input"), "Out": op.output("Out"),
+                    "Out@GRAD": g.out("Out"), "Scope": op.output("Scope")},
+                   {"Input@GRAD": outputs},
+                   {"sub_block": grad_block.idx, "is_scalar_condition": op.attr("is_scalar_condition")})]
+
+
+def _gradient_block(op, g, slot):
+    """The gradient block of a conditional_block / while op (its sub-block's ops
+    differentiated, from the gradients of its Out to those of its `slot` inputs) and the
+    op's input gradient names (@EMPTY@ where none); None when no input gets one."""
     from program.backward import differentiate_block
     program = op.block.program
     forward = program.block(op.attr("sub_block"))
-    inputs, in_grads = op.input("Input"), g.inp("Input")
+    inputs, in_grads = op.input(slot), g.inp(slot)
     wanted = [n for n, gn in zip(inputs, in_grads) if gn]
     if not wanted:
-        return []
+        return None
     for name, grad in zip(op.output("Out"), g.out("Out")):  # made here, before the backward ops are
         if op.block.find_var(grad) is None:                   # appended, so the gradient block can read them
             var = op.block.var(name)
@@ -91,16 +109,28 @@ def _conditional_block_grad(op, g):
         program._current_block_idx = current
     outputs = [gn if gn and n in made else "@EMPTY@" for n, gn in zip(inputs, in_grads)]
     if all(n == "@EMPTY@" for n in outputs):
+        return None
+    return grad_block, outputs
+
+
+def _while_grad(op, g):
+    """while_grad, in PaddlePaddle's slots: the gradient block runs once per step, last step
+    first, on that step's saved inputs (StepScopes); a loop variable's gradient flows from
+    one step to the one before, the gradients of what the body only reads add up."""
+    made = _gradient_block(op, g, "X")
+    if made is None:
         return []
-    return [GradOp("conditional_block_grad",
-                   {"Cond": op.input("Cond"), "Input": inputs, "Out": op.output("Out"),
-                    "Out@GRAD": g.out("Out"), "Scope": op.output("Scope")},
-                   {"Input@GRAD": outputs},
-                   {"sub_block": grad_block.idx, "is_scalar_condition": op.attr("is_scalar_condition")})]
+    grad_block, outputs = made
+    return [GradOp("while_grad",
+                   {"X": op.input("X"), "Out": op.output("Out"), "Out@GRAD": g.out("Out"),
+                    "StepScopes": op.output("StepScopes")},
+                   {"X@GRAD": outputs},
+                   {"sub_block": grad_block.idx, "original_output_grad": g.out("Out"), "is_test": False})]
 
 
 def _infer_input_grads(ctx):
-    for name, var in zip(ctx.output_names("Input@GRAD"), ctx.inputs("Input")):
+    slot = "Input" if ctx.op_type == "conditional_block_grad" else "X"
+    for name, var in zip(ctx.output_names(slot + "@GRAD"), ctx.inputs(slot)):
         if name != "@EMPTY@":
             ctx.set_var(name, var.shape, var.dtype)
 
@@ -167,7 +197,7 @@ define("select_output", inputs=["X", "Mask"], outputs=[many("Out")], infer=_infe
 define("while", inputs=[many("X"), many("Condition")],
        outputs=[many("Out"), "StepScopes"],
        attrs={"is_test": BOOL(False), "sub_block": BLOCK()}, extra_attrs=_SKIP_VARS,
-       infer=None, grad=None,
+       infer=None, grad=grad_maker(_while_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Run block `sub_block` while the one-element bool Condition holds (the block "
            "recomputes it). X/Out list the outer variables the body reads and writes; "
            "StepScopes holds each step's values for the gradient")
@@ -222,3 +252,11 @@ define("tensor_array_to_tensor", inputs=["X"], outputs=["Out", "OutIndex"],
        attrs={"axis": INT(0), "use_stack": BOOL(False)}, infer=_infer_array_to_tensor, grad=None,
        doc="Out = the entries of tensor array X concatenated along `axis` (stacked on a new "
            "axis when `use_stack`); OutIndex (int32) = each entry's size along it")
+
+
+define("while_grad", inputs=[many("X"), many("Out"), many("Out@GRAD"), many("StepScopes")],
+       outputs=[many("X@GRAD")],
+       attrs={"is_test": BOOL(False), "sub_block": BLOCK(), "original_output_grad": STRINGS([])},
+       extra_attrs=_SKIP_VARS, infer=_infer_input_grads, grad=NOT_DIFFERENTIABLE, grad_of="while",
+       doc="The gradient of while: gradient block `sub_block` once per step, last first, on the "
+           "step's saved inputs (StepScopes), from Out@GRAD to X@GRAD")
