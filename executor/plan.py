@@ -87,6 +87,7 @@ class WhileGrad:
     constants: tuple        # other plan inputs (the same every step)
     wanted: tuple           # the inputs whose gradients the op returns, in order
     plan_inputs: tuple = ()  # the plan's inputs, in its function's order
+    arrays: frozenset = frozenset()  # the gradients of tensor arrays among out_grads
 
     def __call__(self, run, steps, out_grads, constants, inputs):
         grads = dict(zip((g for _, g in self.out_grads), out_grads))
@@ -99,7 +100,8 @@ class WhileGrad:
             values.update(zip(self.constants, constants))
             got = run(*[values[n] for n in names])
             for (o, g) in self.out_grads:  # overwritten by the step: no gradient before it
-                grads[g] = _zeros_like(values.get(o))
+                if g not in self.arrays:     # (a tensor array's entries are written one per step: kept)
+                    grads[g] = _zeros_like(values.get(o))
             for name, value in zip(self.wanted, got):
                 if name in carried:
                     grads[_grad(name)] = value
@@ -527,8 +529,10 @@ def _while_grad_run(program, op, forward, sub, pairs, xp, rng_source) -> WhileGr
     body = compile_plan(program, forward.idx, (), outer, xp, rng_source)
     out_grads = tuple((o, g) for o, g in zip(op.input("Out"), op.input("Out@GRAD")) if g != EMPTY)
     given = set(body.inputs) | {g for _, g in out_grads}
+    arrays = frozenset(g for o, g in out_grads
+                       if op.block.find_var(o) is not None and op.block.find_var(o).type == pb.VarType.DENSE_TENSOR_ARRAY)
     return WhileGrad(tuple(body.inputs), out_grads, tuple(n for n in sub.inputs if n not in given),
-                     tuple(n for n, _ in pairs), tuple(sub.inputs))
+                     tuple(n for n, _ in pairs), tuple(sub.inputs), arrays)
 
 
 def _recomputed(program, forward) -> list:

@@ -48,9 +48,14 @@ def write_to_array(xp, x, i, array):
     return array
 
 
-@kernel("read_from_array", inputs=["X", "I"], outputs=["Out"])
-def read_from_array(xp, array, i):
+@kernel("read_from_array", inputs=["X", "I", "X_W"], outputs=["Out"])
+def read_from_array(xp, array, i, like=None):
+    """X[I]; with X_W (write_to_array's gradient), an entry nothing wrote is zeros like X_W."""
     array = array or ()
+    if like is not None:
+        k = _index(xp, i, 1 << 62, "read_from_array")
+        value = array[k] if k < len(array) else None
+        return xp.zeros_like(like) if value is None else value.copy()
     value = array[_index(xp, i, len(array), "read_from_array")]
     if value is None:
         raise ValueError(f"read_from_array: entry {int(i.reshape(()))} was never written")
@@ -69,3 +74,19 @@ def tensor_array_to_tensor(xp, array, *, axis=0, use_stack=False):
     out = xp.stack(array, axis=axis) if use_stack else xp.concatenate(array, axis=axis)
     sizes = [1 if use_stack else a.shape[axis] for a in array]
     return out, xp.asarray(sizes, dtype=xp.int32)
+
+
+@kernel("tensor_array_to_tensor_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=["axis", "use_stack"])
+def tensor_array_to_tensor_grad(xp, array, dout, *, axis=0, use_stack=False):
+    """Out@GRAD cut back into the entries' pieces (a tensor array)."""
+    if use_stack:
+        return [xp.take(dout, k, axis=axis) for k in range(len(array))]
+    bounds = [0]
+    for a in array:
+        bounds.append(bounds[-1] + a.shape[axis])
+    index = [slice(None)] * dout.ndim
+    pieces = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        index[axis] = slice(lo, hi)
+        pieces.append(dout[tuple(index)].copy())
+    return pieces

@@ -275,7 +275,7 @@ def _append(block, specs: list[GradOp]) -> None:
             for n in names:
                 if n and n != EMPTY and block.find_var(n) is None:
                     fwd = block.var(_forward_name(n))
-                    block.create_var(n, fwd.shape, fwd.dtype)
+                    block.create_var(n, fwd.shape, fwd.dtype, type=fwd.type)  # a tensor array's is one too
     with op_role.role_guard(program, op_role.BACKWARD):
         for spec in specs:
             attrs = dict(spec.attrs)

@@ -162,6 +162,8 @@ _OTHER_KINDS = {
     ("read_from_array", "input", "X"): {_ARRAY},
     ("lod_array_length", "input", "X"): {_ARRAY},
     ("tensor_array_to_tensor", "input", "X"): {_ARRAY},
+    ("tensor_array_to_tensor_grad", "input", "X"): {_ARRAY},
+    ("tensor_array_to_tensor_grad", "output", "X@GRAD"): {_ARRAY},
 }
 
 

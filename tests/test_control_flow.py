@@ -256,13 +256,15 @@ def test_a_thousand_iterations_keep_peak_memory_flat():
     assert large < small + (256 << 10), (small, large)  # less than one intermediate more
 
 
-def test_backward_through_tensor_arrays_is_refused_clearly():
-    """Tensor arrays' gradients are not written yet: the backward pass says so."""
-    main, startup, x, out = _rnn_program()
-    with pg.program_guard(main, startup):
-        loss = pg.mean(out)
-        with pytest.raises(OpError, match="tensor_array_to_tensor.*no gradient rule"):
-            pg.append_backward(loss)
+def test_backward_through_read_from_array_is_refused_clearly():
+    """read_from_array's gradient is not written yet: the backward pass says so."""
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [2, 3], "float32")
+        x.stop_gradient = False
+        y = pg.array_read(pg.create_array("float32", [x * 2.0]), 0)
+        with pytest.raises(OpError, match="read_from_array.*no gradient rule"):
+            pg.gradients(pg.mean(y), [x])
 
 
 def test_save_inference_model_keeps_sub_blocks(tmp_path):

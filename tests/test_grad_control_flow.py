@@ -1,6 +1,7 @@
 """Gradients through control flow, against central finite differences of the loss run by
 the same executor (float64): a cond whose branch depends on the data, and x**n by repeated
-multiplication in a while loop (gradient n*x**(n-1)). The one-op cases of
+multiplication in a while loop (gradient n*x**(n-1)), and an RNN written as a while loop
+over a tensor array. The one-op cases of
 gradcheck cannot hold a sub-block, so these programs are written out here; the ops they
 check are listed in CHECKED_BY_HAND (read by tests/test_grad_coverage.py)."""
 import numpy as np
@@ -10,7 +11,7 @@ import program as pg
 from executor import Executor, Scope
 
 CASES = []
-CHECKED_BY_HAND = ("conditional_block", "select_input", "while")
+CHECKED_BY_HAND = ("conditional_block", "select_input", "while", "write_to_array", "tensor_array_to_tensor")
 nn = pg.static.nn
 
 
@@ -87,3 +88,44 @@ def test_while_loop_power(power):
     np.testing.assert_allclose(gx, 2 * y * power * w * x ** (power - 1), rtol=1e-10)
     np.testing.assert_allclose(gw, 2 * y * x ** power, rtol=1e-10)
     _check(main, loss, feed, ["x", "w"], grads)
+
+
+def rnn_program(steps=4):
+    """h_t = tanh(x_t wx + h_{t-1} wh) over a while loop, each h_t written to a tensor array
+    that is stacked after the loop; loss = sum(out**2) + sum(h_T)."""
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [2, steps, 3], "float64")
+        wx = pg.data("wx", [3, 5], "float64")
+        wh = pg.data("wh", [5, 5], "float64")
+        h0 = pg.data("h0", [2, 5], "float64")
+        for v in (x, wx, wh, h0):
+            v.stop_gradient = False
+        states = pg.create_array("float64")
+        t = pg.fill_constant([1], "int64", 0)
+
+        def body(t, h):
+            x_t = pg.squeeze(pg.gather(x, t, axis=1), [1])
+            h = pg.tanh(pg.matmul(x_t, wx) + pg.matmul(h, wh))
+            pg.array_write(h, t, states)
+            return [t + 1, h]
+        t, h = nn.while_loop(lambda t, h: t < steps, body, [t, h0 * 1.0])
+        block = main.current_block()
+        out = block.create_var("rnn_out", (), "float64")
+        index = block.create_var("rnn_index", (), "int32")
+        block.append_op("tensor_array_to_tensor", {"X": states}, {"Out": out, "OutIndex": index},
+                        {"axis": 1, "use_stack": True})
+        loss = pg.sum(out * out) + pg.sum(h)
+        grads = pg.gradients(loss, [x, wx, wh, h0])
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((2, steps, 3)), "wx": rng.standard_normal((3, 5)) * 0.5,
+            "wh": rng.standard_normal((5, 5)) * 0.5, "h0": rng.standard_normal((2, 5))}
+    return main, loss, grads, feed
+
+
+def test_rnn_over_a_tensor_array():
+    main, loss, grads, feed = rnn_program()
+    types = [op.type for op in main.global_block().ops]
+    assert "while_grad" in types and "tensor_array_to_tensor_grad" in types
+    assert "read_from_array" in [op.type for b in main.blocks[1:] for op in b.ops]  # write_to_array's gradient
+    _check(main, loss, feed, ["x", "wx", "wh", "h0"], grads)

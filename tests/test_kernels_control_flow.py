@@ -65,3 +65,23 @@ def test_select_output_routes_x_to_the_masked_output(mask):
     out = fn(x, np.array([mask], np.int32))
     assert len(out) == 3 and all(o is None for k, o in enumerate(out) if k != mask)
     np.testing.assert_array_equal(out[mask], x)
+
+
+def test_read_from_array_with_x_w_gives_zeros_for_unwritten_entries():
+    like = np.ones((2, 2), np.float32)
+    entries = [None, np.full((2, 2), 3.0, np.float32)]
+    for k, want in ((0, np.zeros((2, 2))), (1, entries[1]), (5, np.zeros((2, 2)))):
+        got = call_kernel("read_from_array", {"X": entries, "I": _i(k), "X_W": like})["Out"]
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("use_stack,axis", [(True, 1), (False, 1), (False, 0)])
+def test_tensor_array_to_tensor_grad_cuts_the_gradient_back(use_stack, axis):
+    entries = [RNG.standard_normal((2, k + 1) if not use_stack and axis == 1 else (2, 3)).astype(np.float32)
+               for k in range(3)]
+    out = np.stack(entries, axis) if use_stack else np.concatenate(entries, axis)
+    dout = RNG.standard_normal(out.shape).astype(np.float32)
+    got = call_kernel("tensor_array_to_tensor_grad", {"X": entries, "Out@GRAD": dout},
+                      {"axis": axis, "use_stack": use_stack})["X@GRAD"]
+    assert [g.shape for g in got] == [e.shape for e in entries]
+    np.testing.assert_array_equal(np.stack(got, axis) if use_stack else np.concatenate(got, axis), dout)

@@ -16,7 +16,7 @@ op has written yet starts empty.
 from __future__ import annotations
 
 from program.ops.registry import (BOOL, BLOCK, INT, NOT_DIFFERENTIABLE, STRINGS, GradOp, define, grad_maker,
-                                  many, opt)
+                                  grad_op, many, opt)
 from proto import pb
 
 _T = pb.VarType
@@ -100,7 +100,7 @@ def _gradient_block(op, g, slot):
     for name, grad in zip(op.output("Out"), g.out("Out")):  # made here, before the backward ops are
         if op.block.find_var(grad) is None:                   # appended, so the gradient block can read them
             var = op.block.var(name)
-            op.block.create_var(grad, var.shape, var.dtype)
+            op.block.create_var(grad, var.shape, var.dtype, type=var.type)
     current = program.current_block().idx
     grad_block = program.create_block(parent_idx=forward.idx)
     try:
@@ -209,8 +209,19 @@ def _infer_write_to_array(ctx):
     ctx.set_output("Out", x.shape, x.dtype)
 
 
+def _write_to_array_grad(op, g):
+    """write_to_array's gradient is a read_from_array of the array's gradient at I, as
+    PaddlePaddle writes it; X_W (the written value) gives the shape of a zero gradient
+    where nothing wrote the array gradient's entry."""
+    dx = g.inp("X")
+    if not dx or not dx[0]:
+        return []
+    return [GradOp("read_from_array", {"X": g.out("Out"), "I": op.input("I"), "X_W": op.input("X")},
+                   {"Out": [dx[0]]})]
+
+
 define("write_to_array", inputs=["X", "I"], outputs=["Out"], infer=_infer_write_to_array,
-       grad=None,
+       grad=grad_maker(_write_to_array_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out[I] = X for the tensor array Out (grown with empty entries up to I; the rest kept)")
 
 
@@ -249,7 +260,8 @@ def _infer_array_to_tensor(ctx):
 
 
 define("tensor_array_to_tensor", inputs=["X"], outputs=["Out", "OutIndex"],
-       attrs={"axis": INT(0), "use_stack": BOOL(False)}, infer=_infer_array_to_tensor, grad=None,
+       attrs={"axis": INT(0), "use_stack": BOOL(False)}, infer=_infer_array_to_tensor,
+       grad=grad_op(["X", "Out@GRAD"], ["X@GRAD"]),
        doc="Out = the entries of tensor array X concatenated along `axis` (stacked on a new "
            "axis when `use_stack`); OutIndex (int32) = each entry's size along it")
 
