@@ -59,3 +59,21 @@ def test_our_rnn_over_a_tensor_array_runs_in_paddle(tmp_path):
     main, startup, x, out = _rnn_program()
     rng = np.random.default_rng(2)
     _check(tmp_path, main, startup, [x], [out], [{"x": rng.standard_normal((2, 4, 3)).astype(np.float32)}])
+
+
+def test_exported_decoding_programs_run_in_paddle(tmp_path):
+    """examples/decode.py's greedy and beam-search programs give PaddlePaddle the same tokens."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    try:
+        import decode
+    finally:
+        sys.path.pop(0)
+    start = np.array([[1], [5]], np.int64)
+    for name, build in (("greedy", decode.greedy_program), ("beam", decode.beam_program)):
+        ours = decode.export_and_run(build, tmp_path, name, start)
+        theirs = _in_paddle(str(tmp_path / name), {"start": start})
+        np.testing.assert_array_equal(theirs[0], ours[0])
+        for g, w in zip(theirs[1:], ours[1:]):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
