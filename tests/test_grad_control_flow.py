@@ -30,8 +30,8 @@ def _check(main, loss, feed, wrt, grads, delta=1e-6, rtol=1e-6, atol=1e-8):
         np.testing.assert_allclose(analytic, numeric, rtol=rtol, atol=atol, err_msg=name)
 
 
-@pytest.mark.parametrize("shift", [1.5, -1.5])
-def test_cond_with_a_data_dependent_branch(shift):
+def cond_program():
+    """loss = sum(y**2), y = tanh(x) * w if sum(x) > 0 else x * x - w; its gradients by x, w."""
     main = pg.Program()
     with pg.program_guard(main, pg.Program()):
         x = pg.data("x", [2, 3], "float64")
@@ -40,6 +40,12 @@ def test_cond_with_a_data_dependent_branch(shift):
         y = nn.cond(pg.sum(x) > 0.0, lambda: pg.tanh(x) * w, lambda: x * x - w)
         loss = pg.sum(y * y)
         grads = pg.gradients(loss, [x, w])
+    return main, loss, grads
+
+
+@pytest.mark.parametrize("shift", [1.5, -1.5])
+def test_cond_with_a_data_dependent_branch(shift):
+    main, loss, grads = cond_program()
     types = [op.type for op in main.global_block().ops]
     assert types.count("conditional_block_grad") == 2 and "select_output" in types
     rng = np.random.default_rng(0)
@@ -61,7 +67,8 @@ def test_nested_cond_gradient():
         _check(main, loss, {"x": np.array(xv)}, ["x"], grads)
 
 
-def _power(loop_var_grad=False):
+def power_program(loss_of=lambda y: pg.sum(y * y)):
+    """y = w * x**n by n multiplications in a while loop; loss_of(y) and its gradients by x, w."""
     main = pg.Program()
     with pg.program_guard(main, pg.Program()):
         x = pg.data("x", [2, 3], "float64")
@@ -71,7 +78,7 @@ def _power(loop_var_grad=False):
         i = pg.fill_constant([1], "int64", 0)
         y = w * 1.0  # the loop variable's first value depends on w: its gradient leaves the loop
         i, y = nn.while_loop(lambda i, y: i < n, lambda i, y: [i + 1, y * x], [i, y])
-        loss = pg.sum(y * y)
+        loss = loss_of(y)
         grads = pg.gradients(loss, [x, w])
     return main, loss, grads
 
@@ -79,7 +86,7 @@ def _power(loop_var_grad=False):
 @pytest.mark.parametrize("power", [0, 1, 2, 5])
 def test_while_loop_power(power):
     """y = w * x**n: d/dx sum(y**2) = 2 y * n w x**(n-1), d/dw = 2 y x**n."""
-    main, loss, grads = _power()
+    main, loss, grads = power_program()
     rng = np.random.default_rng(power)
     feed = {"x": rng.uniform(0.5, 1.5, (2, 3)), "w": rng.standard_normal((2, 3)), "n": np.array([power])}
     gx, gw = Executor().run(main, feed=feed, fetch_list=grads, scope=Scope())

@@ -16,7 +16,6 @@ import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
 
 pytestmark = pytest.mark.paddle
-nn = pg.static.nn
 
 
 def _paddle_grads(fn, *arrays):
@@ -28,14 +27,8 @@ def _paddle_grads(fn, *arrays):
 
 @pytest.mark.parametrize("shift", [1.5, -1.5])
 def test_cond_gradients_match_paddle(shift):
-    main = pg.Program()
-    with pg.program_guard(main, pg.Program()):
-        x = pg.data("x", [2, 3], "float64")
-        w = pg.data("w", [2, 3], "float64")
-        x.stop_gradient = w.stop_gradient = False
-        y = nn.cond(pg.sum(x) > 0.0, lambda: pg.tanh(x) * w, lambda: x * x - w)
-        loss = pg.sum(y * y)
-        grads = pg.gradients(loss, [x, w])
+    from test_grad_control_flow import cond_program
+    main, loss, grads = cond_program()
     rng = np.random.default_rng(0)
     xv, wv = rng.standard_normal((2, 3)) + shift, rng.standard_normal((2, 3))
     ours = Executor().run(main, feed={"x": xv, "w": wv}, fetch_list=grads, scope=Scope())
@@ -49,16 +42,8 @@ def test_cond_gradients_match_paddle(shift):
 
 @pytest.mark.parametrize("power", [0, 1, 4])
 def test_while_loop_power_gradients_match_paddle(power):
-    main = pg.Program()
-    with pg.program_guard(main, pg.Program()):
-        x = pg.data("x", [2, 3], "float64")
-        w = pg.data("w", [2, 3], "float64")
-        n = pg.data("n", [1], "int64")
-        x.stop_gradient = w.stop_gradient = False
-        i = pg.fill_constant([1], "int64", 0)
-        i, y = nn.while_loop(lambda i, y: i < n, lambda i, y: [i + 1, y * x], [i, w * 1.0])
-        loss = pg.sum(pg.sin(y))
-        grads = pg.gradients(loss, [x, w])
+    from test_grad_control_flow import power_program
+    main, loss, grads = power_program(lambda y: pg.sum(pg.sin(y)))
     rng = np.random.default_rng(power)
     xv, wv = rng.uniform(0.5, 1.5, (2, 3)), rng.standard_normal((2, 3))
     ours = Executor().run(main, feed={"x": xv, "w": wv, "n": np.array([power])}, fetch_list=grads,
