@@ -3,7 +3,7 @@ vs ONNX Runtime (CPU) running the same networks with the same weights.
 
     pip install onnx onnxruntime      # benchmark-only peers, not Keel dependencies
     python benchmarks/bench_inference.py [--repeat 100] [--transformer-batch 8] [--profile] [--passes-only]
-                                         [--models mlp cnn transformer] [--batches 1 8 64]
+                                         [--models mlp cnn transformer ocr-det ocr-rec ocr-cls] [--batches 1 8 64]
 
 Without onnx and onnxruntime, ONNX Runtime is skipped (one line says so) and Keel is timed
 without and with the passes, checked against each other instead.
@@ -36,8 +36,21 @@ the passes' measured speedup between 0.9x and 1.2x from run to run), and ORT's t
 pool (intra_op_num_threads = the machine's cores, sequential execution) spin-waits:
 interleaved with numpy's OpenBLAS threads on a 2-core machine each slowed the other
 (2.5x at batch 64, 5x and more at batch 1, here).
---profile prints, per model and batch, the median time of each op of the Keel predictor
-with passes, summed by op type, and what a call costs around the ops.
+--profile prints, per model and batch, the Keel predictor's (with passes) profile per op
+type (executor/profiler.py: calls, time, share of the op time, what a run costs around
+the ops).
+
+Mobile CNNs of the OCR family (benchmarks/mobile_cnns.py: a MobileNetV3 detector with an
+FPN neck and a DB head at 320x480, a recognizer at 48x320, a classifier at 48x192), batch
+1 (--batches does not apply), 2 threads each: ONNX Runtime with intra_op_num_threads=2,
+Paddle Inference (oneDNN) with 2 math threads, Keel with its BLAS's threads (both cores
+here; the executor runs ops one at a time). Each model is saved once with
+save_inference_model; Keel's Predictor (with the passes) and Paddle Inference load that
+file, and ONNX Runtime runs it as written to ONNX op by op (benchmarks/onnx_export.py):
+the same weights in all three, which must agree to 1e-4 of the output's scale before
+timing. Paddle Inference is PaddlePaddle's, where `import paddle` works (run the benchmark
+with a Python that has it: FLAGS_enable_pir_api=0); missing peers are skipped with a line
+saying so. Timing as above: blocks of its own per contender, medians, ratios to Keel.
 """
 from __future__ import annotations
 
@@ -52,10 +65,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import peer_skipped, table  # noqa: E402
+import mobile_cnns  # noqa: E402
+import onnx_export  # noqa: E402
+import paddle_peer  # noqa: E402
+from common import peer_skipped, predictor_call as keel_call, table  # noqa: E402
 
 import program as pg  # noqa: E402
-from executor import Config, Executor, Scope, create_predictor  # noqa: E402
+from executor import Config, Executor, Profiler, Scope, create_predictor  # noqa: E402
 
 try:
     import onnx
@@ -218,17 +234,6 @@ def build(keel_model, onnx_model, workdir):
     return predictors[0], predictors[1], session
 
 
-def keel_call(predictor, x):
-    inp = predictor.get_input_handle(predictor.get_input_names()[0])
-    out = predictor.get_output_handle(predictor.get_output_names()[0])
-
-    def call():
-        inp.copy_from_cpu(x)
-        predictor.run()
-        return out.copy_to_cpu()
-    return call
-
-
 def ort_call(session, x):
     name = session.get_outputs()[0].name
     return lambda: session.run([name], {"x": x})[0]
@@ -273,33 +278,68 @@ def measure_blocks(contenders: dict, repeat: int, rounds: int = 5) -> dict[str, 
 
 
 def profile(predictor, x, label, repeat):
-    """Median time of each op of the predictor's compiled plan (the executor's profiling
-    variant: a clock reading after each op), summed by op type, and what a whole call adds
-    around the ops (handles, feed check, fetch copies)."""
-    call, exe = keel_call(predictor, x), predictor._executor
+    """The predictor's profile over `repeat` calls (executor/profiler.py), per op type."""
+    call = keel_call(predictor, x)
     call()
-    ops = predictor._program.global_block().ops
-    per_op, whole = {}, []
-    for _ in range(repeat):
-        exe.profile = True
-        call()
-        for index, _, seconds in exe.last_profile:
-            per_op.setdefault(index, []).append(seconds)
-        exe.profile = False
-        t0 = time.perf_counter()
-        call()
-        whole.append(time.perf_counter() - t0)
-    by_type = {}
-    for index, times in per_op.items():
-        op = ops[index]
-        kind = op.type + ("+" + op.attr("activation_type") if op.type == "fc" and op.attr("activation_type") else "")
-        n, t = by_type.get(kind, (0, 0.0))
-        by_type[kind] = (n + 1, t + float(np.median(times)))
-    ops, call_t = sum(t for _, t in by_type.values()), float(np.median(whole))
-    print(f"\n{label}: call {call_t * 1e3:.3f} ms = ops {ops * 1e3:.3f} ms "
-          f"+ around the ops {(call_t - ops) * 1e3:.3f} ms")
-    for kind, (n, t) in sorted(by_type.items(), key=lambda kv: -kv[1][1]):
-        print(f"  {kind:26s} x{n:<2d} {t * 1e3:8.3f} ms  {t / call_t:4.0%}")
+    with Profiler() as prof:
+        for _ in range(repeat):
+            call()
+    print(f"\n{label}:\n{prof.summary(op_detail=False)}")
+
+
+# -- mobile CNNs of the OCR family: one saved file, three runtimes --------------------------------
+MOBILE = {"ocr-det": ("OCR detector 320x480", "detector"), "ocr-rec": ("OCR recognizer 48x320", "recognizer"),
+          "ocr-cls": ("OCR classifier 48x192", "classifier")}
+THREADS = 2
+
+
+def mobile_contenders(name, workdir, paddle):
+    """{contender: call} for mobile CNN `name` at batch 1 on one saved file: Keel's
+    Predictor with the passes, ONNX Runtime and Paddle Inference where installed."""
+    prefix = mobile_cnns.save(name, workdir)
+    x = RNG.standard_normal((1, *mobile_cnns.SHAPES[name])).astype(np.float32)
+    calls = {"keel": keel_call(create_predictor(Config(prefix)), x)}
+    if ort is not None:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads, opts.inter_op_num_threads = THREADS, 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        session = ort.InferenceSession(onnx_export.export(prefix), opts, providers=["CPUExecutionProvider"])
+        calls["ort"] = ort_call(session, x)
+    if paddle is not None:
+        calls["paddle"] = paddle_peer.inference_call(paddle, prefix, x, THREADS)
+    return calls, x
+
+
+def check_mobile(calls, label):
+    """Every peer agrees with Keel to 1e-4 of the output's scale."""
+    ref = calls["keel"]()
+    scale = float(np.abs(ref).max())
+    for name, call in calls.items():
+        got = call()
+        assert got.shape == ref.shape, f"{label}: {name} shape {got.shape}, Keel {ref.shape}"
+        diff = float(np.abs(got - ref).max())
+        assert diff <= 1e-4 * scale, f"{label}: {name} differs from Keel by {diff:.3g} (scale {scale:.3g})"
+
+
+def mobile_rows(keys, args, workdir):
+    paddle = paddle_peer.load()
+    if paddle is None:
+        peer_skipped("Paddle Inference", "pip install paddlepaddle")
+    rows = []
+    for key in keys:
+        label, name = MOBILE[key]
+        calls, x = mobile_contenders(name, workdir, paddle)
+        check_mobile(calls, label)
+        n = repeats(calls["keel"], args.repeat)
+        t = measure_blocks(calls, repeat=n)
+        cells = [f"{t['keel'] * 1e3:.2f} ms"]
+        for peer in ("ort", "paddle"):
+            cells += ([f"{t[peer] * 1e3:.2f} ms", f"{t['keel'] / t[peer]:.2f}x"] if peer in t
+                      else ["not installed", "-"])
+        rows.append((label, 1, *cells))
+        if args.profile:
+            profile(calls["keel"].predictor, x, f"{label}, batch 1, Keel with passes", n)
+    return rows
 
 
 def main(argv=None):
@@ -310,7 +350,8 @@ def main(argv=None):
     parser.add_argument("--passes-only", action="store_true",
                         help="time only Keel without and with the passes (ONNX Runtime is still "
                              "built and checked against), in 10 alternating rounds of twice the budget")
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+    parser.add_argument("--models", nargs="+", choices=list(MODELS) + list(MOBILE),
+                        default=list(MODELS) + list(MOBILE),
                         help="the models to time (default: all)")
     parser.add_argument("--batches", nargs="+", type=int, metavar="N",
                         help="the batch sizes (default: 1, 8 and 64; the Transformer's largest is "
@@ -321,7 +362,9 @@ def main(argv=None):
     with_ort = ort is not None and not args.passes_only
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
-        for key in args.models:
+        mobile = [key for key in args.models if key in MOBILE]
+        mobile_table = mobile_rows(mobile, args, workdir) if mobile and not args.passes_only else []
+        for key in (key for key in args.models if key in MODELS):
             label, keel_model, onnx_model, shape = MODELS[key]
             plain, optimized, session = build(keel_model, onnx_model, workdir)
             big = args.transformer_batch if keel_model is keel_transformer else 64
@@ -347,8 +390,14 @@ def main(argv=None):
                                    if with_ort else ()))
                 if args.profile:
                     profile(optimized, x, f"{label}, batch {batch}, Keel with passes", n)
+    if mobile_table:
+        print(table(f"Mobile CNNs, batch 1, {THREADS} threads each (medians; Keel with passes; ratios: "
+                    "Keel / peer)", mobile_table,
+                    ("model", "batch", "Keel", "ONNX Runtime", "Keel/ORT", "Paddle Inference", "Keel/Paddle")))
     columns = ("model", "batch", "Keel (no passes)", "Keel (passes)", "speedup from passes")
-    if args.passes_only:
+    if not rows:
+        pass
+    elif args.passes_only:
         print(table("Inference latency without and with the passes (medians, 10 alternating rounds)",
                     rows, columns))
     elif with_ort:

@@ -29,6 +29,21 @@ def table(title: str, rows: list[tuple], headers: tuple) -> str:
     return "\n".join(out)
 
 
+def predictor_call(predictor, x):
+    """A zero-argument callable running an inference predictor (Keel's or Paddle
+    Inference's: the same handle API) on its first input `x`, returning its first output:
+    copy in, run, copy out, as a server does per request."""
+    inp = predictor.get_input_handle(predictor.get_input_names()[0])
+    out = predictor.get_output_handle(predictor.get_output_names()[0])
+
+    def call():
+        inp.copy_from_cpu(x)
+        predictor.run()
+        return out.copy_to_cpu()
+    call.predictor = predictor
+    return call
+
+
 def peer_skipped(peer: str, install: str) -> None:
     """The one line a benchmark prints for a peer that is not installed (the peers are
     benchmark-only, never Keel dependencies)."""

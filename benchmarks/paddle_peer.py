@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from common import predictor_call
+
 
 def load():
     """The paddle module in static mode, or None where it is not installed."""
@@ -47,3 +49,15 @@ def training_step(paddle, build, feed: dict):
         with paddle.static.scope_guard(scope):
             return exe.run(main, feed=feed, fetch_list=[loss])[0]
     return run
+
+
+def inference_call(paddle, prefix: str, x, threads: int):
+    """A zero-argument callable running Paddle Inference (oneDNN on, `threads` math
+    threads) on the inference model at `prefix` with input `x`, returning the first output:
+    copy in, run, copy out, as a server does per request."""
+    config = paddle.inference.Config(prefix + ".pdmodel", prefix + ".pdiparams")
+    config.disable_gpu()
+    config.enable_mkldnn()
+    config.set_cpu_math_library_num_threads(threads)
+    config.disable_glog_info()
+    return predictor_call(paddle.inference.create_predictor(config), x)

@@ -10,6 +10,7 @@ from executor.errors import ExecutionError, FeedError, NonFiniteError
 from executor.executor import Executor
 from executor.inference import Config, PrecisionType, PredictorError, create_predictor
 from executor.place import CPUPlace, CUDAPlace
+from executor.profiler import Profiler
 from executor.scope import Scope, global_scope, scope_guard
 
 def _run_program(program, feed, fetch_names, scope, _executors={}):
@@ -26,4 +27,4 @@ _default.register_runner(_run_program)
 
 __all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",
            "ExecutionError", "FeedError", "NonFiniteError", "save_checkpoint", "load_checkpoint",
-           "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType"]
+           "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType", "Profiler"]

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import os
+import time
 import types
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from executor import feeds
+from executor import profiler as profiling
 from executor.errors import ExecutionError, FeedError, NonFiniteError
 from executor.memory import tune_malloc
 from executor.place import CPUPlace
@@ -33,10 +35,13 @@ class Executor:
     NaN or Inf and names it. `keep_intermediates=True` turns off freeing and leaves every
     computed value in the scope after `run` (for debugging; costs memory). `profile=True`
     times every op: `last_profile` then holds the last run's [(op index, op type, seconds)].
+    `profiler=Profiler()` records every run into that Profiler (executor/profiler.py: tables
+    per op type and per op, Chrome traces); a started Profiler records every executor's.
     `plan_source` shows the Python function a block runs as."""
 
     def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
-                 seed: int | None = None, keep_intermediates: bool = False, profile: bool = False):
+                 seed: int | None = None, keep_intermediates: bool = False, profile: bool = False,
+                 profiler=None):
         tune_malloc()  # freed arrays stay mapped for the next step (executor/memory.py)
         self.keep_intermediates = keep_intermediates
         self.place = place or CPUPlace()
@@ -47,6 +52,7 @@ class Executor:
             check_nan_inf = os.environ.get("KEEL_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")
         self.check_nan_inf = check_nan_inf
         self.profile, self.last_profile = profile, None
+        self.profiler = profiler
         self._seed = seed
         self.rng = None  # a RandomState, made on first run: seeded by `seed`, else the program's random_seed
         self._plans: dict = {}
@@ -124,25 +130,32 @@ class Executor:
         return "\n".join(lines) + "\n"
 
     def _function(self, plan, profile=None):
-        """The plan's function for this executor's settings, generated on first use. The
-        functions of sub-blocks (control flow) are made by the same settings, unprofiled:
-        a control-flow op is timed as one."""
+        """The plan's function for this executor's settings, generated on first use.
+        `profile`: False, True (clock readings) or "shapes" (input shapes too); by default
+        the executor's `profile`. The functions of sub-blocks (control flow) are made by the
+        same settings, unprofiled: a control-flow op is timed as one."""
         profile = self.profile if profile is None else profile
         parallel = self._pool is not None and plan.has_parallel_levels
-        function = plan.functions.get((self.check_nan_inf, profile, parallel))
+        key = (self.check_nan_inf, profile, parallel)
+        function = plan.functions.get(key)
         if function is None:
             def check(value, pos, j):
                 self._check_output(plan.steps[pos], plan.steps[pos].writes[j], value)
-            function = plan.functions[self.check_nan_inf, profile, parallel] = generate(
-                plan, check=check if self.check_nan_inf else None, profile=profile,
-                pool=self._pool if parallel else None, sub=lambda p: self._function(p, profile=False))
+            function = plan.functions[key] = generate(
+                plan, check=check if self.check_nan_inf else None, profile=bool(profile),
+                shapes=profile == "shapes", pool=self._pool if parallel else None,
+                sub=lambda p: self._function(p, profile=False))
         return function
 
     def _run_plan(self, plan, program, feed, scope, return_numpy, check_feed=True):
+        timed = self.profile or profiling.started or self.profiler is not None  # off: this check alone
+        if timed:
+            begin, recording = time.perf_counter(), profiling.listeners(self.profiler)
+            variant = "shapes" if any(p.record_shapes for p in recording) else True
         if program.lr_schedules:
             self._write_learning_rates(program, scope)
         env = self._prepare_env(plan, feed, scope, check_feed)
-        function = self._function(plan)
+        function = self._function(plan, variant) if timed else self._function(plan)
         try:
             values = function.run(*[env[n] for n in plan.inputs])
         except Exception as e:
@@ -150,10 +163,8 @@ class Executor:
             if error is e:
                 raise
             raise error from e
-        if self.profile:
-            values, clock = values
-            self.last_profile = [(step.index, step.op.type, clock[k + 1] - clock[k])
-                                 for k, step in enumerate(plan.steps)]
+        if timed:
+            values, readings = values[0], values[1:]
         for name, value in zip(plan.outputs, values):  # fetches, persistable writes (or everything)
             if value is not None:
                 scope.set(name, value)
@@ -163,7 +174,21 @@ class Executor:
             if copy:
                 value = value.copy()  # a persistable: later runs may update the scope's array in place
             results.append(self.to_host(value) if return_numpy else value)
+        if timed:
+            self._profiled(plan, readings, recording, begin)
         return results
+
+    def _profiled(self, plan, readings, recording, begin):
+        """A profiled run's clock readings (and input shapes) into `last_profile` and the
+        recording profilers; the run took from `begin` until now."""
+        end = time.perf_counter()
+        clock, shapes = readings[0], readings[1] if len(readings) > 1 else None
+        parallel = self._pool is not None and plan.has_parallel_levels
+        if self.profile:
+            self.last_profile = sorted((plan.steps[pos].index, plan.steps[pos].op.type, (end - start) / shared)
+                                       for pos, start, end, shared in profiling.op_intervals(plan, clock, parallel))
+        for profiler in recording:
+            profiler.record(plan, clock, shapes, parallel, begin, end)
 
     @staticmethod
     def global_scope():

@@ -35,6 +35,7 @@ import numpy as np
 from executor.executor import Executor
 from executor.kernel_call import call_kernel
 from executor.place import CPUPlace, CUDAPlace
+from executor.profiler import Profiler
 from executor.scope import Scope
 from program import dtypes
 from program.errors import KeelError
@@ -95,7 +96,8 @@ class Config:
     memory_pool_init_size_mb, device_id, precision_mode)` / `disable_gpu()`,
     `set_cpu_math_library_num_threads(n)` (how many independent ops may run at once),
     `enable_low_precision_io()` (only meaningful with a reduced precision, as in
-    PaddlePaddle), and `enable_mkldnn()`, accepted and ignored (Keel's CPU kernels are
+    PaddlePaddle), `enable_profile()` (the predictor's `profiler` then records every run:
+    executor/profiler.py), and `enable_mkldnn()`, accepted and ignored (Keel's CPU kernels are
     numpy; there is no oneDNN). Precision Float32, or Half: the program is converted at
     load by the convert_to_fp16 pass (PaddlePaddle's auto_mixed_precision_pass), with its
     inputs and outputs kept float32 unless `enable_low_precision_io()`; the conversion
@@ -115,6 +117,7 @@ class Config:
         self._low_precision_io = False
         self._cpu_math_threads = 1
         self._mkldnn = False
+        self._profile = False
         if model_file is not None:
             self.set_model(model_file, params_file)
 
@@ -182,6 +185,14 @@ class Config:
     def cpu_math_library_num_threads(self) -> int:
         return self._cpu_math_threads
 
+    def enable_profile(self) -> None:
+        """Profile every run: the predictor's `profiler` (executor/profiler.py) then sums up
+        its runs per op type and per op, and exports Chrome traces."""
+        self._profile = True
+
+    def profile_enabled(self) -> bool:
+        return self._profile
+
     def enable_mkldnn(self) -> None:
         """Accepted for compatibility; does nothing (no oneDNN in Keel)."""
         self._mkldnn = True
@@ -194,7 +205,7 @@ class Config:
         rows = [("model_file", self._model_file), ("params_file", self._params_file),
                 ("cpu_math_thread", self._cpu_math_threads),
                 ("enable_mkldnn", f"{str(self._mkldnn).lower()} (no-op)"),
-                ("use_gpu", self._use_gpu)]
+                ("use_gpu", self._use_gpu), ("enable_profile", self._profile)]
         if self._use_gpu:
             rows += [("gpu_device_id", self._gpu_device_id),
                      ("memory_pool_init_size_mb", self._memory_pool_init_size_mb)]
@@ -294,9 +305,12 @@ class Predictor:
     """A loaded inference model, ready to run (see the module doc). Make one with
     `create_predictor(config)`, more sharing its parameters with `clone()`."""
 
-    def __init__(self, config: Config, _shared=None):
+    def __init__(self, config: Config, _shared=None, _profiler=None):
         self._config = config
-        self._executor = Executor(config._place(), num_threads=config.cpu_math_library_num_threads())
+        # config.enable_profile(): a Profiler recording every run (shared with the clones)
+        self.profiler = _profiler or (Profiler() if config.profile_enabled() else None)
+        self._executor = Executor(config._place(), num_threads=config.cpu_math_library_num_threads(),
+                                  profiler=self.profiler)
         self._report = None  # the inference passes' report, when they ran at load
         if _shared is None:
             _shared = self._load()
@@ -405,7 +419,8 @@ class Predictor:
     def clone(self) -> "Predictor":
         """A predictor on the same program and the same parameter arrays (not copies), with
         its own executor and handles: use one per thread."""
-        return Predictor(self._config, (self._program, self._params, self._input_names, self._output_names))
+        return Predictor(self._config, (self._program, self._params, self._input_names, self._output_names),
+                         self.profiler)
 
 
 def create_predictor(config: Config) -> Predictor:

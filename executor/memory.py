@@ -48,3 +48,23 @@ def _apply() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def peak_bytes(fn, *args, **kwargs):
+    """(fn's result, the peak of memory allocated through Python's allocators while it ran,
+    above what was allocated when it started), in bytes. numpy reports its array buffers to
+    tracemalloc, so on a CPU place this is the peak of live arrays during a run: what
+    freeing intermediates after their last use (executor/plan.py) and recomputation save
+    show up here. cupy's device memory is not counted (use its memory pool's figures)."""
+    import tracemalloc
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        result = fn(*args, **kwargs)
+        return result, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        if started:
+            tracemalloc.stop()

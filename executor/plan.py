@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from executor import bf16
 from executor.errors import ExecutionError, FeedError
 from executor.kernel_call import MissingKernelError, bind, specialize
 from kernels.registry import UfuncCall
@@ -155,13 +156,14 @@ class Function:
     subs: dict = field(default_factory=dict)  # code object -> (Plan, Function), sub-blocks at any depth
 
 
-def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Function:
+def generate(plan, *, check=None, profile=False, shapes=False, pool=None, sub=None) -> Function:
     """Write the plan's block as one Python function. Flags give the variants:
     `check(value, step position, write position)` called after each op (NaN/Inf check);
     `profile`: a clock reading after each op, returned with the values (a control-flow op
-    is one reading); `pool`: a ThreadPoolExecutor that runs each level's independent ops
-    together; `sub(plan) -> Function`: the function of a sub-block's plan (default: made
-    here, without variants)."""
+    is one reading); `shapes` (with `profile`): also each op's input shapes, read just
+    before it runs, returned after the clock; `pool`: a ThreadPoolExecutor that runs each
+    level's independent ops together; `sub(plan) -> Function`: the function of a
+    sub-block's plan (default: made here, without variants)."""
     sub = sub or generate
     subs: dict = {}
     names: dict[str, str] = {}   # variable name -> local
@@ -235,6 +237,10 @@ def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Functio
         lines.append("    T = [now()]")
         line_steps.append(None)
         consts["now"] = time.perf_counter
+    if profile and shapes:
+        lines.append("    S = []")
+        line_steps.append(None)
+        consts["shape"] = _shape
 
     def emit(pos, *texts):
         for text in texts:
@@ -261,6 +267,10 @@ def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Functio
         return ["try:", "    " + written, "except ValueError:  # Y broadcasts X to a bigger shape",
                 "    " + plain]
 
+    def before(pos, step):
+        if profile and shapes:  # the arguments' shapes, in the order of step.ins
+            emit(pos, "S.append((" + "".join(f"shape({local(n)}), " for n in bound_names(step.ins)) + "))")
+
     def after(pos, step, frees):
         if check is not None:
             emit(pos, *(f"check({local(n)}, {pos}, {j})" for j, n in enumerate(step.writes)))
@@ -273,6 +283,7 @@ def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Functio
         steps = [(pos, plan.steps[pos]) for pos in level]
         if len(steps) == 1 or any(step.sub is not None for _, step in steps):
             for pos, step in steps:  # one at a time (a control-flow op is never submitted)
+                before(pos, step)
                 emit(pos, *call_lines(step))
                 for n in step.writes:
                     owned.discard(local(n))
@@ -281,6 +292,7 @@ def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Functio
                 after(pos, step, step.frees if pool is None else ())
         else:  # independent steps of one level, through the pool
             for j, (pos, step) in enumerate(steps):
+                before(pos, step)
                 emit(pos, f"f{j} = {call(step.fn, step.ins, submit=True)}")
             for j, (pos, step) in enumerate(steps):
                 emit(pos, f"{lhs(step)} = f{j}.result()")
@@ -291,7 +303,7 @@ def generate(plan, *, check=None, profile=False, pool=None, sub=None) -> Functio
         if pool is not None and plan.level_frees[lv]:
             emit(level[-1], "del " + ", ".join(local(n) for n in plan.level_frees[lv]))
     result = "(" + "".join(local(n) + ", " for n in plan.outputs) + ")"
-    lines.append(f"    return {result}, T" if profile else f"    return {result}")
+    lines.append(f"    return {result}" + (", T" if profile else "") + (", S" if profile and shapes else ""))
     line_steps.append(None)
     source = "\n".join(lines) + "\n"
     if check is not None:
@@ -321,6 +333,20 @@ def _zeros_like(x):
 def _all_nonempty(*conds) -> bool:
     """conditional_block without is_scalar_condition: runs when every Cond tensor has elements."""
     return all(c is not None and c.size != 0 for c in conds)
+
+
+def bound_names(specs):
+    """The variable names a step's argument specs bind, in order."""
+    for spec in specs:
+        for name in spec if isinstance(spec, list) else [spec]:
+            if name is not None:
+                yield name
+
+
+def _shape(value):
+    """A value's shape as a tuple, None for what has none (profiling's `shapes`)."""
+    shape = getattr(value, "shape", None)
+    return tuple(shape) if shape is not None else None
 
 
 def _define(source: str, namespace: dict, name: str):
@@ -422,8 +448,11 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         reads = tuple(io[i][0])
         writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY and n not in dead)
         fast, clobbers = None, ()
+        bf16_in, bf16_out = _declared_bf16(block, in_specs), _declared_bf16(block, out_specs)
+        if any(bf16_in) or any(bf16_out):  # no bfloat16 arithmetic in numpy: see executor/bf16.py
+            fn = bf16.emulated(fn, xp, bf16_in, bf16_out, len(kdef.outputs) == 1)
         # a specialized callable gives the first output only: for ops that bind just that one
-        if kdef.specialize is not None and all(spec is None for spec in out_specs[1:]):
+        elif kdef.specialize is not None and all(spec is None for spec in out_specs[1:]):
             first = in_specs[0] if in_specs else None
             donated = (free_intermediates and isinstance(first, str) and first in produced
                        and last_use.get(first) == pos and first not in fetch_set
@@ -515,8 +544,9 @@ def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source
         reads = (record,) + tuple(g for _, g in backward.out_grads) + backward.constants + backward.wanted
         cond = ()
     reads = tuple(dict.fromkeys(reads))
+    ins = list(reads) if backward is not None else list(sub.inputs)  # what the call's line passes
     bound = set(produced) | set(reads) | set(writes)  # what the enclosing function has as locals
-    return Step(i, op, None, list(sub.inputs), list(writes), reads, tuple(writes),
+    return Step(i, op, None, ins, list(writes), reads, tuple(writes),
                 tuple(n for n in frees if n in bound),
                 sub=SubBlock(loop, sub, cond, loop or bool(op.attr("is_scalar_condition")), presets,
                              results, otherwise, record, backward))
@@ -571,6 +601,14 @@ def _declared_dtype(block, spec):
     if var is None or var.dtype is None:
         return np.dtype("V") if name is not None else None
     return np.dtype(dtypes.to_numpy(var.dtype))
+
+
+def _declared_bf16(block, specs) -> list[bool]:
+    """Per bound slot: whether a variable in it is declared bfloat16."""
+    def bf16(name):
+        var = block.find_var(name) if name is not None else None
+        return var is not None and var.dtype == pb.VarType.BF16
+    return [any(bf16(n) for n in spec) if isinstance(spec, list) else bf16(spec) for spec in specs]
 
 
 def _declared_rank(block, name) -> int:

@@ -17,7 +17,7 @@ It holds no code of its own: `program` (the IR, builder API, layers, io, jit, op
 facade sits above all three, as `tools/` does.
 """
 from program import *  # noqa: F401,F403  (Program, data, nn, io, jit, static, optimizer, lr, seed, save, load, ...)
-from program import io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
+from program import incubate, io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
 from executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
 from executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
 from hapi import Model, callbacks  # noqa: F401
@@ -31,5 +31,6 @@ from program import vision  # noqa: E402,F401
 # packages' own modules under a second name (the same objects, not copies)
 for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
                        "regularizer": regularizer, "vision": vision, "inference": inference,
-                       "metric": metric, "callbacks": callbacks}.items():
+                       "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
+                       "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module

@@ -53,7 +53,8 @@ def to_bf16_bits(xp, a):
     u = f.view(np.uint32)
     rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
     out = rounded.astype(np.uint16)
-    return xp.where(xp.isnan(f), np.uint16(0x7FC0), out)
+    # ascontiguousarray makes a 0-d array 1-d: the result keeps a's shape
+    return xp.where(xp.isnan(f), np.uint16(0x7FC0), out).reshape(a.shape)
 
 
 def from_bf16_bits(xp, bits):

@@ -14,13 +14,15 @@ name order, with `op_role = 2` and `op_role_var = [param, grad]`.
 """
 from __future__ import annotations
 
-from program import callsite, default, op_role, unique_name
+from program import callsite, default, dtypes, op_role, unique_name
 from program.backward import append_backward
 from program.errors import ProgramError
 from program.ops.registry import grad_name
 from program.gradient_clip import ClipGradBase
 from program.lr import LRScheduler
 from program.regularizer import append_regularization, as_regularizer
+
+_LOW_PRECISION = (dtypes.to_code("float16"), dtypes.to_code("bfloat16"))
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam", "AdamW", "Lamb", "RMSProp", "Adagrad"]
 
@@ -31,6 +33,9 @@ class Optimizer:
     parameters to train (default: every trainable parameter the loss depends on)."""
 
     _op_type = ""
+    # Set by program.amp.decorate (PaddlePaddle's `_set_multi_precision`): a float16/bfloat16
+    # parameter is updated through a float32 master copy, with float32 accumulators.
+    _multi_precision = False
 
     def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None,
                  name=None):
@@ -45,6 +50,7 @@ class Optimizer:
         self._name = name
         self._lr_vars: dict[int, tuple] = {}  # id(program) -> (program, its learning-rate variable)
         self._accumulators: dict[tuple, object] = {}  # (accumulator name, param name) -> var
+        self._master_weights: dict[str, object] = {}  # param name -> its float32 master copy
 
     def _regularizer(self, weight_decay):
         return as_regularizer(weight_decay)
@@ -93,9 +99,10 @@ class Optimizer:
         key = (name, param.name)
         if key in self._accumulators:
             return self._accumulators[key]
-        var_name = unique_name.generate(f"{param.name}_{name}")
+        owner = self._master_weights.get(param.name, param)  # PaddlePaddle names them after the master
+        var_name = unique_name.generate(f"{owner.name}_{name}")
         shape = list(param.shape) if shape is None else list(shape)
-        dtype = param.dtype if dtype is None else dtype
+        dtype = owner.dtype if dtype is None else dtype
         var = param.block.create_var(var_name, shape, dtype, persistable=True, stop_gradient=True)
         sblock = startup.global_block()
         svar = sblock.create_var(var_name, shape, dtype, persistable=True, stop_gradient=True)
@@ -104,6 +111,30 @@ class Optimizer:
                                 "str_value": repr(float(fill_value))})
         self._accumulators[key] = var
         return var
+
+    def _create_master_weight(self, param, startup):
+        """A persistable float32 `<param>_fp32_master_N`, set from the parameter by a cast in
+        the startup program (PaddlePaddle's names and ops)."""
+        if param.name not in self._master_weights:
+            name = unique_name.generate(param.name + "_fp32_master")
+            var = param.block.create_var(name, list(param.shape), "float32", persistable=True, stop_gradient=True)
+            sblock = startup.global_block()
+            svar = sblock.create_var(name, list(param.shape), "float32", persistable=True, stop_gradient=True)
+            sparam = sblock.find_var(param.name) or param
+            sblock.append_op("cast", {"X": [sparam]}, {"Out": [svar]},
+                             {"in_dtype": param.dtype, "out_dtype": svar.dtype})
+            self._master_weights[param.name] = var
+        return self._master_weights[param.name]
+
+    def _use_master_weight(self, op, param) -> None:
+        """Make update op `op` keep `param` in its float32 master copy (multi_precision)."""
+        master = self._master_weights[param.name]
+        if "MasterParam" not in op.opdef.input_slots:
+            raise ProgramError(f"{type(self).__name__}: {op.type} has no MasterParam, so float16/bfloat16 "
+                               f"parameter {param.name} cannot be updated through a float32 master copy")
+        op.set_input("MasterParam", [master])
+        op.set_output("MasterParamOut", [master])
+        op.set_attr("multi_precision", True)
 
     def _create_accumulators(self, param, startup):
         """Create the accumulators of one parameter (moments, velocity, beta powers)."""
@@ -121,11 +152,7 @@ class Optimizer:
 
     def apply_gradients(self, params_grads, startup_program=None):
         """Append clipping, regularization and the update ops; return the update ops."""
-        if not params_grads:
-            raise ValueError("no parameter receives a gradient from the loss: nothing to optimize")
-        block = params_grads[0][0].block
-        program = block.program
-        startup = startup_program or default.default_startup_program()
+        block, program, startup = update_context(params_grads, startup_program)
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
         with op_role.role_guard(program, op_role.OPTIMIZE):
             if self._grad_clip is not None:
@@ -136,8 +163,13 @@ class Optimizer:
             for param, grad in params_grads:
                 if grad is None:
                     continue
+                master = self._multi_precision and dtypes.to_code(param.dtype) in _LOW_PRECISION
+                if master:
+                    self._create_master_weight(param, startup)
                 self._create_accumulators(param, startup)
                 op = self._append_update(block, param, grad, self._param_lr(param, block, lr))
+                if master:
+                    self._use_master_weight(op, param)
                 op.set_attr("op_role_var", [param.name, grad.name])
                 ops.append(op)
         return ops
@@ -156,6 +188,14 @@ class Optimizer:
     def set_state_dict(self, state: dict) -> None:
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
             self._learning_rate.set_state_dict(state["LR_Scheduler"])
+
+
+def update_context(params_grads, startup_program):
+    """(block, program, startup program) the update ops of `params_grads` go to."""
+    if not params_grads:
+        raise ValueError("no parameter receives a gradient from the loss: nothing to optimize")
+    block = params_grads[0][0].block
+    return block, block.program, startup_program or default.default_startup_program()
 
 
 def _refuse_second_backward(loss) -> None:
