@@ -125,12 +125,15 @@ class Executor:
                              f"{', '.join(map(_shown, step.reads))}" + (f"; {_shown(site)}" if site else ""))
             lines.append(line)
         lines += [f"# {k}: {_shown(_describe(v))}" for k, v in function.constants.items() if k[0] == "k"]
+        for sub_plan, sub in function.subs.values():  # control flow: each sub-block's function
+            lines += ["", f"# block {sub_plan.block.idx} (a sub-block)"] + sub.source.splitlines()
         return "\n".join(lines) + "\n"
 
     def _function(self, plan, profile=None):
         """The plan's function for this executor's settings, generated on first use.
         `profile`: False, True (clock readings) or "shapes" (input shapes too); by default
-        the executor's `profile`."""
+        the executor's `profile`. The functions of sub-blocks (control flow) are made by the
+        same settings, unprofiled: a control-flow op is timed as one."""
         profile = self.profile if profile is None else profile
         parallel = self._pool is not None and plan.has_parallel_levels
         key = (self.check_nan_inf, profile, parallel)
@@ -140,7 +143,8 @@ class Executor:
                 self._check_output(plan.steps[pos], plan.steps[pos].writes[j], value)
             function = plan.functions[key] = generate(
                 plan, check=check if self.check_nan_inf else None, profile=bool(profile),
-                shapes=profile == "shapes", pool=self._pool if parallel else None)
+                shapes=profile == "shapes", pool=self._pool if parallel else None,
+                sub=lambda p: self._function(p, profile=False))
         return function
 
     def _run_plan(self, plan, program, feed, scope, return_numpy, check_feed=True):
@@ -283,7 +287,7 @@ class Executor:
         """check_nan_inf: called by the generated code after each op, per value it wrote."""
         if getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
             if not bool(self.xp.isfinite(value).all()):
-                raise NonFiniteError(f"{step.op.type} (op {step.index}) produced a non-finite "
+                raise NonFiniteError(f"{_op_name(step)} produced a non-finite "
                                      f"value in {name!r} (shape {list(value.shape)})" + _where(step))
 
     @staticmethod
@@ -292,10 +296,12 @@ class Executor:
         function that raised it gives the step, the function's locals its input shapes."""
         if isinstance(error, ExecutionError):
             return error
+        functions = {function.run.__code__: (plan, function), **function.subs}
         tb, frame, line = error.__traceback__, None, None
-        while tb is not None:
-            if tb.tb_frame.f_code is function.run.__code__:
+        while tb is not None:  # the innermost generated function's frame: a sub-block's, if any
+            if tb.tb_frame.f_code in functions:
                 frame, line = tb.tb_frame, tb.tb_lineno
+                plan, function = functions[tb.tb_frame.f_code]
             tb = tb.tb_next
         pos = function.line_steps[line - 1] if frame is not None else None
         if pos is None:
@@ -303,7 +309,7 @@ class Executor:
         step, values = plan.steps[pos], frame.f_locals
         shapes = ", ".join(f"{n}{list(values[function.local_of[n]].shape)}"
                            if hasattr(values.get(function.local_of.get(n)), "shape") else n for n in step.reads)
-        return ExecutionError(f"{step.op.type} (op {step.index}) failed with inputs {shapes}: "
+        return ExecutionError(f"{_op_name(step)} failed with inputs {shapes}: "
                               f"{type(error).__name__}: {error}" + _where(step))
 
     def to_device(self, value):
@@ -335,6 +341,12 @@ def _describe(obj) -> str:
         return name or f"{type(obj).__module__}.{type(obj).__qualname__} object"
     module = getattr(obj, "__module__", None) or type(obj).__module__
     return f"{module}.{name.split('.<locals>')[0]}" + (" (specialized)" if "<locals>" in name else "")
+
+
+def _op_name(step) -> str:
+    """`type (op i)`, or `type (op i of block b)` inside a sub-block."""
+    block = step.op.block.idx
+    return f"{step.op.type} (op {step.index}" + (f" of block {block})" if block else ")")
 
 
 def _where(step) -> str:

@@ -15,10 +15,11 @@ class MissingKernelError(LookupError):
     pass
 
 
-def bind(op_type: str, attrs: dict, xp=np, rng=None, need=None) -> tuple[Callable, kernel_registry.KernelDef]:
+def bind(op_type: str, attrs: dict, xp=np, rng=None, need=None, counts=None) -> tuple[Callable, kernel_registry.KernelDef]:
     """Return (fn, kdef): `fn(*inputs)` runs the kernel with the op's attributes (registry
     defaults filled in for any the op does not carry). `need`: the output slots the op
-    binds (default: all), for kernels that skip the others."""
+    binds (default: all), for kernels that skip the others; `counts`: {output slot: number
+    of variables bound}, for kernels that take it."""
     kdef = kernel_registry.get(op_type)
     if kdef is None:
         raise MissingKernelError(f"no kernel for op type {op_type!r}")
@@ -37,6 +38,8 @@ def bind(op_type: str, attrs: dict, xp=np, rng=None, need=None) -> tuple[Callabl
         bound["rng"] = rng
     if kdef.takes_need:
         bound["need"] = frozenset(kdef.outputs if need is None else need)
+    if kdef.takes_counts:
+        bound["counts"] = dict(counts or {})
     return functools.partial(kdef.fn, xp, **bound), kdef
 
 

@@ -11,7 +11,9 @@ Compilation does everything that does not depend on the fed values, once:
 - group steps into dependency levels (read-after-write, write-after-read and
   write-after-write on variable names) for the thread pool;
 - write the block as the source of one straight-line Python function (`generate`): each
-  op a direct call of its kernel on locals, each dead local `del`eted.
+  op a direct call of its kernel on locals, each dead local `del`eted;
+- compile the sub-block of each `conditional_block` / `while` op into a Plan of its own,
+  whose function the block's function calls under an `if` / a `while` (`SubBlock`).
 
 Safety: the generated text holds only generated identifiers (`v3` for a variable, `k3`
 for an object such as a kernel or a constant) and integers; the program's names,
@@ -34,6 +36,7 @@ from executor.kernel_call import MissingKernelError, bind, specialize
 from kernels.registry import UfuncCall
 from program import dtypes
 from program.ops import registry as op_registry
+from program.ops.control_flow import CONTROL_FLOW_OPS, block_io, control_io
 from proto import pb
 
 FEED_FETCH = ("feed", "fetch")
@@ -52,6 +55,64 @@ class Step:
     frees: tuple      # names deleted after this step
     clobbers: tuple = ()  # a donated input, whose buffer the step may overwrite
     inline: bool = False  # fn is a UfuncCall the generated code makes itself
+    sub: "SubBlock | None" = None  # a conditional_block / while: its compiled sub-block
+
+
+@dataclass
+class SubBlock:
+    """A control-flow op's sub-block, compiled: `plan.inputs` are the outer variables it
+    reads (the call's arguments), `plan.outputs` those it writes (the call's results).
+    The step runs `if test(cond...): outputs = block_<i>(inputs)`, or `while test(cond):`,
+    the condition among the outputs. `presets`: outputs that have no value yet in the
+    enclosing function (a branch not taken, a loop run zero times leaves them None)."""
+    loop: bool
+    plan: "Plan"
+    cond: tuple
+    scalar: bool  # the condition is one element (while; conditional_block's is_scalar_condition)
+    presets: tuple
+    results: tuple = None  # the enclosing function's names for plan.outputs (None: the same)
+    otherwise: tuple = ()  # (result, input) pairs set to zeros like the input when the branch is not taken
+    record: str = None     # while: the StepScopes variable that keeps each step's inputs (for while_grad)
+    backward: "WhileGrad | None" = None  # while_grad: runs the plan once per recorded step, last first
+
+
+@dataclass
+class WhileGrad:
+    """while_grad's run: `plan` (the body's ops, then its gradient ops) once per step the
+    forward while recorded, last step first. Per step, its inputs are the step's recorded
+    body inputs, the gradients of the loop's outputs so far, and values constant over the
+    loop; it returns the gradients of the body's outer inputs: a loop variable's becomes
+    its output gradient for the step before, the others add up."""
+    forward_inputs: tuple   # the forward body's inputs, as each recorded step holds them
+    out_grads: tuple        # (loop output, its gradient's name) pairs
+    constants: tuple        # other plan inputs (the same every step)
+    wanted: tuple           # the inputs whose gradients the op returns, in order
+    plan_inputs: tuple = ()  # the plan's inputs, in its function's order
+    arrays: frozenset = frozenset()  # the gradients of tensor arrays among out_grads
+
+    def __call__(self, run, steps, out_grads, constants, inputs):
+        grads = dict(zip((g for _, g in self.out_grads), out_grads))
+        carried = {o for o, _ in self.out_grads}
+        total = {}
+        names = self.plan_inputs
+        for saved in reversed(steps):
+            values = dict(zip(self.forward_inputs, saved))
+            values.update(grads)
+            values.update(zip(self.constants, constants))
+            got = run(*[values[n] for n in names])
+            for (o, g) in self.out_grads:  # overwritten by the step: no gradient before it
+                if g not in self.arrays:     # (a tensor array's entries are written one per step: kept)
+                    grads[g] = _zeros_like(values.get(o))
+            for name, value in zip(self.wanted, got):
+                if name in carried:
+                    grads[_grad(name)] = value
+                elif value is not None:
+                    total[name] = value if total.get(name) is None else total[name] + value
+        out = []
+        for name, x in zip(self.wanted, inputs):
+            value = grads.get(_grad(name)) if name in carried else total.get(name)
+            out.append(_zeros_like(x) if value is None else value)
+        return out
 
 
 @dataclass
@@ -68,6 +129,7 @@ class Plan:
     level_frees: list = field(default_factory=list)  # names to drop after each level
     keep_all: bool = False      # keep_intermediates: the function returns every value
     functions: dict = field(default_factory=dict)  # variant -> Function (made on first use)
+    fresh_arrays: tuple = ()    # tensor arrays of this block read before any write: start empty
 
     def __post_init__(self):
         made = {n for s in self.steps for n in s.writes}
@@ -91,14 +153,19 @@ class Function:
     line_steps: list  # per source line (0-based): the step position it belongs to, or None
     local_of: dict    # variable name -> its local in the source
     constants: dict   # the objects the source names (its globals)
+    subs: dict = field(default_factory=dict)  # code object -> (Plan, Function), sub-blocks at any depth
 
 
-def generate(plan, *, check=None, profile=False, shapes=False, pool=None) -> Function:
+def generate(plan, *, check=None, profile=False, shapes=False, pool=None, sub=None) -> Function:
     """Write the plan's block as one Python function. Flags give the variants:
     `check(value, step position, write position)` called after each op (NaN/Inf check);
-    `profile`: a clock reading after each op, returned with the values; `shapes` (with
-    `profile`): also each op's input shapes, read just before it runs, returned after the
-    clock; `pool`: a ThreadPoolExecutor that runs each level's independent ops together."""
+    `profile`: a clock reading after each op, returned with the values (a control-flow op
+    is one reading); `shapes` (with `profile`): also each op's input shapes, read just
+    before it runs, returned after the clock; `pool`: a ThreadPoolExecutor that runs each
+    level's independent ops together; `sub(plan) -> Function`: the function of a
+    sub-block's plan (default: made here, without variants)."""
+    sub = sub or generate
+    subs: dict = {}
     names: dict[str, str] = {}   # variable name -> local
     consts: dict[str, object] = {}
     ids: dict[int, str] = {}
@@ -139,8 +206,33 @@ def generate(plan, *, check=None, profile=False, shapes=False, pool=None) -> Fun
     def lhs(step):
         return ", ".join(map(target, step.outs))
 
+    def control_lines(step):
+        """A conditional_block / while: its sub-block's function called under `if` / `while`."""
+        block = step.sub
+        function = sub(block.plan)
+        subs[function.run.__code__] = (block.plan, function)
+        subs.update(function.subs)
+        results = "".join(local(n) + ", " for n in block.results or block.plan.outputs) or "_"
+        test = f"{const(_holds if block.scalar else _all_nonempty)}({', '.join(map(local, block.cond))})"
+        args = ", ".join(map(local, block.plan.inputs))
+        if block.backward is not None:  # while_grad
+            b = block.backward
+            groups = [[g for _, g in b.out_grads], list(b.constants), list(b.wanted)]
+            packed = ", ".join("(" + "".join(local(n) + ", " for n in group) + ")" for group in groups)
+            return [f"{results} = {const(b)}({const(function.run)}, {local(block.record)}, {packed})"]
+        otherwise = [f"    {local(n)} = {const(_zeros_like)}({local(x)})" for n, x in block.otherwise]
+        record = ([f"{local(block.record)} = []"], [f"    {local(block.record)}.append(({args}, ))"]) \
+            if block.record else ([], [])
+        return ([f"{local(n)} = None" for n in block.presets] + record[0]
+                + [f"{'while' if block.loop else 'if'} {test}:"] + record[1]
+                + [f"    {results} = {const(function.run)}({args})"]
+                + (["else:"] + otherwise if otherwise else []))
+
     params = ", ".join(local(n) for n in plan.inputs)
     lines, line_steps = [f"def block_{plan.block.idx}({params}):"], [None]
+    for n in plan.fresh_arrays:
+        lines.append(f"    {local(n)} = []")
+        line_steps.append(None)
     if profile:
         lines.append("    T = [now()]")
         line_steps.append(None)
@@ -157,6 +249,8 @@ def generate(plan, *, check=None, profile=False, shapes=False, pool=None) -> Fun
 
     def call_lines(step):
         """The lines computing one step's results."""
+        if step.sub is not None:
+            return control_lines(step)
         if not step.inline:
             return [f"{lhs(step)} = {call(step.fn, step.ins)}"]
         uf, x = step.fn, local(step.ins[0])
@@ -187,15 +281,15 @@ def generate(plan, *, check=None, profile=False, shapes=False, pool=None) -> Fun
 
     for lv, level in enumerate(plan.levels if pool is not None else [[p] for p in range(len(plan.steps))]):
         steps = [(pos, plan.steps[pos]) for pos in level]
-        if len(steps) == 1:
-            pos, step = steps[0]
-            before(pos, step)
-            emit(pos, *call_lines(step))
-            for n in step.writes:
-                owned.discard(local(n))
-            if step.inline and step.outs[0] is not None:
-                owned.add(local(step.outs[0]))
-            after(pos, step, step.frees if pool is None else ())
+        if len(steps) == 1 or any(step.sub is not None for _, step in steps):
+            for pos, step in steps:  # one at a time (a control-flow op is never submitted)
+                before(pos, step)
+                emit(pos, *call_lines(step))
+                for n in step.writes:
+                    owned.discard(local(n))
+                if step.inline and step.outs[0] is not None:
+                    owned.add(local(step.outs[0]))
+                after(pos, step, step.frees if pool is None else ())
         else:  # independent steps of one level, through the pool
             for j, (pos, step) in enumerate(steps):
                 before(pos, step)
@@ -216,7 +310,29 @@ def generate(plan, *, check=None, profile=False, shapes=False, pool=None) -> Fun
         consts["check"] = check
     if pool is not None:
         consts["submit"] = pool.submit
-    return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts)
+    return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts,
+                    subs)
+
+
+def _holds(cond) -> bool:
+    """A one-element condition's truth (while; conditional_block with is_scalar_condition)."""
+    if getattr(cond, "size", 1) != 1:
+        raise ValueError(f"the condition must hold one element, got shape {list(cond.shape)}")
+    return bool(cond.reshape(()))
+
+
+def _grad(name):
+    return op_registry.grad_name(name)
+
+
+def _zeros_like(x):
+    """The gradient of an input of a branch not taken (conditional_block_grad)."""
+    return None if x is None or isinstance(x, list) else np.zeros_like(x)
+
+
+def _all_nonempty(*conds) -> bool:
+    """conditional_block without is_scalar_condition: runs when every Cond tensor has elements."""
+    return all(c is not None and c.size != 0 for c in conds)
 
 
 def bound_names(specs):
@@ -243,8 +359,11 @@ def _define(source: str, namespace: dict, name: str):
 
 
 def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_source,
-                 free_intermediates: bool = True) -> Plan:
+                 free_intermediates: bool = True, ops=None) -> Plan:
+    """`ops`: the ops to run instead of the block's own (a conditional_block_grad runs its
+    forward block's ops, then its gradient block's; names resolve from `block_idx`)."""
     block = program.block(block_idx)
+    ops = block.ops if ops is None else ops
     fetch_set = set(fetch_names)
     feed_set = set(feed_names)
 
@@ -252,31 +371,32 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         v = block.find_var(name)
         return v is not None and v.persistable
 
+    io = [_op_io(program, op) for op in ops]  # (reads, writes) of each op
+
     # 1. prune, walking backwards from the fetch targets and the persistable writes
     needed = set(fetch_set)
     kept = []
-    for i in range(len(block.ops) - 1, -1, -1):
-        op = block.ops[i]
+    for i in range(len(ops) - 1, -1, -1):
+        op = ops[i]
         if op.type in FEED_FETCH:
             continue
-        outs = [n for n in op.output_arg_names]
+        outs = [n for n in io[i][1]]
         if outs and all(n in feed_set and not persistable(n) for n in outs):
             continue  # its results are fed
         if any(n in needed for n in outs) or any(persistable(n) for n in outs):
             kept.append(i)
-            needed.update(op.input_arg_names)
+            needed.update(io[i][0])
     kept.reverse()
 
     # 2. kernels
-    missing = sorted({block.ops[i].type for i in kept if _kernel_missing(block.ops[i].type)})
+    missing = sorted({ops[i].type for i in kept if ops[i].type not in CONTROL_FLOW_OPS and _kernel_missing(ops[i].type)})
     if missing:
         raise ExecutionError(f"no kernel for op type(s) {', '.join(missing)}: this program cannot run yet")
 
     # 3. last uses
     last_use: dict[str, int] = {}
     for pos, i in enumerate(kept):
-        op = block.ops[i]
-        for n in op.input_arg_names + op.output_arg_names:
+        for n in io[i][0] + io[i][1]:
             if n != EMPTY:
                 last_use[n] = pos
     frees_at: dict[int, list[str]] = {}
@@ -285,9 +405,28 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             frees_at.setdefault(pos, []).append(name)
 
     # 4. steps, and what must come from the scope or the feed
-    steps, produced, scope_reads, p_writes = [], set(), [], []
+    steps, produced, scope_reads, p_writes, fresh_arrays = [], set(), [], [], []
+
+    def read(names):
+        for n in names:
+            if n in produced or n in scope_reads or n in fresh_arrays or n == EMPTY:
+                continue
+            var = block.vars.get(n)
+            if var is not None and var.type == pb.VarType.DENSE_TENSOR_ARRAY:
+                fresh_arrays.append(n)  # this block's array, not written yet: empty
+            else:
+                scope_reads.append(n)
+
     for pos, i in enumerate(kept):
-        op = block.ops[i]
+        op = ops[i]
+        if op.type in CONTROL_FLOW_OPS:
+            step = _control_step(program, i, op, io[i], produced, fetch_set, frees_at.get(pos, ()),
+                                 xp, rng_source, free_intermediates, persistable)
+            read(step.reads)
+            produced.update(step.writes)
+            p_writes.extend(n for n in step.writes if persistable(n) and n not in p_writes)
+            steps.append(step)
+            continue
         # outputs nothing reads, fetches or keeps (an inference reshape2's XShape): not
         # stored, and the kernel is told they are not needed
         dead = {n for n in op.output_arg_names
@@ -296,14 +435,17 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         try:
             fn, kdef = bind(op.type, op.attrs, xp, rng_source,
                             need={s for s, names in op.outputs.items()
-                                  if any(n != EMPTY and n not in dead for n in names)})
+                                  if any(n != EMPTY and n not in dead for n in names)},
+                            counts={s: len(names) for s, names in op.outputs.items()})
         except (MissingKernelError, KeyError) as e:
             raise ExecutionError(f"{op.type} (op {i}): {e}") from None
         opdef = op_registry.lookup(op.type)
-        in_specs = [_slot_spec(op.input(s), opdef.input_slots.get(s) if opdef else None) for s in kdef.inputs]
+        in_specs = [_slot_spec(op.input(s) if s in op.inputs or s not in op.outputs else op.output(s),
+                               opdef.input_slots.get(s, opdef.output_slots.get(s)) if opdef else None)
+                    for s in kdef.inputs]
         out_specs = [_drop_names(_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None), dead)
                      for s in kdef.outputs]
-        reads = tuple(op.input_arg_names)
+        reads = tuple(io[i][0])
         writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY and n not in dead)
         fast, clobbers = None, ()
         bf16_in, bf16_out = _declared_bf16(block, in_specs), _declared_bf16(block, out_specs)
@@ -325,9 +467,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         inline = (isinstance(fn, UfuncCall) and _declared_rank(block, in_specs[0]) > 0
                   and (not fn.binary or (len(in_specs) == 2 and isinstance(in_specs[1], str))))
         frees = tuple(n for n in frees_at.get(pos, ()) if n not in dead)
-        for n in reads:
-            if n not in produced and n not in scope_reads:
-                scope_reads.append(n)
+        read(reads)
         produced.update(writes)
         p_writes.extend(n for n in writes if persistable(n) and n not in p_writes)
         steps.append(Step(i, op, fn, in_specs, out_specs, reads, writes, frees, clobbers, inline))
@@ -344,7 +484,111 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             level_frees[lv].append(name)
     return Plan(steps, frozenset(feed_set), tuple(fetch_names), tuple(scope_reads), tuple(p_writes),
                 block, _feed_specs(block, feed_set), tuple(persistable(n) for n in fetch_names),
-                levels, level_frees, not free_intermediates)
+                levels, level_frees, not free_intermediates, fresh_arrays=tuple(fresh_arrays))
+
+
+def _op_io(program, op) -> tuple[list, list]:
+    """The variables an op reads and writes: its slots' (plus, for a kernel that takes an
+    output slot's current value, that slot's: write_to_array's array), or for a
+    conditional_block / while what its sub-block reads and writes outside itself."""
+    if op.type in CONTROL_FLOW_OPS:
+        return control_io(program, op)
+    reads = list(op.input_arg_names)
+    if op.type not in FEED_FETCH and not _kernel_missing(op.type):
+        from kernels import registry as kernel_registry
+        reads += [n for s in kernel_registry.get(op.type).inputs if s not in op.inputs for n in op.output(s)]
+    return reads, list(op.output_arg_names)
+
+
+def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source, free_intermediates,
+                  persistable) -> Step:
+    """The step of a conditional_block / while op: its sub-block compiled to a plan fetching
+    what the block writes outside itself."""
+    loop = op.type == "while"
+    idx = op.attr("sub_block")
+    cond = tuple(op.input("Condition" if loop else "Cond"))
+    where = f"{op.type} (op {i} of block {op.block.idx}, sub-block {idx})"
+    if not cond and op.type != "while_grad":
+        raise ExecutionError(f"{where}: has no condition variable")
+    results, otherwise, locals_, record, backward = None, (), set(program.block(idx).vars), None, None
+    if op.type in ("conditional_block_grad", "while_grad"):  # the forward block's ops, then the gradient block's
+        grad, forward = program.block(idx), program.block(idx).parent
+        slot = "Input" if op.type == "conditional_block_grad" else "X"
+        pairs = [(n, g) for n, g in zip(op.input(slot), op.output(slot + "@GRAD")) if g != EMPTY]
+        sub = compile_plan(program, idx, (), [_grad(n) for n, _ in pairs], xp, rng_source,
+                           free_intermediates, ops=_recomputed(program, forward) + list(grad.ops))
+        results = tuple(g for _, g in pairs)
+        locals_ |= set(forward.vars)
+        if op.type == "conditional_block_grad":
+            otherwise = tuple((g, n) for n, g in pairs)
+        else:
+            backward, record = _while_grad_run(program, op, forward, sub, pairs, xp, rng_source), \
+                op.input("StepScopes")[0]
+    else:
+        outer = [n for n in io[1] if not (loop and n in op.output("StepScopes"))]
+        sub = compile_plan(program, idx, (), outer, xp, rng_source, free_intermediates)
+        if loop and any(_read_by_while_grad(op.block, o) for o in op.output("StepScopes")):
+            record = op.output("StepScopes")[0]
+    local = [n for n in sub.inputs if n in locals_]
+    if local:
+        raise ExecutionError(f"{where}: the block reads {', '.join(map(repr, local))} before any op "
+                             f"of it writes them")
+    if loop and not set(cond) & set(sub.outputs):
+        raise ExecutionError(f"{where}: the loop body never writes its condition "
+                             f"{', '.join(map(repr, cond))}, so it would never end")
+    writes = tuple(results or sub.outputs) + ((record,) if record and backward is None else ())
+    presets = tuple(n for n in writes if n not in produced and n not in sub.inputs and not persistable(n)
+                    and not otherwise and backward is None and n != record)
+    reads = cond + sub.inputs + tuple(x for _, x in otherwise)
+    if backward is not None:
+        reads = (record,) + tuple(g for _, g in backward.out_grads) + backward.constants + backward.wanted
+        cond = ()
+    reads = tuple(dict.fromkeys(reads))
+    ins = list(reads) if backward is not None else list(sub.inputs)  # what the call's line passes
+    bound = set(produced) | set(reads) | set(writes)  # what the enclosing function has as locals
+    return Step(i, op, None, ins, list(writes), reads, tuple(writes),
+                tuple(n for n in frees if n in bound),
+                sub=SubBlock(loop, sub, cond, loop or bool(op.attr("is_scalar_condition")), presets,
+                             results, otherwise, record, backward))
+
+
+def _while_grad_run(program, op, forward, sub, pairs, xp, rng_source) -> WhileGrad:
+    """How while_grad feeds its plan per step (see WhileGrad)."""
+    while_op = _forward_while(op)
+    outer = [n for n in control_io(program, while_op)[1] if n not in while_op.output("StepScopes")]
+    body = compile_plan(program, forward.idx, (), outer, xp, rng_source)
+    out_grads = tuple((o, g) for o, g in zip(op.input("Out"), op.input("Out@GRAD")) if g != EMPTY)
+    given = set(body.inputs) | {g for _, g in out_grads}
+    arrays = frozenset(g for o, g in out_grads
+                       if op.block.find_var(o) is not None and op.block.find_var(o).type == pb.VarType.DENSE_TENSOR_ARRAY)
+    return WhileGrad(tuple(body.inputs), out_grads, tuple(n for n in sub.inputs if n not in given),
+                     tuple(n for n, _ in pairs), tuple(sub.inputs), arrays)
+
+
+def _recomputed(program, forward) -> list:
+    """The forward block's ops a gradient block runs after: all but those that only write
+    outer variables the block also reads (a loop variable's or branch input's new value,
+    `assign`ed at the end as the builders write it), so that the gradient ops read the
+    values the forward ops read, not the ones the block wrote over them."""
+    reads, writes = block_io(program, forward.idx)
+    overwritten = set(reads) & set(writes)
+    return [op for op in forward.ops
+            if not (op.output_arg_names and all(n in overwritten for n in op.output_arg_names))]
+
+
+def _forward_while(grad_op):
+    """The while op whose StepScopes a while_grad reads."""
+    scopes = grad_op.input("StepScopes")
+    for op in grad_op.block.ops:
+        if op.type == "while" and op.output("StepScopes") == scopes:
+            return op
+    raise ExecutionError(f"while_grad (block {grad_op.block.idx}): no while op writes its StepScopes {scopes}")
+
+
+def _read_by_while_grad(block, name) -> bool:
+    """Whether a while_grad of `block` reads StepScopes variable `name` (so the while keeps
+    each step's inputs)."""
+    return any(op.type == "while_grad" and name in op.input("StepScopes") for op in block.ops)
 
 
 def _declared_dtype(block, spec):

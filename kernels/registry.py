@@ -20,6 +20,10 @@ and never imports `program` or `executor`. Its signature names what it consumes:
 - a kernel with a keyword parameter `need` gets the set of output slots the op really
   binds, so a gradient kernel can skip work nobody reads (conv2d_grad's Input@GRAD for
   the first layer);
+- a kernel with a keyword parameter `counts` gets {output slot: number of variables the
+  op binds there}, for a duplicable output whose length only the op knows (select_output);
+- a kernel listing one of the op's output slots among its `inputs` receives that
+  variable's current value (None before anything wrote it): write_to_array's array;
 - `specialize(xp, attrs, present, donated)` (optional) returns a faster callable for one
   op, or None: `attrs` are the bound attribute values, `present` gives per input slot the
   declared numpy dtype of what the op binds there (None: the slot is empty; the callable
@@ -69,6 +73,10 @@ class KernelDef:
     @property
     def takes_need(self) -> bool:
         return "need" in inspect.signature(self.fn).parameters
+
+    @property
+    def takes_counts(self) -> bool:
+        return "counts" in inspect.signature(self.fn).parameters
 
     def kwarg(self, attr: str) -> str:
         """The keyword under which attribute `attr` is passed."""

@@ -31,4 +31,5 @@ from program import io
 from program.backward import append_backward, gradients
 from program import lr, optimizer, regularizer
 from program import static, jit
+from program.control_flow import array_length, array_read, array_write, create_array
 from program.io.state_file import load, save

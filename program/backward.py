@@ -27,6 +27,9 @@ from program.variable import Parameter, Variable
 EMPTY = "@EMPTY@"  # PaddlePaddle's name for "no variable" in a duplicable slot
 
 
+_IN_PLACE_DIFFERENTIABLE = ("while",)
+
+
 class GradNames:
     """What a custom gradient maker sees: gradient variable names by forward slot."""
 
@@ -83,16 +86,18 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None) -> list[
 
 
 # -- the engine -----------------------------------------------------------------------
-def _differentiate(block, targets, seeds, wanted, no_grad_set) -> dict[str, str]:
-    """Append `seeds` and the gradient ops of every op between `wanted` and `targets`;
-    return {wanted var: its gradient var} for those reached."""
+def _differentiate(block, targets, seeds, wanted, no_grad_set, *, into=None, available=()) -> dict[str, str]:
+    """Append `seeds` and the gradient ops of every op of `block` between `wanted` and
+    `targets` (to block `into`, default `block`: a control-flow op's gradient block);
+    return {wanted var: its gradient var} for those reached. `available`: gradient
+    variables given from outside (a sub-block's output gradients)."""
     ops = list(block.ops)
     no_grad = _no_grad_names(block, no_grad_set, set(wanted))
     reach = _forward_reach(ops, wanted, no_grad)
     chosen, need = _ops_to_differentiate(ops, targets, reach, no_grad)
 
     specs = list(seeds)
-    produced = {n for s in seeds for names in s.outputs.values() for n in names}
+    produced = {n for s in seeds for names in s.outputs.values() for n in names} | set(available)
     for op in chosen:
         rule = op.opdef.grad
         out_grads = {}
@@ -116,9 +121,19 @@ def _differentiate(block, targets, seeds, wanted, no_grad_set) -> dict[str, str]
             produced.update(n for ns in spec.outputs.values() for n in ns if n and n != EMPTY)
         specs.extend(made)
 
-    specs = _accumulate(specs, block.idx)
-    _append(block, specs)
+    into = into if into is not None else block
+    specs = _accumulate(specs, into.idx)
+    _append(into, specs)
     return {n: grad_name(n) for n in wanted if grad_name(n) in produced}
+
+
+def differentiate_block(block, grad_block, output_grads: dict, wanted) -> dict[str, str]:
+    """The gradient ops of sub-block `block`'s ops, appended to `grad_block`: given the
+    gradients of what it writes outside (`output_grads`: {var: its gradient var}, read
+    from outside), those of `wanted` (what it reads from outside). For control-flow
+    gradient makers (program/ops/control_flow.py)."""
+    return _differentiate(block, list(output_grads), [], list(wanted), None, into=grad_block,
+                          available=output_grads.values())
 
 
 def _no_grad_names(block, no_grad_set, wanted: set) -> set[str]:
@@ -177,7 +192,9 @@ def _ops_to_differentiate(ops, targets, reach, no_grad):
         if not ins:
             continue
         for n in op.output_arg_names:
-            if n in written_by and n in reach:
+            # a while op updates its loop variables in place: its gradient maps the gradient
+            # after the loop to the one before it, which the op that wrote them first reads
+            if n in written_by and n in reach and written_by[n].type not in _IN_PLACE_DIFFERENTIABLE:
                 raise OpError(f"writes {n!r}, which a later differentiated op "
                               f"({written_by[n].type}) overwrites; in-place updates on the gradient "
                               "path are not supported", op_type=op.type, callsite=op.callsite)
@@ -212,20 +229,28 @@ def _make_default(op, rule: GradRule, g: GradNames) -> GradOp:
 
 def _accumulate(specs: list[GradOp], block_idx: int) -> list[GradOp]:
     """A gradient written by several ops: each writes a renamed partial gradient, and a
-    `sum` op after the last of them adds them up under the real name."""
-    writers: dict[str, list[tuple[int, str, int]]] = defaultdict(list)  # (spec, slot, position)
+    `sum` op after the last of them adds them up under the real name. A gradient op that
+    reads a gradient and writes it again (while_grad: a loop variable's gradient after the
+    loop in, before the loop out) closes one such group and starts the next."""
+    writers: dict[str, list[list[tuple[int, str, int]]]] = defaultdict(lambda: [[]])  # groups of (spec, slot, position)
     for i, spec in enumerate(specs):
+        read = {n for names in spec.inputs.values() for n in names}
         for slot, names in spec.outputs.items():
             for j, n in enumerate(names):
                 if n and n != EMPTY:
-                    writers[n].append((i, slot, j))
+                    if n in read and writers[n][-1]:
+                        writers[n].append([])
+                    writers[n][-1].append((i, slot, j))
     sums_after: dict[int, list[GradOp]] = defaultdict(list)
-    for g, places in writers.items():
+    groups = [(g, places) for g, generations in writers.items() for places in generations]
+    renamed: dict[str, int] = defaultdict(int)
+    for g, places in groups:
         if len(places) < 2:
             continue
         parts = []
-        for k, (i, slot, j) in enumerate(places):
-            part = f"{g}@RENAME@block{block_idx}@{k}"
+        for i, slot, j in places:
+            part = f"{g}@RENAME@block{block_idx}@{renamed[g]}"
+            renamed[g] += 1
             specs[i].outputs[slot][j] = part
             parts.append(part)
         last = places[-1][0]
@@ -250,7 +275,7 @@ def _append(block, specs: list[GradOp]) -> None:
             for n in names:
                 if n and n != EMPTY and block.find_var(n) is None:
                     fwd = block.var(_forward_name(n))
-                    block.create_var(n, fwd.shape, fwd.dtype)
+                    block.create_var(n, fwd.shape, fwd.dtype, type=fwd.type)  # a tensor array's is one too
     with op_role.role_guard(program, op_role.BACKWARD):
         for spec in specs:
             attrs = dict(spec.attrs)

@@ -1,13 +1,15 @@
 """`program.static`: what PaddlePaddle's `paddle.static` offers that Keel's builder API does
 not already have under another name: `InputSpec`, the description of a model input that
-`program.jit.save` turns into a feed."""
+`program.jit.save` turns into a feed, and `static.nn`, the control flow (`cond`, `case`,
+`switch_case`, `while_loop`: program/control_flow.py)."""
 from __future__ import annotations
 
 from program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
+from program import control_flow as nn
 from program.global_var import create_global_var  # noqa: F401
 from program.layers.data import data
 
-__all__ = ["InputSpec", "data", "amp", "create_global_var"]
+__all__ = ["InputSpec", "data", "nn", "amp", "create_global_var"]
 
 
 class InputSpec:

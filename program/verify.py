@@ -122,23 +122,57 @@ def _var_problems(program) -> list[str]:
                         var = block.find_var(name) if name not in _PLACEHOLDERS else None
                         if var is None:
                             continue
-                        wanted = _wanted_type(op.type, kind)
-                        if var.type != wanted:
-                            what = pb.VarType.Type.Name(wanted)
+                        wanted = _wanted_types(op.type, kind, slot)
+                        if var.type not in wanted:
+                            what = ", ".join(pb.VarType.Type.Name(t) for t in sorted(wanted))
                             problems.append(f"{where}: {kind} {slot!r} is variable {name!r} of kind "
                                             f"{pb.VarType.Type.Name(var.type)}; allowed: {what}")
     return problems
 
 
-def _wanted_type(op_type: str, kind: str) -> int:
-    """The var kind an op argument must have: the feed list for a feed op's input, the
-    fetch list for a fetch op's output, else a dense tensor (the only kind Keel's kernels
-    take and make, and the only kind a parameter file holds)."""
-    if op_type == _FEED and kind == "input":
-        return pb.VarType.FEED_MINIBATCH
-    if op_type == _FETCH and kind == "output":
-        return pb.VarType.FETCH_LIST
-    return pb.VarType.DENSE_TENSOR
+_ARRAY, _SCOPES = pb.VarType.DENSE_TENSOR_ARRAY, pb.VarType.STEP_SCOPES
+_DENSE_OR_ARRAY = {pb.VarType.DENSE_TENSOR, _ARRAY}
+# Arguments of other kinds than a dense tensor (control flow): (op, input/output, slot) -> kinds
+_OTHER_KINDS = {
+    (_FEED, "input", "X"): {pb.VarType.FEED_MINIBATCH},
+    (_FETCH, "output", "Out"): {pb.VarType.FETCH_LIST},
+    ("conditional_block", "input", "Input"): _DENSE_OR_ARRAY,
+    ("conditional_block", "output", "Out"): _DENSE_OR_ARRAY,
+    ("conditional_block", "output", "Scope"): {_SCOPES},
+    ("conditional_block_grad", "input", "Input"): _DENSE_OR_ARRAY,
+    ("conditional_block_grad", "input", "Out"): _DENSE_OR_ARRAY,
+    ("conditional_block_grad", "input", "Out@GRAD"): _DENSE_OR_ARRAY,
+    ("conditional_block_grad", "input", "Scope"): {_SCOPES},
+    ("conditional_block_grad", "output", "Input@GRAD"): _DENSE_OR_ARRAY,
+    ("while", "input", "X"): _DENSE_OR_ARRAY,
+    ("while_grad", "input", "X"): _DENSE_OR_ARRAY,
+    ("while_grad", "input", "Out"): _DENSE_OR_ARRAY,
+    ("while_grad", "input", "Out@GRAD"): _DENSE_OR_ARRAY,
+    ("while_grad", "input", "StepScopes"): {_SCOPES},
+    ("while_grad", "output", "X@GRAD"): _DENSE_OR_ARRAY,
+    ("while", "output", "Out"): _DENSE_OR_ARRAY,
+    ("while", "output", "StepScopes"): {_SCOPES},
+    ("select_input", "input", "X"): _DENSE_OR_ARRAY,
+    ("select_input", "output", "Out"): _DENSE_OR_ARRAY,
+    ("select_output", "input", "X"): _DENSE_OR_ARRAY,
+    ("select_output", "output", "Out"): _DENSE_OR_ARRAY,
+    ("assign", "input", "X"): _DENSE_OR_ARRAY,
+    ("assign", "output", "Out"): _DENSE_OR_ARRAY,
+    ("write_to_array", "output", "Out"): {_ARRAY},
+    ("read_from_array", "input", "X"): {_ARRAY},
+    ("lod_array_length", "input", "X"): {_ARRAY},
+    ("tensor_array_to_tensor", "input", "X"): {_ARRAY},
+    ("tensor_array_to_tensor_grad", "input", "X"): {_ARRAY},
+    ("tensor_array_to_tensor_grad", "output", "X@GRAD"): {_ARRAY},
+}
+
+
+def _wanted_types(op_type: str, kind: str, slot: str) -> set:
+    """The var kinds an op argument may have: the feed list for a feed op's input, the fetch
+    list for a fetch op's output, tensor arrays and step scopes where control flow takes
+    them, else a dense tensor (the only kind the other kernels take and make, and the only
+    kind a parameter file holds)."""
+    return _OTHER_KINDS.get((op_type, kind, slot), {pb.VarType.DENSE_TENSOR})
 
 
 def _attr_entry_problems(op, block, program, where) -> list[str]:
@@ -210,6 +244,8 @@ def _feed_fetch_problems(program) -> list[str]:
                     var = block.find_var(name)
                     if var is None or name in written or var.persistable or name in _PLACEHOLDERS:
                         continue
+                    if var.type == pb.VarType.DENSE_TENSOR_ARRAY:
+                        continue  # a tensor array starts empty
                     if not has_feeds and var.need_check_feed:
                         continue  # a data variable, fed through Executor.run(feed=...)
                     if op.type == _FETCH:

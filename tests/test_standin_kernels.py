@@ -30,6 +30,7 @@ import standin
 import test_conv_paths
 import test_fuse_conv
 import test_fused_ops
+import test_kernels_control_flow
 import test_grad_activation
 import test_grad_detection
 import test_grad_elementwise
@@ -56,12 +57,15 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn,
                        test_kernels_detection, test_grad_detection, test_kernels_vision, test_grad_vision,
                        test_kernels_manip, test_grad_manip, test_conv_paths,
-                       test_fuse_conv]
+                       test_fuse_conv, test_kernels_control_flow]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip]
 
-# Kernels that never run on the device here, and why (none: every kernel does).
-NOT_ON_DEVICE: dict = {}
+# Kernels that never run on the device here, and why.
+NOT_ON_DEVICE: dict = {
+    "select_output": "how many outputs it has comes from the op (the kernel's `counts`), which a "
+                     "kernel call outside a program does not carry; test_kernels_control_flow.py binds it with its counts",
+}
 
 # Kernels that may read values back from the device (the stand-in counts every read back:
 # float(), int(), bool(), .item(), .tolist(), a boolean mask's size, ...), and why. Any
@@ -79,6 +83,9 @@ READS_BACK = {
                      "roll", "roll_grad", "update_loss_scaling"],
                     _ATTRIBUTE_TENSOR),
     "where_index": "its output's shape is the number of true elements",
+    **dict.fromkeys(["select_input", "write_to_array", "read_from_array"],
+                    "the Mask / index picks an entry of a Python list (branch results, a tensor "
+                    "array), so its one element is read on the host, as PaddlePaddle reads it"),
     **dict.fromkeys(["bce_loss", "cross_entropy", "cross_entropy2", "lookup_table_v2", "one_hot_v2",
                      "softmax_with_cross_entropy", "gather_nd", "gather_nd_grad", "lookup_table_v2_grad",
                      "scatter", "scatter_grad", "unpool", "unpool_grad", "unpool3d", "unpool3d_grad",

@@ -26,6 +26,7 @@ from program.errors import ProgramError, UnsupportedProgramError
 from program.io.program_file import load_params, load_program, persistable_specs, save_params
 from program.io.atomic import FileSet, atomic_write, complete_interrupted
 from program.ops import registry
+from program.ops.control_flow import CONTROL_FLOW_OPS, control_io
 from program.program import Program
 from program.variable import Variable
 from proto import pb
@@ -53,17 +54,20 @@ def inference_program(program: Program, feed_names, fetch_names) -> Program:
             raise ProgramError(f"save_inference_model: {name!r} is not a variable of the program"
                                f"{block._suggest_var(name)}")
     # prune: walk back from the fetch targets, stopping at the feeds
+    # (a conditional_block / while counts as reading and writing what its sub-block does)
     needed, kept, feeds = set(fetch_names), [], set(feed_names)
+    io = {id(op): control_io(test, op) if op.type in CONTROL_FLOW_OPS else
+          (op.input_arg_names, op.output_arg_names) for op in block.ops}
     for op in reversed(block.ops):
         if op.type in (FEED, FETCH):
             continue
-        outs = op.output_arg_names
+        outs = io[id(op)][1]
         if any(n in needed and n not in feeds for n in outs):
             kept.append(op)
-            needed.update(op.input_arg_names)
+            needed.update(io[id(op)][0])
     kept.reverse()
-    unfed = sorted(n for n in needed - feeds - {n for op in kept for n in op.output_arg_names}
-                   if not block.var(n).persistable)
+    unfed = sorted(n for n in needed - feeds - {n for op in kept for n in io[id(op)][1]}
+                   if not block.var(n).persistable and block.var(n).type != pb.VarType.DENSE_TENSOR_ARRAY)
     if unfed:
         raise ProgramError(f"save_inference_model: the fetch targets need {unfed}, which are neither "
                            f"fed ({list(feed_names)}) nor computed from the feeds")
@@ -71,7 +75,7 @@ def inference_program(program: Program, feed_names, fetch_names) -> Program:
     out = pb.BlockDesc(idx=0, parent_idx=-1)
     used = set(feed_names) | set(fetch_names)
     for op in kept:
-        used.update(n for n in op.input_arg_names + op.output_arg_names)
+        used.update(n for n in op.input_arg_names + op.output_arg_names + io[id(op)][0] + io[id(op)][1])
         out.ops.append(_inference_op(op))
     for name in sorted(used):
         out.vars.append(_inference_var(block.var(name), name in feeds))
@@ -84,6 +88,11 @@ def inference_program(program: Program, feed_names, fetch_names) -> Program:
     desc = pb.ProgramDesc()
     desc.CopyFrom(test.header)
     desc.blocks.append(out)
+    for sub in test.blocks[1:]:  # control flow's sub-blocks, kept whole (their indices are attributes)
+        copy = pb.BlockDesc(idx=sub.idx, parent_idx=sub.parent_idx)
+        copy.ops.extend(_inference_op(op) for op in sub.ops)
+        copy.vars.extend(_inference_var(var, False) for var in sub.vars.values())
+        desc.blocks.append(copy)
     return Program.from_desc(desc, source="inference program")
 
 

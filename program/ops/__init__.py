@@ -9,3 +9,4 @@ from program.ops import manip  # noqa: F401
 from program.ops import amp  # noqa: F401
 from program.ops import rnn  # noqa: F401
 from program.ops import vision  # noqa: F401
+from program.ops import control_flow  # noqa: F401

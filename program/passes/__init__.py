@@ -49,6 +49,7 @@ from program.passes.fuse_fc import fuse_fc
 from program.passes.graph import Graph, PassError
 from program.passes.remove_identity import remove_identity_ops
 from program.passes.weight_layout import column_major_weights
+from program.errors import ProgramError
 from program.program import Program
 
 PASSES: dict[str, Pass] = {p.name: p for p in [
@@ -98,12 +99,17 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
                           column_major_min_bytes=column_major_min_bytes)
     program = Program.from_desc(program.to_desc(), verify=True, source="program to optimize")
     params = dict(params)
-    Graph(program, params)  # refuses programs the passes cannot handle (several blocks)
     report = Report(params_bytes_before=_nbytes(params))
+    control_flow = program.num_blocks > 1
+    if control_flow and (fp16 or bf16):
+        raise ProgramError(f"{'fp16' if fp16 else 'bf16'} conversion handles one-block programs; this one "
+                           f"has control flow ({program.num_blocks} blocks)")
     for p in PASSES.values():
         record = PassRecord(p.name, "ran")
         report.records.append(record)
-        if p.name in disabled:
+        if control_flow:  # the passes see one block: a sub-block's reads would escape them
+            record.status = "skipped (control flow: the passes handle one-block programs)"
+        elif p.name in disabled:
             record.status = "disabled"
         elif p.group in ("fuse", "fuse_conv") and not fuse:
             record.status = "skipped (fusion not requested)"
