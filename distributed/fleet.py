@@ -18,6 +18,9 @@
 - the startup program broadcasts every parameter from rank 0 (`c_broadcast`), so all
   ranks start from the same values whatever their seeds.
 
+With `strategy.sync_batch_norm` the forward pass's batch_norm ops become sync_batch_norm
+first (the global batch's statistics; kernels/collective.py).
+
 With `strategy.sharding` (ZeRO stage 1) each parameter gets an owner rank (greedily, the
 largest first, to the least loaded rank); a rank appends the update ops, and so holds the
 accumulators (moments, velocities), of the parameters it owns only, then every parameter
@@ -33,7 +36,6 @@ import numpy as np
 from distributed import parallel
 from program import default, dtypes, op_role, unique_name
 from program.gradient_clip import ClipGradByGlobalNorm
-
 RING = 0
 
 
@@ -95,6 +97,8 @@ class DistributedOptimizer:
             raise RuntimeError("distributed_optimizer: call fleet.init(is_collective=True) first")
         nranks = parallel.get_world_size()
         startup = startup_program or default.default_startup_program()
+        if self.strategy.sync_batch_norm and nranks > 1:
+            _use_sync_batch_norm(loss.block)
         params_grads = self.inner.backward(loss, startup, parameters, no_grad_set)
         params_grads = [(p, g) for p, g in params_grads if g is not None]
         if nranks == 1:
@@ -122,6 +126,17 @@ class DistributedOptimizer:
         if not self.strategy.fuse_all_reduce_ops:
             return 0  # one gradient per bucket
         return int(self.strategy.fuse_grad_size_in_MB * (1 << 20))
+
+
+def _use_sync_batch_norm(block) -> None:
+    """Turn every batch_norm of the forward pass into sync_batch_norm (the same slots and
+    attributes), so the batch statistics are the global batch's."""
+    for i, op in enumerate(list(block.ops)):
+        if op.type != "batch_norm":
+            continue
+        block.remove_op(i)
+        new = block.insert_op(i, "sync_batch_norm", op.inputs, op.outputs, op.attrs, infer_shape=False)
+        new.set_attr("op_callstack", op.callstack)
 
 
 def _broadcast_from(block, names, root_of) -> None:

@@ -60,6 +60,11 @@ def backend_of(xp) -> str:
     return "mpi" if xp is np else "nccl"
 
 
+def find(ring_id: int, xp):
+    """The communicator of `ring_id` for xp's backend, or None (a single process)."""
+    return _RINGS.get((backend_of(xp), int(ring_id)))
+
+
 def lookup(ring_id: int, xp, op_type: str):
     """The communicator a kernel of `op_type` on array module `xp` uses for `ring_id`."""
     backend = backend_of(xp)

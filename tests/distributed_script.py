@@ -6,7 +6,8 @@ Modes:
   collectives OUT       every collective op on every dtype, inputs made from the rank
   train OUT [options]   data-parallel training of an MLP (or, --bn, a CNN with batch norm):
                         global batch --batch split evenly over the ranks, --steps steps;
-                        --sharding for ZeRO-1, --fault kill|hang|raise --fault-step K to make
+                        --sharding for ZeRO-1; --save/--load a checkpoint (rank 0 writes),
+                        --first-step to continue the data; --fault kill|hang|raise --fault-step K to make
                         rank --fault-rank misbehave at step K.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ import distributed as dist
 import program as pg
 from distributed import fleet
 from executor import CPUPlace, Executor, Scope
+from executor.checkpoint import load_checkpoint, save_checkpoint
 
 DTYPES = ["float32", "float64", "int32", "int64", "float16"]
 REDUCE = ["sum", "max", "min", "prod"]
@@ -65,11 +67,15 @@ def collectives(out_path: str) -> None:
     np.savez(f"{out_path}.{rank}.npz", **results)
 
 
-def data(steps: int, batch: int, bn: bool):
+MAX_STEPS = 32
+
+
+def data(batch: int, bn: bool):
+    """MAX_STEPS global batches, the same whatever the number of steps run."""
     rng = np.random.default_rng(7)
-    shape = (steps, batch, 1, 6, 6) if bn else (steps, batch, 10)
+    shape = (MAX_STEPS, batch, 1, 6, 6) if bn else (MAX_STEPS, batch, 10)
     x = rng.standard_normal(shape).astype("float32")
-    y = rng.integers(0, 4, (steps, batch, 1)).astype("int64")
+    y = rng.integers(0, 4, (MAX_STEPS, batch, 1)).astype("int64")
     return x, y
 
 
@@ -79,7 +85,8 @@ def build(bn: bool, sync_bn: bool, strategy):
     with pg.program_guard(main, startup), pg.unique_name.guard():
         if bn:
             x = pg.data("x", [-1, 1, 6, 6])
-            h = pg.nn.conv2d(x, num_filters=4, filter_size=3, padding=1)
+            # no conv bias: batch norm cancels it, so its gradient is rounding noise Adam would amplify
+            h = pg.nn.conv2d(x, num_filters=4, filter_size=3, padding=1, bias_attr=False)
             h = pg.nn.batch_norm(h, act="relu")
             h = pg.nn.pool2d(h, pool_size=2, pool_type="max", pool_stride=2)
         else:
@@ -106,10 +113,12 @@ def train(out_path: str, args) -> None:
     main, startup, loss = build(args.bn, args.bn, strategy)
     exe, scope = Executor(CPUPlace()), Scope()
     exe.run(startup, scope=scope)
-    xs, ys = data(args.steps, args.batch, args.bn)
+    if args.load:
+        load_checkpoint(args.load, main, exe, scope)
+    xs, ys = data(args.batch, args.bn)
     share = args.batch // n
     losses = []
-    for step in range(args.steps):
+    for step in range(args.first_step, args.first_step + args.steps):
         if args.fault and rank == args.fault_rank and step == args.fault_step:
             print(f"rank {rank} misbehaves at step {step}: {args.fault}", flush=True)
             if args.fault == "kill":
@@ -122,6 +131,8 @@ def train(out_path: str, args) -> None:
         value, = exe.run(main, feed={"x": xs[step, rows], "y": ys[step, rows]}, fetch_list=[loss], scope=scope)
         losses.append(float(value))
         print(f"step {step} loss {float(value):.6f}", flush=True)
+    if args.save and rank == 0:
+        save_checkpoint(args.save, main, exe, scope)
     params = {p.name: np.asarray(scope.get(p.name)) for p in main.global_block().all_parameters()}
     accumulators = {v.name: np.asarray(scope.get(v.name)) for v in main.global_block().vars.values()
                     if v.persistable and ("moment" in v.name or "pow_acc" in v.name) and scope.has(v.name)}
@@ -140,6 +151,9 @@ def main(argv):
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--bucket-mb", type=float, default=0.002)
+    p.add_argument("--first-step", type=int, default=0)
+    p.add_argument("--save", help="rank 0 writes a checkpoint here at the end")
+    p.add_argument("--load", help="resume from this checkpoint")
     p.add_argument("--fault", choices=["kill", "hang", "raise"])
     p.add_argument("--fault-rank", type=int, default=1)
     p.add_argument("--fault-step", type=int, default=2)

@@ -15,7 +15,10 @@ optimizer appends them after backward). PaddlePaddle's model-parallel gradients
 """
 from __future__ import annotations
 
-from program.ops.registry import BOOL, INT, NOT_DIFFERENTIABLE, STRING, STRINGS, define, many
+from dataclasses import replace
+
+from program.ops import nn  # noqa: F401  (defines batch_norm, which sync_batch_norm mirrors)
+from program.ops.registry import BOOL, INT, NOT_DIFFERENTIABLE, STRING, STRINGS, define, get, grad_maker, many
 
 
 def _same(ctx):
@@ -97,3 +100,25 @@ define("c_comm_init", inputs=["X"],
        attrs={"nranks": INT(), "rank": INT(), "ring_id": INT(0), "device_id": INT(-1), "endpoints": STRING("")},
        grad=NOT_DIFFERENTIABLE,
        doc="PaddlePaddle's communicator setup from an NCCL id; Keel's equivalent is init_parallel_env.")
+
+
+# -- sync_batch_norm: batch_norm with the statistics of the whole global batch -----------------
+
+_BATCH_NORM, _BATCH_NORM_GRAD = get("batch_norm"), get("batch_norm_grad")
+
+
+def _sync_batch_norm_grad(op, g):
+    """batch_norm's gradient maker (the same inputs), emitting sync_batch_norm_grad."""
+    return [replace(grad, type="sync_batch_norm_grad") for grad in _BATCH_NORM.grad.maker(op, g)]
+
+
+define("sync_batch_norm", inputs=_BATCH_NORM.inputs, outputs=_BATCH_NORM.outputs,
+       attrs=dict(_BATCH_NORM.attrs), infer=_BATCH_NORM.infer,
+       grad=grad_maker(_sync_batch_norm_grad, inputs=["Y@GRAD"], outputs=["X@GRAD", "Scale@GRAD", "Bias@GRAD"]),
+       doc="batch_norm whose batch mean and variance are those of the union of every rank's batch "
+           "(ring 0); on one process, batch_norm.")
+
+define("sync_batch_norm_grad", inputs=_BATCH_NORM_GRAD.inputs, outputs=_BATCH_NORM_GRAD.outputs,
+       attrs=dict(_BATCH_NORM_GRAD.attrs), infer=_BATCH_NORM_GRAD.infer, grad=NOT_DIFFERENTIABLE,
+       doc="The gradient of sync_batch_norm: batch_norm_grad with the per-channel sums over every rank.",
+       grad_of="sync_batch_norm")
