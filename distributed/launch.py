@@ -62,8 +62,9 @@ class Job:
         self.args, self.nranks = args, args.nproc_per_node
         self.log_dir = Path(args.log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for old in list(self.log_dir.glob("rank.*.status")) + list(self.log_dir.glob("rank.*.pid")):
-            old.unlink()
+        for pattern in ("rank.*.status", "rank.*.pid", "workerlog.*"):  # a previous job's
+            for old in self.log_dir.glob(pattern):
+                old.unlink()
         cmd = [find_mpiexec(), "-n", str(self.nranks)]
         if args.hostfile:
             cmd += ["-f", args.hostfile]

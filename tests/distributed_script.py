@@ -71,7 +71,8 @@ MAX_STEPS = 32
 
 
 def data(batch: int, bn: bool):
-    """MAX_STEPS global batches, the same whatever the number of steps run."""
+    """MAX_STEPS global batches (step k trains on batch k % MAX_STEPS), the same whatever
+    the number of steps run."""
     rng = np.random.default_rng(7)
     shape = (MAX_STEPS, batch, 1, 6, 6) if bn else (MAX_STEPS, batch, 10)
     x = rng.standard_normal(shape).astype("float32")
@@ -128,7 +129,8 @@ def train(out_path: str, args) -> None:
             else:
                 raise RuntimeError(f"rank {rank} fails on purpose at step {step}")
         rows = slice(rank * share, (rank + 1) * share)
-        value, = exe.run(main, feed={"x": xs[step, rows], "y": ys[step, rows]}, fetch_list=[loss], scope=scope)
+        batch = step % MAX_STEPS
+        value, = exe.run(main, feed={"x": xs[batch, rows], "y": ys[batch, rows]}, fetch_list=[loss], scope=scope)
         losses.append(float(value))
         print(f"step {step} loss {float(value):.6f}", flush=True)
     if args.save and rank == 0:
