@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels import communicators, nn
+from kernels import communicators, nn, registry
 from kernels.registry import kernel
 
 
@@ -88,9 +88,7 @@ def barrier(xp, x, *, ring_id):
 
 # -- sync_batch_norm ------------------------------------------------------------------------------
 
-_BN_INPUTS = ["X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor"]
-_BN_OUTPUTS = ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"]
-_BN_ATTRS = ["is_test", "momentum", "epsilon", "data_layout", "use_global_stats", "trainable_statistics"]
+_BN, _BN_GRAD = registry.get("batch_norm"), registry.get("batch_norm_grad")  # the same signatures
 
 
 def _group(xp):
@@ -108,8 +106,7 @@ def _global_sum(comm, *parts):
     return xp.split(total, list(np.cumsum(sizes)[:-1]))
 
 
-@kernel("sync_batch_norm", inputs=_BN_INPUTS, outputs=_BN_OUTPUTS, attrs=_BN_ATTRS,
-        inplace={"MeanOut": "Mean", "VarianceOut": "Variance"})
+@kernel("sync_batch_norm", inputs=_BN.inputs, outputs=_BN.outputs, attrs=_BN.attrs, inplace=_BN.inplace)
 def sync_batch_norm(xp, x, scale, bias, mean, variance, momentum_tensor=None, *, is_test, momentum,
                     epsilon, data_layout, use_global_stats, trainable_statistics):
     """batch_norm (kernels/nn.py) with the batch mean and biased variance of every rank's
@@ -143,11 +140,7 @@ def sync_batch_norm(xp, x, scale, bias, mean, variance, momentum_tensor=None, *,
             inv_std.astype(stat_dtype), None)
 
 
-@kernel("sync_batch_norm_grad",
-        inputs=["X", "Scale", "Bias", "Mean", "Variance", "SavedMean", "SavedVariance", "MeanOut",
-                "VarianceOut", "Y@GRAD"],
-        outputs=["X@GRAD", "Scale@GRAD", "Bias@GRAD"],
-        attrs=["epsilon", "data_layout", "is_test", "use_global_stats"])
+@kernel("sync_batch_norm_grad", inputs=_BN_GRAD.inputs, outputs=_BN_GRAD.outputs, attrs=_BN_GRAD.attrs)
 def sync_batch_norm_grad(xp, x, scale, bias, mean, variance, saved_mean, saved_inv_std, mean_out,
                          variance_out, dy, *, epsilon, data_layout, is_test, use_global_stats):
     """batch_norm_grad with sum(dy), sum(dy * xhat) and the element count summed over the
