@@ -89,10 +89,12 @@ def mpi():
 
 
 class _Pending:
-    """A started collective: its MPI request, what it was and what to do when it completes."""
+    """A started collective: its MPI request, what it was, what to do when it completes,
+    and its buffers, kept alive until then (the executor drops its own references to a
+    send buffer as soon as the kernel returns)."""
 
-    def __init__(self, request, what: str, finish=None):
-        self.request, self.what, self.finish = request, what, finish
+    def __init__(self, request, what: str, finish=None, buffers=()):
+        self.request, self.what, self.finish, self.buffers = request, what, finish, buffers
 
 
 class MPICommunicator:
@@ -127,8 +129,8 @@ class MPICommunicator:
         if pending.finish is not None:
             pending.finish()
 
-    def _run(self, request, what: str, wait: bool, finish=None) -> None:
-        pending = _Pending(request, what, finish)
+    def _run(self, request, what: str, wait: bool, finish=None, buffers=()) -> None:
+        pending = _Pending(request, what, finish, buffers)
         if wait:
             self._wait(pending)
         else:
@@ -149,19 +151,19 @@ class MPICommunicator:
         send = x if wire == x.dtype else x.astype(wire)
         recv = np.empty_like(send)
         if wire == x.dtype:
-            self._run(self.comm.Iallreduce(send, recv, op=self._ops[op]), what, wait)
+            self._run(self.comm.Iallreduce(send, recv, op=self._ops[op]), what, wait, buffers=(send, recv))
             return recv
         out = np.empty_like(x)
         self._run(self.comm.Iallreduce(send, recv, op=self._ops[op]), what, wait,
-                  finish=lambda: np.copyto(out, recv, casting="unsafe"))
+                  finish=lambda: np.copyto(out, recv, casting="unsafe"), buffers=(send, recv))
         return out
 
     def broadcast(self, x: np.ndarray, root: int, what: str, wait: bool = True) -> np.ndarray:
         self._check_root(root, what)
         buf = np.array(x, copy=True, order="C")
         wire = _wire_dtype(buf.dtype)
-        view = buf if wire == buf.dtype else buf.view(np.uint8)  # bytes travel unchanged
-        self._run(self.comm.Ibcast(view, root=root), what, wait)
+        view = buf if wire == buf.dtype else buf.reshape(-1).view(np.uint8)  # bytes travel unchanged
+        self._run(self.comm.Ibcast(view, root=root), what, wait, buffers=(buf,))
         return buf
 
     def allgather(self, x: np.ndarray, what: str, wait: bool = True) -> np.ndarray:
@@ -169,13 +171,13 @@ class MPICommunicator:
         x = _contiguous(x)
         self._check_same_shape(x, what)
         out = np.empty((self.size,) + x.shape, x.dtype)
-        self._run(self.comm.Iallgather(x.view(np.uint8).reshape(-1), out.view(np.uint8).reshape(-1)),
-                  what, wait)
+        self._run(self.comm.Iallgather(x.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)),
+                  what, wait, buffers=(x, out))
         return out if x.ndim == 0 else out.reshape((self.size * x.shape[0],) + x.shape[1:])
 
     def reducescatter(self, x: np.ndarray, what: str, wait: bool = True) -> np.ndarray:
         """The sum over the ranks of x, split into `size` equal parts along axis 0: this
-        rank's part."""
+        rank's part (always waits: its result may need a cast back)."""
         if x.ndim == 0 or x.shape[0] % self.size:
             raise CommError(f"{what}: dim 0 of X {list(x.shape)} must be a multiple of nranks {self.size}")
         x = _contiguous(x)

@@ -61,13 +61,13 @@ def results(prefix, rank=0):
 
 def _reference(key, n):
     op, dtype = key.split("/")[:2]
-    xs = [script.rank_input(r, dtype) for r in range(n)]
+    xs = [script.rank_input(r, dtype, () if key.endswith("/0d") else (2, 3)) for r in range(n)]
     if op in script.REDUCE:
         return {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}[op](np.stack(xs), axis=0).astype(dtype)
     if op == "broadcast":
         return xs[n - 1]
     if op == "allgather":
-        return np.concatenate(xs)
+        return np.stack(xs) if key.endswith("/0d") else np.concatenate(xs)
     if op == "reducescatter":
         big = sum(script.rank_input(r, dtype, (2 * n, 3)).astype(np.float64) for r in range(n)).astype(dtype)
         return big[:2]  # rank 0's part
@@ -78,7 +78,7 @@ def test_every_collective_op_and_dtype_on_two_ranks(tmp_path):
     r, _ = launch(tmp_path, "collectives", tmp_path / "out")
     assert r.returncode == 0, r.stderr
     got0, got1 = results(tmp_path / "out", 0), results(tmp_path / "out", 1)
-    assert len(got0) == len(script.DTYPES) * (2 * len(script.REDUCE) + 5)
+    assert len(got0) == len(script.DTYPES) * (2 * len(script.REDUCE) + 7)
     for key, value in got0.items():
         want = _reference(key, 2)
         assert value.dtype == want.dtype and value.shape == want.shape, key
