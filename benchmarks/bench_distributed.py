@@ -162,7 +162,7 @@ def faults(runs: int) -> None:
             seconds = time.monotonic() - start
             worst = max(worst, seconds - delay)
             ended += 1
-            ok = proc.returncode != 0 and (f"rank(s) [{victim}]" in err or f"rank {victim} " in err)
+            ok = proc.returncode != 0 and f"rank {victim} died first: Killed (signal 9)" in err
             named += ok
             print(f"run {i}: rank {victim} {'killed' if killed else 'finished before the kill'} at {delay:.1f} s; "
                   f"exit {proc.returncode} after {seconds:.1f} s; victim named: {ok}", flush=True)

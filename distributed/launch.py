@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -161,22 +162,32 @@ class Job:
         if failed:
             first = failed[0]
             lines.append(f"  rank {first['rank']} failed first: {first['error']}")
+        else:
+            died, how = self._death()
+            if died is not None:
+                lines.append(f"  rank {died} died first: {how}")
         unfinished = sorted(set(range(self.nranks)) - set(statuses))
         if unfinished and not why:
-            lines.append(f"  rank(s) {unfinished} did not finish (killed, crashed, or ended by MPI after "
-                         f"another rank failed); MPI said: {self._mpi_said()}")
+            lines.append(f"  rank(s) {unfinished} did not finish (died, or ended by MPI after another rank "
+                         f"failed)")
         for rank in ([failed[0]["rank"]] if failed else []) + unfinished:
             lines.append(f"  --- last output of rank {rank} (workerlog.{rank}) ---")
             lines.extend("  " + line for line in self.tail(rank).splitlines())
         print("\n".join(lines), file=sys.stderr, flush=True)
 
-    def _mpi_said(self) -> str:
+    def _death(self) -> tuple[int | None, str]:
+        """(rank, how it ended) of the process MPI's launcher reports as having ended the
+        job (hydra: 'BAD TERMINATION ... PID <pid> ... EXIT CODE: <n>'), pids mapped to
+        ranks by the workers' pid files; (None, '') if it reports none."""
         text = (self.log_dir / "mpiexec.log").read_text(errors="replace")
-        said = [ln.strip(" =") for ln in text.splitlines() if "EXIT CODE" in ln or "PID" in ln
-                or "EXIT STRING" in ln]
-        pids = {p.read_text().strip(): p.name.split(".")[1] for p in self.log_dir.glob("rank.*.pid")}
-        said = [" ".join(f"{w} (rank {pids[w]})" if w in pids else w for w in ln.split()) for ln in said]
-        return "; ".join(said) or "(nothing)"
+        pid = re.search(r"PID (\d+) RUNNING AT", text)
+        if pid is None:
+            return None, ""
+        ranks = {p.read_text().strip(): int(p.name.split(".")[1]) for p in self.log_dir.glob("rank.*.pid")}
+        exit_string = re.search(r"EXIT STRING: (.*)", text)
+        exit_code = re.search(r"EXIT CODE: (\d+)", text)
+        how = exit_string.group(1).strip() if exit_string else f"exit code {exit_code.group(1) if exit_code else '?'}"
+        return ranks.get(pid.group(1)), f"{how} (MPI: process {pid.group(1)})"
 
 
 def main(argv=None) -> int:
