@@ -9,7 +9,9 @@ per rank), alternating the two runs `--repeat` times; examples/s (global), the r
 the communication share of the 2-rank step from the executor's per-op profile: the
 all-reduce ops and the wait for them (c_allreduce_sum, c_sync_comm_stream, c_broadcast)
 and, apart, the bucket copies around them (reshape2/concat/split/scale of the fused
-gradients).
+gradients). "CPU/wall" is the CPU time rank 0 got over its wall time: under 100% it
+waited for a core (a loaded machine), so the speed-up then says more about the load than
+about Keel; rerun on a quiet machine.
 
 Faults: `--faults N` runs N 2-rank trainings and SIGKILLs a random rank at a random moment
 of each (0.3-4 s after the start); each run must end (non-zero exit, the killed rank
@@ -74,10 +76,10 @@ def worker(model: str, steps: int) -> None:
     exe.run(startup, scope=scope)
     for _ in range(3):
         exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(steps):
         exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     profiler = Executor(profile=True)
     comm, copies, total = [], [], []
     for _ in range(5):
@@ -88,6 +90,7 @@ def worker(model: str, steps: int) -> None:
         total.append(sum(s for _, _, s in profiler.last_profile))
     if rank == 0:
         print("RESULT " + json.dumps({"examples_per_s": BATCH[model] * steps / seconds,
+                                      "cpu_share": cpu / seconds,
                                       "comm_share": median(comm) / median(total),
                                       "copy_share": median(copies) / median(total)}), flush=True)
 
@@ -123,11 +126,13 @@ def scaling(repeat: int, steps: int) -> None:
             rows.append((model.upper(), f"{BATCH[model]}", f"{e1:,.0f}", f"{e2:,.0f}", f"{e2 / e1:.2f}x",
                          f"{100 * median(r['comm_share'] for r in two):.1f}%",
                          f"{100 * median(r['copy_share'] for r in two):.1f}%",
+                         f"{100 * median(r['cpu_share'] for r in one):.0f}% / "
+                         f"{100 * median(r['cpu_share'] for r in two):.0f}%",
                          " ".join(f"{b['examples_per_s'] / a['examples_per_s']:.2f}" for a, b in zip(one, two))))
     print(table(f"Data-parallel scaling, 1 BLAS thread per process (median of {repeat} alternating runs, "
                 f"{steps} steps each)", rows,
                 ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "comm share",
-                 "bucket copies", "speed-up per run")))
+                 "bucket copies", "CPU/wall 1 / 2 ranks", "speed-up per run")))
 
 
 def faults(runs: int) -> None:
