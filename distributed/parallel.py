@@ -3,8 +3,9 @@
 Ranks are MPI's: a script started by `python -m distributed.launch --nproc_per_node N`
 (which runs mpiexec) or directly by `mpirun -n N python script.py` finds its rank and the
 world size in MPI_COMM_WORLD. `init_parallel_env` makes ring 0 (the global communicator
-of the collective ops) for the CPU (MPI) and, where cupy sees a GPU, for the GPU (NCCL,
-device `local rank % device count`), and exports PaddlePaddle's environment variables
+of the collective ops) for the CPU (MPI) and, where cupy sees a GPU for every local rank,
+for the GPU (NCCL, device `local rank % device count`: run the program on
+`CUDAPlace(env.device_id)`), and exports PaddlePaddle's environment variables
 (PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE, PADDLE_LOCAL_SIZE,
 FLAGS_selected_gpus) so code written for `paddle.distributed.launch` finds them.
 """
@@ -35,8 +36,9 @@ _ENV: ParallelEnv | None = None
 
 
 def init_parallel_env(backend: str = "auto") -> ParallelEnv:
-    """Join the process group (idempotent). `backend`: "auto" (MPI, plus NCCL where a GPU
-    is present), "mpi" or "nccl"."""
+    """Join the process group (idempotent). `backend`: "auto" (MPI, plus NCCL where there
+    is a GPU for every rank of this machine: NCCL refuses two ranks on one device), "mpi"
+    or "nccl"."""
     global _ENV
     if _ENV is not None:
         return _ENV
@@ -57,9 +59,9 @@ def init_parallel_env(backend: str = "auto") -> ParallelEnv:
     mpi_ring = communicators.MPICommunicator(world.Dup())
     communicators.register(0, mpi_ring)
     device_id = -1
-    if backend == "nccl" or (backend == "auto" and cupy_available()):
+    if backend == "nccl" or (backend == "auto" and cupy_available() and local_size <= _device_count()):
+        device_id = local_rank % _device_count()
         import cupy
-        device_id = local_rank % cupy.cuda.runtime.getDeviceCount()
         with cupy.cuda.Device(device_id):
             communicators.register(0, communicators.NCCLCommunicator(mpi_ring))
     os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(size),
@@ -70,6 +72,11 @@ def init_parallel_env(backend: str = "auto") -> ParallelEnv:
         _abort_group_on_uncaught_exception(world)
     _ENV = ParallelEnv(rank, size, local_rank, device_id)
     return _ENV
+
+
+def _device_count() -> int:
+    import cupy
+    return cupy.cuda.runtime.getDeviceCount()
 
 
 def _abort_group_on_uncaught_exception(world) -> None:
