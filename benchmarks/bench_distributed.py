@@ -14,8 +14,9 @@ waited for a core (a loaded machine), so the speed-up then says more about the l
 about Keel; rerun on a quiet machine.
 
 Faults: `--faults N` runs N 2-rank trainings and SIGKILLs a random rank at a random moment
-of each (0.3-4 s after the start); each run must end (non-zero exit, the killed rank
-named) within the bound, never hang.
+of each (0.3-4 s after the start), or with `--stop` SIGSTOPs it (a hang: the peer's
+collective times out after the launcher's --timeout, 10 s here); each run must end
+(non-zero exit, the rank named) within the bound, never hang.
 """
 from __future__ import annotations
 
@@ -135,8 +136,9 @@ def scaling(repeat: int, steps: int) -> None:
                  "bucket copies", "CPU/wall 1 / 2 ranks", "speed-up per run")))
 
 
-def faults(runs: int) -> None:
-    """SIGKILL a random rank at a random moment of each run; count runs that ended in time."""
+def faults(runs: int, stop: bool = False) -> None:
+    """SIGKILL (or, `stop`, SIGSTOP: a hang) a random rank at a random moment of each run;
+    count runs that ended in time with the rank named."""
     ended, named, worst = 0, 0, 0.0
     script = HERE.parent / "tests" / "distributed_script.py"
     for i in range(runs):
@@ -155,21 +157,29 @@ def faults(runs: int) -> None:
             killed = proc.poll() is None and pid_file.exists()
             if killed:
                 try:
-                    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+                    os.kill(int(pid_file.read_text()), signal.SIGSTOP if stop else signal.SIGKILL)
                 except (ProcessLookupError, ValueError):
                     killed = False  # it had finished already
             try:
                 _, err = proc.communicate(timeout=FAULT_BOUND_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                print(f"run {i}: HUNG (rank {victim} killed at {delay:.1f} s)")
+                for pid_path in log.glob("rank.*.pid"):  # leave no stopped rank behind
+                    try:
+                        os.kill(int(pid_path.read_text()), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError):
+                        pass
+                print(f"run {i}: HUNG (rank {victim} signalled at {delay:.1f} s)")
                 continue
             seconds = time.monotonic() - start
             worst = max(worst, seconds - delay)
             ended += 1
-            ok = proc.returncode != 0 and f"rank {victim} died first: Killed (signal 9)" in err
+            named_as = (f"rank(s) [{victim}] did not finish" if stop else
+                        f"rank {victim} died first: Killed (signal 9)")
+            ok = proc.returncode != 0 and named_as in err
             named += ok
-            print(f"run {i}: rank {victim} {'killed' if killed else 'finished before the kill'} at {delay:.1f} s; "
+            what = ("stopped" if stop else "killed") if killed else "finished before the signal"
+            print(f"run {i}: rank {victim} {what} at {delay:.1f} s; "
                   f"exit {proc.returncode} after {seconds:.1f} s; victim named: {ok}", flush=True)
     print(f"{ended}/{runs} runs ended (0 hangs: {ended == runs}); the killed rank named in {named}; "
           f"at most {worst:.1f} s from the kill to the end")
@@ -180,12 +190,13 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--faults", type=int, default=0, help="run the kill-a-rank loop this many times instead")
+    p.add_argument("--stop", action="store_true", help="with --faults: SIGSTOP the rank (a hang), not SIGKILL")
     p.add_argument("--worker", choices=sorted(BATCH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         worker(args.worker, args.steps)
     elif args.faults:
-        faults(args.faults)
+        faults(args.faults, args.stop)
     else:
         scaling(args.repeat, args.steps)
 

@@ -11,8 +11,9 @@ through distributed/worker.py, and:
   the last lines of every rank that had not finished;
 - never waits forever: a rank that dies makes MPI end the job; a rank that hangs makes
   its peers' next collective fail after `--timeout` seconds (KEEL_COMM_TIMEOUT); a rank
-  still running `--timeout` seconds after another finished cleanly is presumed hung. In
-  each case the launcher kills what is left of the job (its whole process group).
+  that has not started (passed MPI_Init) `--timeout` seconds after the launch, or is still
+  running `--timeout` seconds after another finished, is presumed hung. In each case the
+  launcher kills what is left of the job (every rank by pid, then mpiexec's process group).
 
 The same script also runs under `mpirun -n N python script.py` (without per-rank logs and
 the launcher's report; an uncaught exception still aborts the job, see
@@ -109,8 +110,25 @@ class Job:
             return "(no output)"
         return "\n".join(text.rstrip("\n").splitlines()[-lines:]) or "(no output)"
 
+    def pids(self) -> dict[int, int]:
+        """rank -> pid of the ranks that have started (passed MPI_Init)."""
+        out = {}
+        for path in self.log_dir.glob("rank.*.pid"):
+            try:
+                out[int(path.name.split(".")[1])] = int(path.read_text())
+            except (OSError, ValueError):
+                continue  # being written
+        return out
+
     def kill(self) -> None:
-        """End the job: SIGTERM to its process group, SIGKILL after 3 s."""
+        """End the job: SIGKILL every rank (by pid: MPI's process manager runs each in a
+        session of its own, and a stopped rank ignores gentler signals), then mpiexec's
+        process group, SIGTERM and SIGKILL after 3 s."""
+        for pid in self.pids().values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
             try:
                 os.killpg(self.proc.pid, sig)
@@ -124,33 +142,41 @@ class Job:
 
     def wait(self) -> tuple[int, str]:
         """Run to the end; (exit code, why the launcher ended the job or '')."""
-        first_done = None
+        started, first_done, limit = time.monotonic(), None, self.args.timeout
         while self.proc.poll() is None:
             self.echo_rank0()
-            statuses = self.statuses()
+            now, statuses = time.monotonic(), self.statuses()
             failed = [s for s in statuses.values() if s["code"] != 0]
             if failed and time.time() - min(s["time"] for s in failed) > 10.0:
                 self.kill()  # MPI_Abort should have ended it by now
                 return self._verdict(), ""
-            if statuses and first_done is None:
-                first_done = time.monotonic()
-            if first_done is not None and len(statuses) < self.nranks \
-                    and time.monotonic() - first_done > self.args.timeout:
+            missing = sorted(set(range(self.nranks)) - set(self.pids()))
+            if missing and now - started > limit:
                 self.kill()
+                return 1, f"rank(s) {missing} did not start (MPI_Init) within {limit:g} s"
+            if statuses and first_done is None:
+                first_done = now
+            if first_done is not None and now - first_done > limit:
+                self.kill()
+                if len(statuses) == self.nranks:  # every rank ended its script: stuck in MPI_Finalize
+                    return self._verdict(), ""
                 hung = sorted(set(range(self.nranks)) - set(statuses))
-                return 1, (f"rank(s) {hung} still running {self.args.timeout:g} s after rank(s) "
+                return 1, (f"rank(s) {hung} still running {limit:g} s after rank(s) "
                            f"{sorted(statuses)} finished: presumed hung")
             time.sleep(POLL_S)
         self.echo_rank0()
         return self._verdict(), ""
 
     def _verdict(self) -> int:
-        code = self.proc.returncode
-        if code == 0:
-            return 0
-        failed = sorted((s for s in self.statuses().values() if s["code"] != 0), key=lambda s: s["time"])
+        """The first failing rank's exit code; 0 when every rank ended its script cleanly
+        (even if MPI then had to be killed); else from mpiexec's (a signal as 128 + n)."""
+        statuses = self.statuses()
+        failed = sorted((s for s in statuses.values() if s["code"] != 0), key=lambda s: s["time"])
         if failed:
             return int(failed[0]["code"])
+        code = self.proc.returncode
+        if code == 0 or len(statuses) == self.nranks:
+            return 0
         return code if code > 0 else 128 - code
 
     def report(self, code: int, why: str) -> None:

@@ -11,10 +11,14 @@ FLAGS_selected_gpus) so code written for `paddle.distributed.launch` finds them.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import socket
 import sys
 import traceback
 from dataclasses import dataclass
+
+import numpy as np
 
 from kernels import communicators
 from kernels.array_module import cupy_available
@@ -53,11 +57,12 @@ def init_parallel_env(backend: str = "auto") -> ParallelEnv:
             f"init_parallel_env: PADDLE_TRAINERS_NUM={declared} but MPI started {size} process(es); start "
             f"the script with `python -m distributed.launch --nproc_per_node {declared} ...` or `mpirun -n "
             f"{declared} ...`")
-    node = world.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
-    local_rank, local_size = node.Get_rank(), node.Get_size()
-    node.Free()
-    mpi_ring = communicators.MPICommunicator(world.Dup())
+    # no blocking MPI call from here on: a peer that died or hangs must end in a timeout
+    ring, request = world.Idup()
+    mpi_ring = communicators.MPICommunicator(ring)
+    mpi_ring.wait_for(request, "init_parallel_env (MPI_Comm_idup)")
     communicators.register(0, mpi_ring)
+    local_rank, local_size = _local_rank(mpi_ring)
     device_id = -1
     if backend == "nccl" or (backend == "auto" and cupy_available() and local_size <= _device_count()):
         device_id = local_rank % _device_count()
@@ -72,6 +77,19 @@ def init_parallel_env(backend: str = "auto") -> ParallelEnv:
         _abort_group_on_uncaught_exception(world)
     _ENV = ParallelEnv(rank, size, local_rank, device_id)
     return _ENV
+
+
+def _local_rank(ring) -> tuple[int, int]:
+    """(rank on this machine, ranks on this machine): from the process manager (MPICH's
+    hydra, Open MPI), else from every rank's host name."""
+    for rank_var, size_var in (("MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+                               ("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE")):
+        if rank_var in os.environ and size_var in os.environ:
+            return int(os.environ[rank_var]), int(os.environ[size_var])
+    digest = hashlib.sha256(socket.gethostname().encode()).digest()[:8]
+    hosts = ring.allgather(np.frombuffer(digest, np.int64).copy(), "init_parallel_env (host names)")
+    mine = [r for r in range(ring.size) if hosts[r] == hosts[ring.rank]]
+    return mine.index(ring.rank), len(mine)
 
 
 def _device_count() -> int:

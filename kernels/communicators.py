@@ -136,6 +136,10 @@ class MPICommunicator:
         else:
             self._pending.append(pending)
 
+    def wait_for(self, request, what: str) -> None:
+        """Wait, within the timeout, for an MPI request started outside this class."""
+        self._wait(_Pending(request, what))
+
     def wait_all(self) -> None:
         """Complete every collective started without waiting (c_sync_comm_stream)."""
         pending, self._pending = self._pending, []
@@ -299,6 +303,10 @@ class NCCLCommunicator:
         one = self.cupy.ones((1,), self.cupy.float32)
         self.allreduce(one, "sum", what)
         self.cupy.cuda.get_current_stream().synchronize()
+
+    def wait_for(self, request, what: str) -> None:
+        """Wait, within the timeout, for an MPI request started outside this class."""
+        self._wait(_Pending(request, what))
 
     def wait_all(self) -> None:
         self.cupy.cuda.get_current_stream().wait_event(self.stream.record())
