@@ -32,6 +32,7 @@ from program import vision  # noqa: E402,F401
 # packages' own modules under a second name (the same objects, not copies)
 for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
                        "regularizer": regularizer, "vision": vision, "inference": inference,
-                       "metric": metric, "callbacks": callbacks, "distributed": distributed,
-                       "distributed.fleet": distributed.fleet}.items():
+                       "metric": metric, "callbacks": callbacks}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
+_sys.modules[f"{__name__}.distributed"] = distributed
+_sys.modules[f"{__name__}.distributed.fleet"] = distributed.fleet
