@@ -158,24 +158,25 @@ def keel_step(build, feed):
     return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
 
 
-def build_mlp():
+def build_mlp(wrap=lambda optimizer: optimizer):
+    """`wrap`: what to minimize with (bench_distributed.py passes fleet.distributed_optimizer)."""
     x = pg.data("x", [-1, 784])
     y = pg.data("y", [-1, 1], "int64")
     h = pg.nn.fc(x, 1024, activation="relu")
     h = pg.nn.fc(h, 1024, activation="relu")
     loss = pg.mean(pg.nn.softmax_with_cross_entropy(pg.nn.fc(h, 10), y))
-    pg.optimizer.Adam(1e-3).minimize(loss)
+    wrap(pg.optimizer.Adam(1e-3)).minimize(loss)
     return loss
 
 
-def build_cnn():
+def build_cnn(wrap=lambda optimizer: optimizer):
     x = pg.data("x", [-1, 1, 28, 28])
     y = pg.data("y", [-1, 1], "int64")
     h = pg.nn.pool2d(pg.nn.conv2d(x, 16, 3, padding=1, act="relu"), 2, "max", 2)
     h = pg.nn.pool2d(pg.nn.conv2d(h, 32, 3, padding=1, act="relu"), 2, "max", 2)
     h = pg.nn.fc(h, 128, activation="relu")
     loss = pg.mean(pg.nn.softmax_with_cross_entropy(pg.nn.fc(h, 10), y))
-    pg.optimizer.Momentum(0.01, momentum=0.9).minimize(loss)
+    wrap(pg.optimizer.Momentum(0.01, momentum=0.9)).minimize(loss)
     return loss
 
 

@@ -2,6 +2,7 @@
 1,797 of them; no download), evaluate it on a held-out split and export it for inference.
 
     python -m pip install -e ".[examples]" && python examples/train_digits.py
+    python examples/train_digits.py --nproc 2      # data-parallel on 2 processes (the "dist" extra)
 
 The whole life of the model is one define-then-run program: the layers below define it,
 `minimize` appends its backward and Adam ops, `clone(for_test=True)` gives the evaluation
@@ -12,6 +13,9 @@ print the same numbers.
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -36,7 +40,7 @@ def load_data():
     return (images[n_test:], labels[n_test:]), (images[:n_test], labels[:n_test])
 
 
-def build(steps_per_epoch: int, epochs: int):
+def build(steps_per_epoch: int, epochs: int, nranks: int = 1):
     main, startup = pg.Program(), pg.Program()
     main.random_seed = startup.random_seed = SEED
     with pg.program_guard(main, startup):
@@ -55,7 +59,11 @@ def build(steps_per_epoch: int, epochs: int):
         accuracy = pg.nn.accuracy(probs, label)
         test_program = main.clone(for_test=True)
         schedule = pg.lr.CosineDecay(3e-3, T_max=steps_per_epoch * epochs)
-        pg.optimizer.Adam(learning_rate=schedule, weight_decay=1e-4).minimize(loss)
+        optimizer = pg.optimizer.Adam(learning_rate=schedule, weight_decay=1e-4)
+        if nranks > 1:  # average the gradients over the ranks; batch norm over the global batch
+            from distributed import fleet
+            optimizer = fleet.distributed_optimizer(optimizer, fleet.DistributedStrategy(sync_batch_norm=True))
+        optimizer.minimize(loss)
     return main, startup, test_program, schedule, image, probs, loss, accuracy
 
 
@@ -72,11 +80,21 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--out", default="out/digits", help="prefix of the exported inference model")
+    parser.add_argument("--nproc", type=int, default=1, help="processes to train on, each a share of every batch")
     args = parser.parse_args(argv)
+    if args.nproc > 1 and "PADDLE_TRAINERS_NUM" not in os.environ:  # start the ranks, this script on each
+        launch = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", str(args.nproc),
+                  "--log_dir", os.path.join(os.path.dirname(args.out) or ".", "log"), os.path.abspath(__file__)]
+        sys.exit(subprocess.run(launch + (sys.argv[1:] if argv is None else list(argv))).returncode)
+    rank, nranks = 0, 1
+    if args.nproc > 1:
+        import distributed
+        env = distributed.init_parallel_env()
+        rank, nranks = env.rank, env.world_size
 
     (train_x, train_y), (test_x, test_y) = load_data()
     steps = (len(train_x) + args.batch_size - 1) // args.batch_size
-    main_program, startup, test_program, schedule, image, probs, loss, accuracy = build(steps, args.epochs)
+    main_program, startup, test_program, schedule, image, probs, loss, accuracy = build(steps, args.epochs, nranks)
     print(f"digits: {len(train_x)} training and {len(test_x)} test images; "
           f"{len(main_program.global_block().ops)} ops in the training program")
 
@@ -87,7 +105,7 @@ def main(argv=None):
         start, losses, accs = time.perf_counter(), [], []
         order = shuffle.permutation(len(train_x))
         for i in range(0, len(order), args.batch_size):
-            idx = order[i:i + args.batch_size]
+            idx = order[i:i + args.batch_size][rank::nranks]  # this rank's share of the batch
             l, a = exe.run(main_program, feed={"image": train_x[idx], "label": train_y[idx]},
                            fetch_list=[loss, accuracy], scope=scope)
             losses.append(float(l))
@@ -97,6 +115,8 @@ def main(argv=None):
         print(f"epoch {epoch:2d}  loss {np.mean(losses):.4f}  train accuracy {np.mean(accs):.4f}  "
               f"{len(train_x) / seconds:,.0f} examples/s", flush=True)
 
+    if rank != 0:  # every rank holds the same parameters: rank 0 evaluates and exports them
+        return None
     test_accuracy = evaluate(exe, test_program, scope, test_x, test_y, probs)
     pg.io.save_inference_model(args.out, [image], [probs], exe, program=test_program, scope=scope)
     print(f"inference model written to {args.out}.pdmodel and {args.out}.pdiparams")

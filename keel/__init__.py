@@ -13,8 +13,8 @@ written as PaddlePaddle's documentation writes it runs with its import line chan
     predictor = paddle.inference.create_predictor(paddle.inference.Config("inference/net"))
 
 It holds no code of its own: `program` (the IR, builder API, layers, io, jit, optimizers),
-`executor` (running, inference) and `hapi` (Model, metrics, callbacks) do the work; this
-facade sits above all three, as `tools/` does.
+`executor` (running, inference), `hapi` (Model, metrics, callbacks) and `distributed`
+(process group, fleet) do the work; this facade sits above them all, as `tools/` does.
 """
 from program import *  # noqa: F401,F403  (Program, data, nn, io, jit, static, optimizer, lr, seed, save, load, ...)
 from program import incubate, io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
@@ -22,6 +22,7 @@ from executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_g
 from executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
 from hapi import Model, callbacks  # noqa: F401
 from hapi import metrics as metric  # noqa: F401
+import distributed  # noqa: F401,E402  (paddle.distributed: init_parallel_env, fleet, ...; mpi4py only when used)
 
 import sys as _sys
 
@@ -34,3 +35,5 @@ for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimi
                        "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
+_sys.modules[f"{__name__}.distributed"] = distributed
+_sys.modules[f"{__name__}.distributed.fleet"] = distributed.fleet

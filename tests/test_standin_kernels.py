@@ -32,6 +32,7 @@ import test_fuse_conv
 import test_fused_ops
 import test_kernels_control_flow
 import test_grad_activation
+import test_grad_collective
 import test_grad_detection
 import test_grad_elementwise
 import test_grad_loss
@@ -57,14 +58,20 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn,
                        test_kernels_detection, test_grad_detection, test_kernels_vision, test_grad_vision,
                        test_kernels_manip, test_grad_manip, test_conv_paths,
-                       test_fuse_conv, test_kernels_control_flow]
+                       test_fuse_conv, test_kernels_control_flow, test_grad_collective]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
-                test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip]
+                test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
+                test_grad_collective]
 
 # Kernels that never run on the device here, and why.
+_NO_NCCL = ("communicates through NCCL, which has no stand-in: on a device it is untested without a GPU "
+            "(its MPI path runs in tests/test_distributed.py)")
 NOT_ON_DEVICE: dict = {
     "select_output": "how many outputs it has comes from the op (the kernel's `counts`), which a "
                      "kernel call outside a program does not carry; test_kernels_control_flow.py binds it with its counts",
+    **dict.fromkeys(["c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod",
+                     "c_broadcast", "c_allgather", "c_reducescatter", "c_sync_comm_stream",
+                     "barrier"], _NO_NCCL),
 }
 
 # Kernels that may read values back from the device (the stand-in counts every read back:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import queue
 from concurrent.futures import ThreadPoolExecutor
 
@@ -107,8 +108,9 @@ class DistributedBatchSampler(BatchSampler):
     def __init__(self, dataset, batch_size, num_replicas=None, rank=None, shuffle=False, drop_last=False,
                  seed: int | None = 0):
         super().__init__(dataset, None, shuffle, batch_size, drop_last, seed)
-        self.nranks = 1 if num_replicas is None else int(num_replicas)
-        self.local_rank = 0 if rank is None else int(rank)
+        # defaults: the process group's (distributed.init_parallel_env exports them), as PaddlePaddle's
+        self.nranks = int(os.environ.get("PADDLE_TRAINERS_NUM", "1")) if num_replicas is None else int(num_replicas)
+        self.local_rank = int(os.environ.get("PADDLE_TRAINER_ID", "0")) if rank is None else int(rank)
         if not 0 <= self.local_rank < self.nranks:
             raise ValueError(f"DistributedBatchSampler: rank {rank} is not in [0, {self.nranks})")
         self.num_samples = math.ceil(len(dataset) / self.nranks)

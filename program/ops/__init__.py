@@ -9,4 +9,5 @@ from program.ops import manip  # noqa: F401
 from program.ops import amp  # noqa: F401
 from program.ops import rnn  # noqa: F401
 from program.ops import vision  # noqa: F401
+from program.ops import collective  # noqa: F401
 from program.ops import control_flow  # noqa: F401

@@ -1,0 +1,205 @@
+"""Data-parallel scaling and fault handling (issue: distributed training).
+
+    python benchmarks/bench_distributed.py [--repeat 3] [--steps 30]     # scaling table
+    python benchmarks/bench_distributed.py --faults 20                    # kill-a-rank loop
+
+Scaling: the MLP and CNN of bench_training.py at their global batch (128, 64), one process
+with one BLAS thread against 2 ranks x 1 thread each (`distributed.launch`, half the batch
+per rank), alternating the two runs `--repeat` times; examples/s (global), the ratio, and
+the communication share of the 2-rank step from the executor's per-op profile: the
+all-reduce ops and the wait for them (c_allreduce_sum, c_sync_comm_stream, c_broadcast)
+and, apart, the bucket copies around them (reshape2/concat/split/scale of the fused
+gradients). "CPU/wall" is the CPU time rank 0 got over its wall time: under 100% it
+waited for a core (a loaded machine), so the speed-up then says more about the load than
+about Keel; rerun on a quiet machine.
+
+Faults: `--faults N` runs N 2-rank trainings and SIGKILLs a random rank at a random moment
+of each (0.3-4 s after the start), or with `--stop` SIGSTOPs it (a hang: the peer's
+collective times out after the launcher's --timeout, 10 s here); each run must end
+(non-zero exit, the rank named) within the bound, never hang.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import table  # noqa: E402
+
+BATCH = {"mlp": 128, "cnn": 64}
+COMM_OPS = {"c_allreduce_sum", "c_sync_comm_stream", "c_broadcast"}
+FAULT_BOUND_S = 60.0
+
+
+def _env():
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.pop("PADDLE_TRAINERS_NUM", None)
+    return env
+
+
+# -- one rank -----------------------------------------------------------------------------------
+
+def worker(model: str, steps: int) -> None:
+    """Train `steps` steps; rank 0 prints `RESULT {json}` (examples/s, communication shares)."""
+    import bench_training
+    import program as pg
+    from executor import Executor, Scope
+
+    nranks = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
+    wrap = lambda optimizer: optimizer  # noqa: E731
+    rank = 0
+    if nranks > 1:
+        from distributed import fleet
+        rank = fleet.init(is_collective=True).rank
+        wrap = lambda optimizer: fleet.distributed_optimizer(optimizer)  # noqa: E731
+    build = {"mlp": bench_training.build_mlp, "cnn": bench_training.build_cnn}[model]
+    main, startup = pg.Program(), pg.Program()
+    startup.random_seed = 1
+    with pg.unique_name.guard(), pg.program_guard(main, startup):
+        loss = build(wrap)
+    rng = np.random.default_rng(rank)
+    share = BATCH[model] // nranks
+    x = rng.standard_normal((share, 784) if model == "mlp" else (share, 1, 28, 28)).astype(np.float32)
+    feed = {"x": x, "y": rng.integers(0, 10, (share, 1)).astype(np.int64)}
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    for _ in range(3):
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    profiler = Executor(profile=True)
+    comm, copies, total = [], [], []
+    for _ in range(5):
+        profiler.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        ops = main.global_block().ops
+        comm.append(sum(s for i, t, s in profiler.last_profile if t in COMM_OPS))
+        copies.append(sum(s for i, t, s in profiler.last_profile if t not in COMM_OPS and _bucket_op(ops[i])))
+        total.append(sum(s for _, _, s in profiler.last_profile))
+    if rank == 0:
+        print("RESULT " + json.dumps({"examples_per_s": BATCH[model] * steps / seconds,
+                                      "cpu_share": cpu / seconds,
+                                      "comm_share": median(comm) / median(total),
+                                      "copy_share": median(copies) / median(total)}), flush=True)
+
+
+def _bucket_op(op) -> bool:
+    """An op fleet added around the all-reduce (flatten/concat/scale/split of a bucket)."""
+    return any("fused_grad" in n or "@FLAT" in n or "@AVG" in n for n in op.output_arg_names)
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+def _run(model: str, steps: int, nproc: int, log_dir: str) -> dict:
+    me = [str(Path(__file__).resolve()), "--worker", model, "--steps", str(steps)]
+    cmd = [sys.executable] + me if nproc == 1 else [
+        sys.executable, "-m", "distributed.launch", "--nproc_per_node", str(nproc), "--log_dir", log_dir, *me]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def scaling(repeat: int, steps: int) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in ("mlp", "cnn"):
+            one, two = [], []
+            for _ in range(repeat):  # alternate, so machine noise hits both alike
+                one.append(_run(model, steps, 1, tmp))
+                two.append(_run(model, steps, 2, tmp))
+            e1 = median(r["examples_per_s"] for r in one)
+            e2 = median(r["examples_per_s"] for r in two)
+            rows.append((model.upper(), f"{BATCH[model]}", f"{e1:,.0f}", f"{e2:,.0f}", f"{e2 / e1:.2f}x",
+                         f"{100 * median(r['comm_share'] for r in two):.1f}%",
+                         f"{100 * median(r['copy_share'] for r in two):.1f}%",
+                         f"{100 * median(r['cpu_share'] for r in one):.0f}% / "
+                         f"{100 * median(r['cpu_share'] for r in two):.0f}%",
+                         " ".join(f"{b['examples_per_s'] / a['examples_per_s']:.2f}" for a, b in zip(one, two))))
+    print(table(f"Data-parallel scaling, 1 BLAS thread per process (median of {repeat} alternating runs, "
+                f"{steps} steps each)", rows,
+                ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "comm share",
+                 "bucket copies", "CPU/wall 1 / 2 ranks", "speed-up per run")))
+
+
+def faults(runs: int, stop: bool = False) -> None:
+    """SIGKILL (or, `stop`, SIGSTOP: a hang) a random rank at a random moment of each run;
+    count runs that ended in time with the rank named."""
+    ended, named, worst = 0, 0, 0.0
+    script = HERE.parent / "tests" / "distributed_script.py"
+    for i in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "log"
+            cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", "2", "--log_dir", str(log),
+                   "--timeout", "10", str(script), "train", str(Path(tmp) / "out"), "--steps", "2000"]
+            env = dict(_env(), PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE.parent / "tests")]))
+            start = time.monotonic()
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+            victim, delay = random.randrange(2), random.uniform(0.3, 4.0)
+            time.sleep(delay)
+            pid_file = log / f"rank.{victim}.pid"
+            while not pid_file.exists() and proc.poll() is None:
+                time.sleep(0.05)
+            killed = proc.poll() is None and pid_file.exists()
+            if killed:
+                try:
+                    os.kill(int(pid_file.read_text()), signal.SIGSTOP if stop else signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    killed = False  # it had finished already
+            try:
+                _, err = proc.communicate(timeout=FAULT_BOUND_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                for pid_path in log.glob("rank.*.pid"):  # leave no stopped rank behind
+                    try:
+                        os.kill(int(pid_path.read_text()), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError):
+                        pass
+                print(f"run {i}: HUNG (rank {victim} signalled at {delay:.1f} s)")
+                continue
+            seconds = time.monotonic() - start
+            worst = max(worst, seconds - delay)
+            ended += 1
+            named_as = (f"rank(s) [{victim}] did not finish" if stop else
+                        f"rank {victim} died first: Killed (signal 9)")
+            ok = proc.returncode != 0 and named_as in err
+            named += ok
+            what = ("stopped" if stop else "killed") if killed else "finished before the signal"
+            print(f"run {i}: rank {victim} {what} at {delay:.1f} s; "
+                  f"exit {proc.returncode} after {seconds:.1f} s; victim named: {ok}", flush=True)
+    print(f"{ended}/{runs} runs ended (0 hangs: {ended == runs}); the killed rank named in {named}; "
+          f"at most {worst:.1f} s from the kill to the end")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--faults", type=int, default=0, help="run the kill-a-rank loop this many times instead")
+    p.add_argument("--stop", action="store_true", help="with --faults: SIGSTOP the rank (a hang), not SIGKILL")
+    p.add_argument("--worker", choices=sorted(BATCH), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.steps)
+    elif args.faults:
+        faults(args.faults, args.stop)
+    else:
+        scaling(args.repeat, args.steps)
+
+
+if __name__ == "__main__":
+    main()

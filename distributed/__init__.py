@@ -1,0 +1,15 @@
+"""Data-parallel training across processes and machines: PaddlePaddle's
+`paddle.distributed` on Keel (docs/architecture.md, "Distributed training").
+
+This package sits above `program`, `executor` and `kernels`: the collective ops live in
+program/ops/collective.py, their kernels and the communicators (MPI, NCCL) in
+kernels/collective.py and kernels/communicators.py; here are the process group, `fleet`
+and the launcher (`python -m distributed.launch`). mpi4py is imported only when a process
+group is made (the optional extra: pip install -e ".[dist]")."""
+from distributed import fleet
+from distributed.parallel import (ParallelEnv, barrier, get_rank, get_world_size, init_parallel_env,
+                                  is_initialized)
+from program.io.data import DistributedBatchSampler
+
+__all__ = ["ParallelEnv", "barrier", "get_rank", "get_world_size", "init_parallel_env", "is_initialized",
+           "fleet", "DistributedBatchSampler"]

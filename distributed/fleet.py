@@ -1,0 +1,228 @@
+"""`fleet`: PaddlePaddle's collective data-parallel training on a static program.
+
+    fleet.init(is_collective=True)
+    strategy = fleet.DistributedStrategy()
+    optimizer = fleet.distributed_optimizer(pg.optimizer.Adam(1e-3), strategy)
+    optimizer.minimize(loss)
+
+`minimize` appends the backward pass, then the gradient all-reduce, then the updates:
+
+- the gradients are grouped, in the order backward produces them, into buckets of up to
+  `fuse_grad_size_in_MB` (one dtype each); right after the op that completes a bucket come
+  `reshape2` (each gradient flattened), `concat` and `c_allreduce_sum` with
+  `use_calc_stream=False`, so the bucket's all-reduce runs while the rest of the backward
+  pass computes (MPI's nonblocking Iallreduce; NCCL's communication stream);
+- after the backward pass, one `c_sync_comm_stream` completes them all, and per bucket
+  `scale` (1/N: the average), `split` and `reshape2` write each gradient back under its
+  own name, so the optimizer's ops are the single-process ones;
+- the startup program broadcasts every parameter from rank 0 (`c_broadcast`), so all
+  ranks start from the same values whatever their seeds.
+
+With `strategy.sync_batch_norm` the forward pass's batch_norm ops become sync_batch_norm
+first (the global batch's statistics; kernels/collective.py).
+
+With `strategy.sharding` (ZeRO stage 1) each parameter gets an owner rank (greedily, the
+largest first, to the least loaded rank); a rank appends the update ops, and so holds the
+accumulators (moments, velocities), of the parameters it owns only, then every parameter
+is broadcast from its owner. The arithmetic is the same as without sharding, so is the
+trajectory; each rank's optimizer state is about 1/N.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from distributed import parallel
+from program import default, dtypes, op_role, unique_name
+from program.gradient_clip import ClipGradByGlobalNorm
+RING = 0
+
+
+@dataclass
+class DistributedStrategy:
+    """The options of PaddlePaddle's DistributedStrategy that Keel acts on."""
+    fuse_all_reduce_ops: bool = True
+    fuse_grad_size_in_MB: float = 32.0
+    sharding: bool = False
+    sharding_configs: dict = field(default_factory=dict)
+    sync_batch_norm: bool = False
+
+
+_STRATEGY: DistributedStrategy | None = None
+
+
+def init(is_collective: bool = True, strategy: DistributedStrategy | None = None, role_maker=None):
+    """Join the process group (init_parallel_env). Only collective training exists here."""
+    global _STRATEGY
+    if not is_collective:
+        raise NotImplementedError("fleet.init: only collective (data-parallel) training is supported; "
+                                  "parameter-server mode is not")
+    _STRATEGY = strategy
+    return parallel.init_parallel_env()
+
+
+def worker_index() -> int:
+    return parallel.get_rank()
+
+
+def worker_num() -> int:
+    return parallel.get_world_size()
+
+
+def is_first_worker() -> bool:
+    return parallel.get_rank() == 0
+
+
+def barrier_worker() -> None:
+    parallel.barrier()
+
+
+def distributed_optimizer(optimizer, strategy: DistributedStrategy | None = None):
+    return DistributedOptimizer(optimizer, strategy or _STRATEGY or DistributedStrategy())
+
+
+class DistributedOptimizer:
+    """Wraps an optimizer: its `minimize` also averages the gradients over the ranks."""
+
+    def __init__(self, optimizer, strategy: DistributedStrategy):
+        self.inner, self.strategy = optimizer, strategy
+        self.owners: dict[str, int] = {}  # with sharding: parameter name -> owner rank
+
+    def __getattr__(self, name):  # get_lr, set_lr, state_dict, ... of the wrapped optimizer
+        return getattr(self.inner, name)
+
+    def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
+        if not parallel.is_initialized():
+            raise RuntimeError("distributed_optimizer: call fleet.init(is_collective=True) first")
+        nranks = parallel.get_world_size()
+        startup = startup_program or default.default_startup_program()
+        if self.strategy.sync_batch_norm and nranks > 1:
+            _use_sync_batch_norm(loss.block)
+        params_grads = self.inner.backward(loss, startup, parameters, no_grad_set)
+        params_grads = [(p, g) for p, g in params_grads if g is not None]
+        if nranks == 1:
+            return self.inner.apply_gradients(params_grads, startup), params_grads
+        block = loss.block
+        _broadcast_from(startup.global_block(), [p.name for p, _ in params_grads], lambda name: 0)
+        buckets = _buckets(block, [g for _, g in params_grads], self._bucket_bytes())
+        with op_role.role_guard(block.program, op_role.BACKWARD):
+            fused = _start_allreduces(block, buckets)
+            _finish_allreduces(block, buckets, fused, nranks)
+        if not self.strategy.sharding:
+            return self.inner.apply_gradients(params_grads, startup), params_grads
+        if isinstance(self.inner._grad_clip, ClipGradByGlobalNorm):
+            raise NotImplementedError("sharding with ClipGradByGlobalNorm: the global norm needs every "
+                                      "gradient, which a rank's shard does not have")
+        self.owners = _assign_owners([p for p, _ in params_grads], nranks)
+        rank = parallel.get_rank()
+        mine = [(p, g) for p, g in params_grads if self.owners[p.name] == rank]
+        ops = self.inner.apply_gradients(mine, startup) if mine else []
+        with op_role.role_guard(block.program, op_role.OPTIMIZE):
+            _broadcast_from(block, [p.name for p, _ in params_grads], self.owners.__getitem__)
+        return ops, params_grads
+
+    def _bucket_bytes(self) -> int:
+        if not self.strategy.fuse_all_reduce_ops:
+            return 0  # one gradient per bucket
+        return int(self.strategy.fuse_grad_size_in_MB * (1 << 20))
+
+
+def _use_sync_batch_norm(block) -> None:
+    """Turn every batch_norm of the forward pass into sync_batch_norm (the same slots and
+    attributes), so the batch statistics are the global batch's."""
+    for i, op in enumerate(list(block.ops)):
+        if op.type != "batch_norm":
+            continue
+        block.remove_op(i)
+        new = block.insert_op(i, "sync_batch_norm", op.inputs, op.outputs, op.attrs, infer_shape=False)
+        new.set_attr("op_callstack", op.callstack)
+
+
+def _broadcast_from(block, names, root_of) -> None:
+    for name in names:
+        block.append_op("c_broadcast", {"X": [name]}, {"Out": [name]},
+                        {"ring_id": RING, "root": root_of(name), "use_calc_stream": True})
+
+
+def _last_writer(block, names) -> dict[str, int]:
+    last = {}
+    for i, op in enumerate(block.ops):
+        for n in op.output_arg_names:
+            if n in names:
+                last[n] = i
+    return last
+
+
+def _nbytes(var) -> int:
+    return int(np.prod(var.shape)) * np.dtype(dtypes.to_numpy(var.dtype)).itemsize
+
+
+def _buckets(block, grads, limit: int) -> list[tuple[int, list]]:
+    """[(index of the op completing the bucket, [grad vars])]: gradients in the order
+    backward completes them, cut when a bucket reaches `limit` bytes or the dtype changes."""
+    last = _last_writer(block, {g.name for g in grads})
+    order = sorted(grads, key=lambda g: last[g.name])
+    buckets, current, size = [], [], 0
+    for g in order:
+        if current and (size + _nbytes(g) > limit or g.dtype != current[0].dtype):
+            buckets.append((last[current[-1].name], current))
+            current, size = [], 0
+        current.append(g)
+        size += _nbytes(g)
+    if current:
+        buckets.append((last[current[-1].name], current))
+    return buckets
+
+
+def _start_allreduces(block, buckets) -> list:
+    """Insert after each bucket's last gradient: flatten, concat, nonblocking all-reduce.
+    Inserted from the last bucket back so earlier positions stay valid."""
+    fused = []
+    for after, grads in reversed(buckets):
+        name = unique_name.generate("fused_grad")
+        total = sum(int(np.prod(g.shape)) for g in grads)
+        out = block.create_var(name, [total], grads[0].dtype, stop_gradient=True)
+        pos = after + 1
+        flats = []
+        for g in grads:
+            flat = block.create_var(unique_name.generate(f"{g.name}@FLAT"), [-1], g.dtype, stop_gradient=True)
+            xshape = block.create_var(unique_name.generate(f"{g.name}@XSHAPE"), [0] + list(g.shape), g.dtype,
+                                      stop_gradient=True)
+            block.insert_op(pos, "reshape2", {"X": [g]}, {"Out": [flat], "XShape": [xshape]}, {"shape": [-1]})
+            pos += 1
+            flats.append(flat)
+        block.insert_op(pos, "concat", {"X": flats}, {"Out": [out]}, {"axis": 0})
+        block.insert_op(pos + 1, "c_allreduce_sum", {"X": [out]}, {"Out": [out]},
+                        {"ring_id": RING, "use_calc_stream": False})
+        fused.append(out)
+    fused.reverse()
+    return fused
+
+
+def _finish_allreduces(block, buckets, fused, nranks: int) -> None:
+    """Wait for the all-reduces, average, and write each gradient back under its name."""
+    block.append_op("c_sync_comm_stream", {"X": fused}, {"Out": fused}, {"ring_id": RING})
+    for out, (_, grads) in zip(fused, buckets):
+        block.append_op("scale", {"X": [out]}, {"Out": [out]}, {"scale": 1.0 / nranks, "bias": 0.0})
+        flats = [block.create_var(unique_name.generate(f"{g.name}@AVG"), [int(np.prod(g.shape))], g.dtype,
+                                  stop_gradient=True) for g in grads]
+        block.append_op("split", {"X": [out]}, {"Out": flats},
+                        {"sections": [int(np.prod(g.shape)) for g in grads], "axis": 0, "num": 0})
+        for flat, g in zip(flats, grads):
+            xshape = block.create_var(unique_name.generate(f"{g.name}@XSHAPE"), [0, -1], g.dtype,
+                                      stop_gradient=True)
+            block.append_op("reshape2", {"X": [flat]}, {"Out": [g], "XShape": [xshape]},
+                            {"shape": list(g.shape)})
+
+
+def _assign_owners(params, nranks: int) -> dict[str, int]:
+    """Each parameter's owner rank: the largest first, each to the least loaded rank
+    (ties to the lowest rank), so every rank holds about 1/N of the optimizer state."""
+    load = [0] * nranks
+    owners = {}
+    for p in sorted(params, key=lambda p: (-_nbytes(p), p.name)):
+        rank = min(range(nranks), key=lambda r: (load[r], r))
+        owners[p.name] = rank
+        load[rank] += _nbytes(p)
+    return owners

@@ -1,0 +1,242 @@
+"""The launcher: `python -m distributed.launch --nproc_per_node N script.py args...`
+
+Starts N ranks of `script.py` through MPI's own process manager (mpiexec, from the mpich
+wheel of the "dist" extra, or any on PATH; `--hostfile` spreads them over machines), each
+through distributed/worker.py, and:
+
+- writes each rank's output to LOG_DIR/workerlog.<rank> (PaddlePaddle's layout) and copies
+  rank 0's to this terminal as it comes;
+- exports PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ID (per rank) and KEEL_COMM_TIMEOUT;
+- exits with the exit code of the first rank that failed, after naming it, its error and
+  the last lines of every rank that had not finished;
+- never waits forever: a rank that dies makes MPI end the job; a rank that hangs makes
+  its peers' next collective fail after `--timeout` seconds (KEEL_COMM_TIMEOUT); a rank
+  that has not started (passed MPI_Init) `--timeout` seconds after the launch, or is still
+  running `--timeout` seconds after another finished, is presumed hung. In each case the
+  launcher kills what is left of the job (every rank by pid, then mpiexec's process group).
+
+The same script also runs under `mpirun -n N python script.py` (without per-rank logs and
+the launcher's report; an uncaught exception still aborts the job, see
+distributed/parallel.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+POLL_S = 0.05
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(prog="python -m distributed.launch", description=__doc__.split("\n\n")[0])
+    p.add_argument("--nproc_per_node", type=int, default=1, help="ranks to start on each machine (default 1)")
+    p.add_argument("--log_dir", default="log", help="directory for workerlog.<rank> (default ./log)")
+    p.add_argument("--hostfile", default=None, help="MPI hostfile: one machine per line ('host:slots')")
+    p.add_argument("--timeout", type=float, default=float(os.environ.get("KEEL_COMM_TIMEOUT", "300")),
+                   help="seconds a rank may wait for its peers before the job is ended (default 300)")
+    p.add_argument("script")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    return p.parse_args(argv)
+
+
+def find_mpiexec() -> str:
+    """mpiexec next to this Python (the mpich wheel puts it there), else on PATH."""
+    here = Path(sys.executable).parent
+    found = shutil.which("mpiexec", path=f"{here}{os.pathsep}{os.environ.get('PATH', '')}")
+    if found is None:
+        raise SystemExit('distributed.launch: no mpiexec found; pip install -e ".[dist]" (mpi4py and the '
+                         "mpich wheel) or put an MPI's mpiexec on PATH")
+    return found
+
+
+class Job:
+    """A running mpiexec job and what its ranks leave in the log directory."""
+
+    def __init__(self, args):
+        self.args, self.nranks = args, args.nproc_per_node
+        self.log_dir = Path(args.log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for pattern in ("rank.*.status", "rank.*.pid", "workerlog.*"):  # a previous job's
+            for old in self.log_dir.glob(pattern):
+                old.unlink()
+        cmd = [find_mpiexec(), "-n", str(self.nranks)]
+        if args.hostfile:
+            cmd += ["-f", args.hostfile]
+        cmd += [sys.executable, "-m", "distributed.worker", str(self.log_dir), args.script, *args.args]
+        env = dict(os.environ, PADDLE_TRAINERS_NUM=str(self.nranks), KEEL_COMM_TIMEOUT=str(args.timeout))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                          env.get("PYTHONPATH")]))
+        self.mpiexec_log = open(self.log_dir / "mpiexec.log", "wb")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.mpiexec_log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self._echo_offset = 0
+
+    def statuses(self) -> dict[int, dict]:
+        out = {}
+        for path in self.log_dir.glob("rank.*.status"):
+            try:
+                status = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue  # being written
+            out[int(status["rank"])] = status
+        return out
+
+    def echo_rank0(self) -> None:
+        """Copy what rank 0 wrote since the last call to this terminal."""
+        path = self.log_dir / "workerlog.0"
+        try:
+            with open(path, "rb") as f:
+                f.seek(self._echo_offset)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        if data:
+            self._echo_offset += len(data)
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+
+    def tail(self, rank: int, lines: int = 10) -> str:
+        try:
+            text = (self.log_dir / f"workerlog.{rank}").read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no output)"
+        return "\n".join(text.rstrip("\n").splitlines()[-lines:]) or "(no output)"
+
+    def pids(self) -> dict[int, int]:
+        """rank -> pid of the ranks that have started (passed MPI_Init)."""
+        out = {}
+        for path in self.log_dir.glob("rank.*.pid"):
+            try:
+                out[int(path.name.split(".")[1])] = int(path.read_text())
+            except (OSError, ValueError):
+                continue  # being written
+        return out
+
+    def kill(self) -> None:
+        """End the job: SIGKILL every rank (by pid: MPI's process manager runs each in a
+        session of its own, and a stopped rank ignores gentler signals), then mpiexec's
+        process group, SIGTERM and SIGKILL after 3 s."""
+        for pid in self.pids().values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(grace)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def wait(self) -> tuple[int, str]:
+        """Run to the end; (exit code, why the launcher ended the job or '')."""
+        started, first_done, limit = time.monotonic(), None, self.args.timeout
+        while self.proc.poll() is None:
+            self.echo_rank0()
+            now, statuses = time.monotonic(), self.statuses()
+            failed = [s for s in statuses.values() if s["code"] != 0]
+            if failed and time.time() - min(s["time"] for s in failed) > 10.0:
+                self.kill()  # MPI_Abort should have ended it by now
+                return self._verdict(), ""
+            missing = sorted(set(range(self.nranks)) - set(self.pids()))
+            if missing and now - started > limit:
+                self.kill()
+                return 1, f"rank(s) {missing} did not start (MPI_Init) within {limit:g} s"
+            if statuses and first_done is None:
+                first_done = now
+            if first_done is not None and now - first_done > limit:
+                self.kill()
+                if len(statuses) == self.nranks:  # every rank ended its script: stuck in MPI_Finalize
+                    return self._verdict(), ""
+                hung = sorted(set(range(self.nranks)) - set(statuses))
+                return 1, (f"rank(s) {hung} still running {limit:g} s after rank(s) "
+                           f"{sorted(statuses)} finished: presumed hung")
+            time.sleep(POLL_S)
+        self.echo_rank0()
+        return self._verdict(), ""
+
+    def _verdict(self) -> int:
+        """The first failing rank's exit code; 0 when every rank ended its script cleanly
+        (even if MPI then had to be killed); else from mpiexec's (a signal as 128 + n)."""
+        statuses = self.statuses()
+        failed = sorted((s for s in statuses.values() if s["code"] != 0), key=lambda s: s["time"])
+        if failed:
+            return int(failed[0]["code"])
+        code = self.proc.returncode
+        if code == 0 or len(statuses) == self.nranks:
+            return 0
+        return code if code > 0 else 128 - code
+
+    def report(self, code: int, why: str) -> None:
+        statuses = self.statuses()
+        failed = sorted((s for s in statuses.values() if s["code"] != 0), key=lambda s: s["time"])
+        lines = [f"distributed.launch: the job failed (exit code {code}); logs in {self.log_dir}/"]
+        if why:
+            lines.append(f"  {why}")
+        if failed:
+            first = failed[0]
+            lines.append(f"  rank {first['rank']} failed first: {first['error']}")
+        else:
+            died, how = self._death()
+            if died is not None:
+                lines.append(f"  rank {died} died first: {how}")
+        unfinished = sorted(set(range(self.nranks)) - set(statuses))
+        if unfinished and not why:
+            lines.append(f"  rank(s) {unfinished} did not finish (died, or ended by MPI after another rank "
+                         f"failed)")
+        for rank in ([failed[0]["rank"]] if failed else []) + unfinished:
+            lines.append(f"  --- last output of rank {rank} (workerlog.{rank}) ---")
+            lines.extend("  " + line for line in self.tail(rank).splitlines())
+        print("\n".join(lines), file=sys.stderr, flush=True)
+
+    def _death(self) -> tuple[int | None, str]:
+        """(rank, how it ended) of the process MPI's launcher reports as having ended the
+        job (hydra: 'BAD TERMINATION ... PID <pid> ... EXIT CODE: <n>'), pids mapped to
+        ranks by the workers' pid files; (None, '') if it reports none."""
+        text = (self.log_dir / "mpiexec.log").read_text(errors="replace")
+        pid = re.search(r"PID (\d+) RUNNING AT", text)
+        if pid is None:
+            return None, ""
+        ranks = {p.read_text().strip(): int(p.name.split(".")[1]) for p in self.log_dir.glob("rank.*.pid")}
+        exit_string = re.search(r"EXIT STRING: (.*)", text)
+        exit_code = re.search(r"EXIT CODE: (\d+)", text)
+        how = exit_string.group(1).strip() if exit_string else f"exit code {exit_code.group(1) if exit_code else '?'}"
+        return ranks.get(pid.group(1)), f"{how} (MPI: process {pid.group(1)})"
+
+
+def main(argv=None) -> int:
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    if args.nproc_per_node < 1:
+        raise SystemExit("distributed.launch: --nproc_per_node must be at least 1")
+    job = Job(args)
+
+    def stop(signum, frame):
+        job.kill()
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        code, why = job.wait()
+    except KeyboardInterrupt:
+        job.kill()
+        return 130
+    finally:
+        job.mpiexec_log.close()
+    if code != 0:
+        job.report(code, why)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

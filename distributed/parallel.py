@@ -1,0 +1,134 @@
+"""The process group: `init_parallel_env`, `get_rank`, `get_world_size`.
+
+Ranks are MPI's: a script started by `python -m distributed.launch --nproc_per_node N`
+(which runs mpiexec) or directly by `mpirun -n N python script.py` finds its rank and the
+world size in MPI_COMM_WORLD. `init_parallel_env` makes ring 0 (the global communicator
+of the collective ops) for the CPU (MPI) and, where cupy sees a GPU for every local rank,
+for the GPU (NCCL, device `local rank % device count`: run the program on
+`CUDAPlace(env.device_id)`), and exports PaddlePaddle's environment variables
+(PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE, PADDLE_LOCAL_SIZE,
+FLAGS_selected_gpus) so code written for `paddle.distributed.launch` finds them.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import sys
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels import communicators
+from kernels.array_module import cupy_available
+
+
+@dataclass(frozen=True)
+class ParallelEnv:
+    rank: int
+    world_size: int
+    local_rank: int
+    device_id: int  # the GPU this rank uses, -1 on the CPU
+
+    @property
+    def nranks(self) -> int:
+        return self.world_size
+
+
+_ENV: ParallelEnv | None = None
+
+
+def init_parallel_env(backend: str = "auto") -> ParallelEnv:
+    """Join the process group (idempotent). `backend`: "auto" (MPI, plus NCCL where there
+    is a GPU for every rank of this machine: NCCL refuses two ranks on one device), "mpi"
+    or "nccl"."""
+    global _ENV
+    if _ENV is not None:
+        return _ENV
+    if backend not in ("auto", "mpi", "nccl"):
+        raise ValueError(f"init_parallel_env: backend must be 'auto', 'mpi' or 'nccl', got {backend!r}")
+    MPI = communicators.mpi()
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    declared = os.environ.get("PADDLE_TRAINERS_NUM")
+    if declared is not None and int(declared) != size:
+        raise communicators.CommError(
+            f"init_parallel_env: PADDLE_TRAINERS_NUM={declared} but MPI started {size} process(es); start "
+            f"the script with `python -m distributed.launch --nproc_per_node {declared} ...` or `mpirun -n "
+            f"{declared} ...`")
+    # no blocking MPI call from here on: a peer that died or hangs must end in a timeout
+    ring, request = world.Idup()
+    mpi_ring = communicators.MPICommunicator(ring)
+    mpi_ring.wait_for(request, "init_parallel_env (MPI_Comm_idup)")
+    communicators.register(0, mpi_ring)
+    local_rank, local_size = _local_rank(mpi_ring)
+    device_id = -1
+    if backend == "nccl" or (backend == "auto" and cupy_available() and local_size <= _device_count()):
+        device_id = local_rank % _device_count()
+        import cupy
+        with cupy.cuda.Device(device_id):
+            communicators.register(0, communicators.NCCLCommunicator(mpi_ring))
+    os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(size),
+                      PADDLE_RANK_IN_NODE=str(local_rank), PADDLE_LOCAL_SIZE=str(local_size))
+    if device_id >= 0:
+        os.environ["FLAGS_selected_gpus"] = str(device_id)
+    if size > 1:
+        _abort_group_on_uncaught_exception(world)
+    _ENV = ParallelEnv(rank, size, local_rank, device_id)
+    return _ENV
+
+
+def _local_rank(ring) -> tuple[int, int]:
+    """(rank on this machine, ranks on this machine): from the process manager (MPICH's
+    hydra, Open MPI), else from every rank's host name."""
+    for rank_var, size_var in (("MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+                               ("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE")):
+        if rank_var in os.environ and size_var in os.environ:
+            return int(os.environ[rank_var]), int(os.environ[size_var])
+    digest = hashlib.sha256(socket.gethostname().encode()).digest()[:8]
+    hosts = ring.allgather(np.frombuffer(digest, np.int64).copy(), "init_parallel_env (host names)")
+    mine = [r for r in range(ring.size) if hosts[r] == hosts[ring.rank]]
+    return mine.index(ring.rank), len(mine)
+
+
+def _device_count() -> int:
+    import cupy
+    return cupy.cuda.runtime.getDeviceCount()
+
+
+def _abort_group_on_uncaught_exception(world) -> None:
+    """An uncaught exception on one rank ends the whole group (MPI_Abort), as
+    `python -m mpi4py` does: the others would otherwise wait in their next collective
+    until the timeout."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        try:
+            previous(kind, value, tb)
+        except Exception:  # pragma: no cover - a broken previous hook
+            traceback.print_exception(kind, value, tb)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        world.Abort(1)
+    sys.excepthook = hook
+
+
+def is_initialized() -> bool:
+    return _ENV is not None
+
+
+def get_rank() -> int:
+    """This process's rank: MPI's once init_parallel_env ran, else PADDLE_TRAINER_ID (0)."""
+    return _ENV.rank if _ENV is not None else int(os.environ.get("PADDLE_TRAINER_ID", "0"))
+
+
+def get_world_size() -> int:
+    """The number of ranks: MPI's once init_parallel_env ran, else PADDLE_TRAINERS_NUM (1)."""
+    return _ENV.world_size if _ENV is not None else int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
+
+
+def barrier() -> None:
+    """Wait until every rank gets here (on ring 0, CPU)."""
+    if _ENV is not None and _ENV.world_size > 1:
+        communicators.lookup(0, communicators.np, "barrier").barrier("distributed.barrier")

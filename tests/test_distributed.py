@@ -1,0 +1,183 @@
+"""Data-parallel training on MPI: 2-rank runs on localhost through the launcher
+(`python -m distributed.launch`), each bounded in time, against 1-process references.
+
+The ranks run tests/distributed_script.py and write their results to .npz files. These
+tests need mpi4py and an mpiexec (the mpich wheel of the "test" and "dist" extras) and are
+skipped without them. The NCCL path has no test here (no GPU; see kernels/communicators.py).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import distributed_script as script
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "distributed_script.py"
+RUN_LIMIT_S = 120  # no launch may take longer, hang or not
+
+mpi4py = pytest.importorskip("mpi4py", reason="needs mpi4py and mpich (the test extra)")
+try:
+    from distributed.launch import find_mpiexec
+    find_mpiexec()
+except SystemExit:
+    pytest.skip("no mpiexec (pip install -e '.[dist]')", allow_module_level=True)
+
+
+def _env():
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), str(HERE)])
+    return env
+
+
+def launch(tmp_path, *args, nproc=2, timeout=30.0):
+    """Run the script on `nproc` ranks through the launcher; (result, seconds)."""
+    cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", str(nproc),
+           "--log_dir", str(tmp_path / "log"), "--timeout", str(timeout), str(SCRIPT), *map(str, args)]
+    start = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S, env=_env(), cwd=tmp_path)
+    return r, time.monotonic() - start
+
+
+def single(tmp_path, *args):
+    r = subprocess.run([sys.executable, str(SCRIPT), *map(str, args), "--single"], capture_output=True,
+                       text=True, timeout=RUN_LIMIT_S, env=_env(), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def results(prefix, rank=0):
+    with np.load(f"{prefix}.{rank}.npz", allow_pickle=False) as f:
+        return dict(f)
+
+
+# -- every collective op and dtype ---------------------------------------------------------------
+
+def _reference(key, n):
+    op, dtype = key.split("/")[:2]
+    xs = [script.rank_input(r, dtype, () if key.endswith("/0d") else (2, 3)) for r in range(n)]
+    if op in script.REDUCE:
+        return {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}[op](np.stack(xs), axis=0).astype(dtype)
+    if op == "broadcast":
+        return xs[n - 1]
+    if op == "allgather":
+        return np.stack(xs) if key.endswith("/0d") else np.concatenate(xs)
+    if op == "reducescatter":
+        big = sum(script.rank_input(r, dtype, (2 * n, 3)).astype(np.float64) for r in range(n)).astype(dtype)
+        return big[:2]  # rank 0's part
+    return xs[0]  # identity, barrier: rank 0's own
+
+
+def test_every_collective_op_and_dtype_on_two_ranks(tmp_path):
+    r, _ = launch(tmp_path, "collectives", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    got0, got1 = results(tmp_path / "out", 0), results(tmp_path / "out", 1)
+    assert len(got0) == len(script.DTYPES) * (2 * len(script.REDUCE) + 7)
+    for key, value in got0.items():
+        want = _reference(key, 2)
+        assert value.dtype == want.dtype and value.shape == want.shape, key
+        np.testing.assert_array_equal(value, want, err_msg=key)
+        if not key.startswith(("reducescatter", "identity", "barrier")):
+            np.testing.assert_array_equal(got1[key], want, err_msg=f"{key} on rank 1")
+    np.testing.assert_array_equal(got1["reducescatter/int64"], _full_reducescatter("int64", 2)[2:])
+
+
+def _full_reducescatter(dtype, n):
+    return sum(script.rank_input(r, dtype, (2 * n, 3)) for r in range(n)).astype(dtype)
+
+
+# -- training: N ranks x B/N == 1 process x B -----------------------------------------------------
+
+def _assert_same_training(ref, ranks, tol=1e-5):
+    np.testing.assert_allclose(np.mean([r["losses"] for r in ranks], axis=0), ref["losses"], rtol=tol, atol=tol)
+    for key in (k for k in ref if k.startswith("param/")):
+        for r in ranks:
+            np.testing.assert_allclose(r[key], ref[key], rtol=tol, atol=tol, err_msg=key)
+
+
+@pytest.mark.parametrize("model", ["mlp", "bn"])
+def test_two_ranks_train_like_one_process_with_the_whole_batch(tmp_path, model):
+    flags = ["--bn"] if model == "bn" else []  # bn: strategy.sync_batch_norm
+    single(tmp_path, "train", tmp_path / "ref", *flags)
+    r, _ = launch(tmp_path, "train", tmp_path / "dp", *flags)
+    assert r.returncode == 0, r.stderr
+    _assert_same_training(results(tmp_path / "ref"), [results(tmp_path / "dp", k) for k in range(2)])
+
+
+def test_sharded_optimizer_state_same_trajectory_half_the_memory(tmp_path):
+    single(tmp_path, "train", tmp_path / "ref")
+    r, _ = launch(tmp_path, "train", tmp_path / "zero", "--sharding")
+    assert r.returncode == 0, r.stderr
+    ref, ranks = results(tmp_path / "ref"), [results(tmp_path / "zero", k) for k in range(2)]
+    _assert_same_training(ref, ranks)
+    shares = [int(r["optimizer_bytes"]) for r in ranks]
+    assert sum(shares) == int(ref["optimizer_bytes"])
+    assert max(shares) <= 0.6 * int(ref["optimizer_bytes"]), shares
+
+
+def test_checkpoint_from_two_ranks_resumes_on_one(tmp_path):
+    single(tmp_path, "train", tmp_path / "ref", "--steps", 4)
+    r, _ = launch(tmp_path, "train", tmp_path / "first", "--steps", 2, "--save", tmp_path / "ckpt.keel")
+    assert r.returncode == 0, r.stderr
+    single(tmp_path, "train", tmp_path / "rest", "--steps", 2, "--first-step", 2, "--load", tmp_path / "ckpt.keel")
+    ref, rest = results(tmp_path / "ref"), results(tmp_path / "rest")
+    np.testing.assert_allclose(rest["losses"], ref["losses"][2:], rtol=1e-5, atol=1e-5)
+    for key in (k for k in ref if k.startswith("param/")):
+        np.testing.assert_allclose(rest[key], ref[key], rtol=1e-5, atol=1e-5, err_msg=key)
+
+
+# -- faults: a rank that dies, hangs or fails ends the run with a clear error -----------------------
+
+@pytest.mark.parametrize("fault", ["kill", "hang", "raise"])
+def test_a_failing_rank_ends_the_run_with_a_clear_error(tmp_path, fault):
+    r, seconds = launch(tmp_path, "train", tmp_path / "out", "--steps", 5, "--fault", fault, timeout=4)
+    assert r.returncode != 0
+    assert seconds < 40, f"took {seconds:.0f} s"
+    assert "step 1 loss" in r.stdout                       # rank 0's output reached the terminal
+    if fault != "raise":
+        assert "rank 1 misbehaves at step 2" in r.stderr   # the failing rank's last output
+    if fault == "kill":
+        assert "rank 1 died first: Killed (signal 9)" in r.stderr
+    elif fault == "hang":
+        assert "rank 0 failed first: ExecutionError: c_sync_comm_stream" in r.stderr
+        assert "CommTimeoutError: c_allreduce_sum (ring 0): rank 0 of 2 waited 4 s" in r.stderr
+        assert "rank(s) [1] did not finish" in r.stderr
+    else:
+        assert r.returncode == 1
+        assert "rank 1 failed first: RuntimeError: rank 1 fails on purpose at step 2" in r.stderr
+        tail = r.stderr.split("--- last output of rank 1 (workerlog.1) ---")[1]
+        assert "RuntimeError: rank 1 fails on purpose at step 2" in tail
+
+
+def test_exit_code_is_the_failing_ranks(tmp_path):
+    (tmp_path / "exit3.py").write_text(
+        "import sys, distributed as dist\n"
+        "dist.init_parallel_env()\n"
+        "print('rank', dist.get_rank(), 'of', dist.get_world_size(), flush=True)\n"
+        "sys.exit(3 if dist.get_rank() == 1 else 0)\n")
+    cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", "2", "--log_dir", str(tmp_path / "log"),
+           "--timeout", "5", str(tmp_path / "exit3.py")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S, env=_env(), cwd=tmp_path)
+    assert r.returncode == 3, r.stderr
+    assert "rank 1 failed first: SystemExit(3)" in r.stderr
+    assert r.stdout.strip() == "rank 0 of 2"
+    assert (tmp_path / "log" / "workerlog.1").read_text().startswith("rank 1 of 2\n")
+
+
+def test_train_digits_example_trains_on_two_processes(tmp_path):
+    pytest.importorskip("sklearn")
+    r = subprocess.run([sys.executable, str(HERE.parent / "examples" / "train_digits.py"), "--nproc", "2",
+                        "--epochs", "3", "--out", str(tmp_path / "digits")],
+                       capture_output=True, text=True, timeout=RUN_LIMIT_S, env=_env(), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("digits: 1438 training and 359 test images")
+    assert lines[-1].startswith("test accuracy: ") and float(lines[-1].split(": ")[1]) >= 0.9
+    assert (tmp_path / "digits.pdmodel").exists()                    # rank 0 exported the model
+    assert "epoch  3  loss" in (tmp_path / "log" / "workerlog.1").read_text()   # rank 1 trained too

@@ -1,0 +1,159 @@
+"""What fleet.distributed_optimizer writes into the program, the collective ops' shape
+rules, and the parts of `distributed` that need no process group (no MPI here: the
+2-rank runs are in tests/test_distributed.py)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import program as pg
+from distributed import fleet, parallel
+from program import op_role
+from program.errors import ShapeError
+from program.io.data import DistributedBatchSampler
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def two_ranks(monkeypatch):
+    """The process group as rank 0 of 2 sees it (no MPI: only programs are built)."""
+    monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=0, world_size=2, local_rank=0, device_id=-1))
+
+
+def _mlp(strategy, sizes=(10, 64, 32, 4)):
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        h = pg.data("x", [-1, sizes[0]])
+        for width in sizes[1:-1]:
+            h = pg.nn.fc(h, width, activation="tanh")
+        loss = pg.mean(pg.nn.fc(h, sizes[-1]))
+        test = main.clone(for_test=True)
+        optimizer = fleet.distributed_optimizer(pg.optimizer.Adam(0.01), strategy)
+        optimizer.minimize(loss)
+    return main, startup, test, optimizer
+
+
+def _types(program):
+    return [op.type for op in program.global_block().ops]
+
+
+def test_gradients_are_bucketed_and_all_reduced_as_backward_produces_them(two_ranks):
+    # buckets of 8 KiB: fc_2 (32x4 + 4 floats) alone, fc_1's weight (64x32) alone, the rest
+    main, startup, test, _ = _mlp(fleet.DistributedStrategy(fuse_grad_size_in_MB=8 / 1024))
+    ops = main.global_block().ops
+    starts = [i for i, op in enumerate(ops) if op.type == "c_allreduce_sum"]
+    assert len(starts) == 3
+    for i in starts:
+        op = ops[i]
+        assert op.attr("use_calc_stream") is False and op.attr("ring_id") == 0
+        assert op.attr("op_role") == op_role.BACKWARD
+        assert ops[i - 1].type == "concat"
+        fused = ops[i - 1].input("X")
+        # each flattened gradient was complete when its bucket started: nothing after writes it
+        grads = [ops[j].input("X")[0] for j in range(i - 1 - len(fused), i - 1)]
+        assert all(ops[j].type == "reshape2" for j in range(i - 1 - len(fused), i - 1))
+        assert not any(set(grads) & set(o.output_arg_names) for o in ops[i:] if o.type != "reshape2")
+    # the buckets start inside the backward pass, not after it
+    last_backward = max(i for i, op in enumerate(ops) if op.type.endswith("_grad"))
+    assert starts[0] < last_backward
+    sync = _types(main).index("c_sync_comm_stream")
+    assert sync > last_backward and sync < _types(main).index("adam")
+    assert _types(main).count("scale") >= 3 and _types(main).count("split") == 3
+    # every parameter starts from rank 0's values; evaluation clones have no collectives
+    assert _types(startup).count("c_broadcast") == 6
+    assert not {"c_allreduce_sum", "c_sync_comm_stream", "c_broadcast"} & set(_types(test))
+    assert not {"c_allreduce_sum", "c_sync_comm_stream"} & set(_types(main.clone(for_test=True)))
+
+
+def test_one_bucket_by_default_and_one_per_gradient_without_fusion(two_ranks):
+    main, *_ = _mlp(fleet.DistributedStrategy())
+    assert _types(main).count("c_allreduce_sum") == 1
+    main, *_ = _mlp(fleet.DistributedStrategy(fuse_all_reduce_ops=False))
+    assert _types(main).count("c_allreduce_sum") == 6
+
+
+def test_sharding_updates_the_owned_parameters_and_broadcasts_all(two_ranks):
+    main, startup, _, optimizer = _mlp(fleet.DistributedStrategy(sharding=True), sizes=(10, 64, 64, 4))
+    owners = optimizer.owners
+    assert sorted(set(owners.values())) == [0, 1]
+    mine = sorted(op.input("Param")[0] for op in main.global_block().ops if op.type == "adam")
+    assert mine == sorted(p for p, r in owners.items() if r == 0)
+    broadcasts = [op for op in main.global_block().ops if op.type == "c_broadcast"]
+    assert sorted(op.input("X")[0] for op in broadcasts) == sorted(owners)
+    assert all(op.attr("root") == owners[op.input("X")[0]] for op in broadcasts)
+    # accumulators (moments, beta powers) exist for the owned parameters only
+    accumulators = [v for v in startup.global_block().vars if "moment" in v]
+    assert sorted({a.rsplit("_moment", 1)[0] for a in accumulators}) == mine
+
+
+def test_owners_balance_the_optimizer_state():
+    sizes = {"a": 1000, "b": 600, "c": 500, "d": 100}
+    params = [type("P", (), {"name": n, "shape": [s], "dtype": 5})() for n, s in sizes.items()]
+    owners = fleet._assign_owners(params, 2)
+    load = [sum(sizes[n] for n, r in owners.items() if r == rank) for rank in (0, 1)]
+    assert owners == {"a": 0, "b": 1, "c": 1, "d": 0} and load == [1100, 1100]
+
+
+def test_sync_batch_norm_replaces_batch_norm_before_backward(two_ranks):
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        x = pg.data("x", [-1, 2, 4, 4])
+        h = pg.nn.batch_norm(pg.nn.conv2d(x, 3, 3), act="relu")
+        loss = pg.mean(h)
+        strategy = fleet.DistributedStrategy(sync_batch_norm=True)
+        fleet.distributed_optimizer(pg.optimizer.SGD(0.1), strategy).minimize(loss)
+    types = _types(main)
+    assert "batch_norm" not in types and "batch_norm_grad" not in types
+    assert types.count("sync_batch_norm") == 1 and types.count("sync_batch_norm_grad") == 1
+    bn = next(op for op in main.global_block().ops if op.type == "sync_batch_norm")
+    assert "test_distributed_program.py" in bn.callsite
+
+
+def test_minimize_before_init_is_refused():
+    with pytest.raises(RuntimeError, match="fleet.init"):
+        _mlp(fleet.DistributedStrategy())
+
+
+def test_collective_shape_rules():
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [6, 3])
+        block = main.global_block()
+        out = block.create_var("g", None, x.dtype)
+        block.append_op("c_allgather", {"X": [x]}, {"Out": [out]}, {"nranks": 4})
+        assert list(out.shape) == [24, 3]
+        part = block.create_var("p", None, x.dtype)
+        block.append_op("c_reducescatter", {"X": [x]}, {"Out": [part]}, {"nranks": 3})
+        assert list(part.shape) == [2, 3]
+        with pytest.raises(ShapeError, match=r"c_reducescatter.*dim 0 of X \[6, 3\] is not divisible by nranks 4"):
+            block.append_op("c_reducescatter", {"X": [x]}, {"Out": [block.create_var("q", None, x.dtype)]},
+                            {"nranks": 4})
+
+
+def test_collective_program_round_trips_through_paddle_format(two_ranks):
+    main, *_ = _mlp(fleet.DistributedStrategy(fuse_grad_size_in_MB=8 / 1024))
+    data = main.serialize_to_string()
+    assert pg.Program.parse_from_string(data).serialize_to_string() == data
+
+
+def test_distributed_batch_sampler_takes_the_process_group_from_the_environment(monkeypatch):
+    monkeypatch.setenv("PADDLE_TRAINERS_NUM", "2")
+    monkeypatch.setenv("PADDLE_TRAINER_ID", "1")
+    sampler = DistributedBatchSampler(np.arange(7), batch_size=2)
+    assert (sampler.nranks, sampler.local_rank) == (2, 1)
+    assert list(sampler) == [[1, 3], [5, 0]]
+
+
+def test_the_core_imports_without_mpi():
+    code = ("import sys; sys.modules['mpi4py'] = None\n"
+            "import keel as paddle, distributed\n"
+            "from distributed import fleet\n"
+            "assert paddle.distributed.get_world_size() == 1 and paddle.distributed.get_rank() == 0\n"
+            "try:\n    distributed.init_parallel_env()\n"
+            "except distributed.parallel.communicators.CommError as e:\n    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert 'pip install -e ".[dist]"' in r.stdout

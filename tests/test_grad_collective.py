@@ -1,0 +1,64 @@
+"""The collective ops' kernels on one process, and the gradient checks of the
+differentiable one, sync_batch_norm. On one process (no communicator for ring 0, or a
+ring of one rank) sync_batch_norm is batch_norm; its multi-rank forward and gradient are
+checked end to end by tests/test_distributed.py (2 ranks train like 1 process with the
+whole batch, 1e-5)."""
+import numpy as np
+import pytest
+
+from executor.kernel_call import call_kernel
+from gradcheck import Case, rand, run_case
+from kernels.communicators import CommError
+from test_grad_nn import _bn_inputs
+
+_INPLACE = {"MeanOut": "Mean", "VarianceOut": "Variance"}
+
+CASES = [
+    Case("sync_batch_norm", _bn_inputs((4, 3, 3, 2)), {}, inplace=_INPLACE, id="sync_batch_norm train"),
+    Case("sync_batch_norm", _bn_inputs((6, 4)), {}, inplace=_INPLACE, id="sync_batch_norm train 2-D"),
+    Case("sync_batch_norm", _bn_inputs((4, 3, 2, 2)), {"use_global_stats": True}, inplace=_INPLACE,
+         id="sync_batch_norm global stats"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_gradient(case):
+    run_case(case)
+
+
+_BN_ATTRS = {"is_test": False, "momentum": 0.9, "epsilon": 1e-5, "data_layout": "NCHW",
+             "use_global_stats": False, "trainable_statistics": False}
+
+
+def test_sync_batch_norm_on_one_process_is_batch_norm():
+    inputs = _bn_inputs((4, 3, 2, 5), seed=3)
+    sync = call_kernel("sync_batch_norm", {k: v.copy() for k, v in inputs.items()}, _BN_ATTRS)
+    plain = call_kernel("batch_norm", {k: v.copy() for k, v in inputs.items()}, _BN_ATTRS)
+    assert sorted(sync) == sorted(plain)
+    for slot in plain:
+        np.testing.assert_array_equal(sync[slot], plain[slot], err_msg=slot)
+    dy = rand(4, 3, 2, 5, seed=9)
+    grad_inputs = dict(inputs, SavedMean=plain["SavedMean"], SavedVariance=plain["SavedVariance"],
+                       MeanOut=plain["MeanOut"], VarianceOut=plain["VarianceOut"], **{"Y@GRAD": dy})
+    attrs = {k: _BN_ATTRS[k] for k in ("epsilon", "data_layout", "is_test", "use_global_stats")}
+    got = call_kernel("sync_batch_norm_grad", grad_inputs, attrs)
+    want = call_kernel("batch_norm_grad", grad_inputs, attrs)
+    for slot in want:
+        np.testing.assert_array_equal(got[slot], want[slot], err_msg=slot)
+
+
+def test_identity_and_calc_stream_sync_pass_x_through():
+    x = rand(3, 4)
+    out = call_kernel("c_identity", {"X": x}, {"ring_id": 0})["Out"]
+    np.testing.assert_array_equal(out, x)
+    assert out is not x
+    np.testing.assert_array_equal(call_kernel("c_sync_calc_stream", {"X": x})["Out"], x)
+
+
+@pytest.mark.parametrize("op_type", ["c_allreduce_sum", "c_broadcast", "barrier", "c_sync_comm_stream"])
+def test_a_collective_without_a_process_group_says_how_to_make_one(op_type):
+    x = rand(2, 2)
+    attrs = {"ring_id": 3, "use_calc_stream": True, "root": 0}
+    with pytest.raises(CommError, match=rf"{op_type}: no (MPI|NCCL) communicator for ring_id 3 .*"
+                                        r"init_parallel_env\(\).*distributed.launch"):
+        call_kernel(op_type, {"X": [x] if op_type == "c_sync_comm_stream" else x}, attrs)
