@@ -8,7 +8,6 @@ Inference's outputs, both those recorded with `switch_ir_optim(False)` and with
 dtypes. `tools/inspect_model.py --check` must say Keel runs each file, and must say it does
 not when a file holds an op Keel lacks."""
 import contextlib
-import gzip
 import importlib.util
 import io
 import sys
@@ -18,46 +17,17 @@ import numpy as np
 import pytest
 
 from executor.inference import Config, create_predictor
-from program.io import load_program, persistable_specs, save_params
 
 ROOT = Path(__file__).resolve().parents[1]
-ZOO = ROOT / "tests" / "fixtures" / "zoo"
-NAMES = sorted(p.name[:-len(".io.npz")] for p in ZOO.glob("*.io.npz"))
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "zoo"))
+try:
+    from zoo_files import NAMES, ZOO, feeds, unpack, unzip_program
+finally:
+    sys.path.pop(0)
 
-
-def _import(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-recipe_params = _import(ROOT / "tests" / "fixtures" / "paddle" / "recipe.py", "zoo_recipe").recipe_params
-inspect_model = _import(ROOT / "tools" / "inspect_model.py", "zoo_inspect_model")
-
-
-def unzip_program(name, directory):
-    model = Path(directory) / f"{name}.pdmodel"
-    model.write_bytes(gzip.decompress((ZOO / f"{name}.pdmodel.gz").read_bytes()))
-    return model
-
-
-def unpack(name, directory):
-    """The model's files in `directory`: its program, and its parameters (committed, or for a
-    model too large to commit, filled from the recipe PaddlePaddle's side used). Returns
-    (path prefix, the recorded npz)."""
-    prefix = Path(directory) / name
-    model = unzip_program(name, directory)
-    recorded = np.load(ZOO / f"{name}.io.npz", allow_pickle=False)
-    params = prefix.with_suffix(".pdiparams")
-    if str(recorded["weights"]) == "file":
-        params.write_bytes((ZOO / f"{name}.pdiparams").read_bytes())
-    else:
-        program = load_program(model)
-        ops = [(op.type, op.inputs) for op in program.global_block().ops]
-        shapes = {n: shape for n, _, shape in persistable_specs(program)}
-        save_params(program, recipe_params(ops, shapes), params)
-    return prefix, recorded
+_spec = importlib.util.spec_from_file_location("zoo_inspect_model", ROOT / "tools" / "inspect_model.py")
+inspect_model = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(inspect_model)
 
 
 def recorded_outputs(recorded, setting):
@@ -90,13 +60,13 @@ def test_the_zoo_has_forty_architectures_of_every_family():
 @pytest.mark.parametrize("name", NAMES)
 def test_keel_gives_paddle_inference_outputs(name, tmp_path):
     prefix, recorded = unpack(name, tmp_path)
-    feeds = {k[len("in:"):]: recorded[k] for k in recorded.files if k.startswith("in:")}
+    inputs = feeds(recorded)
     for keel_passes in (False, True):
         config = Config(str(prefix.with_suffix(".pdmodel")), str(prefix.with_suffix(".pdiparams")))
         config.switch_ir_optim(keel_passes)
         predictor = create_predictor(config)
         assert predictor.get_output_names() == list(recorded["output_names"])
-        got = predictor.run([feeds[n] for n in predictor.get_input_names()])
+        got = predictor.run([inputs[n] for n in predictor.get_input_names()])
         for setting in ("ir_off", "ir_on"):
             assert_matches(got, recorded_outputs(recorded, setting),
                            f"{name} (Keel passes {'on' if keel_passes else 'off'}, Paddle {setting})")
