@@ -12,6 +12,11 @@ Inference: `switch_ir_optim(True)` (its default CPU passes, oneDNN included),
 `set_cpu_math_library_num_threads(threads)` for both. Contenders are timed in blocks of their
 own, alternating (bench_inference.measure_blocks); medians and Keel's ratio are printed,
 then the models over 3x Paddle Inference's time.
+
+On a loaded machine, numpy's OpenBLAS threads dominate small models: Keel's VGG-BN here took
+48 ms a call (median; min 0.39 ms) with OpenBLAS's default threads and 0.31 ms with
+OPENBLAS_NUM_THREADS=1. For ratios that mean something there, run both single-threaded:
+`OPENBLAS_NUM_THREADS=1 ... bench_zoo.py --threads 1`.
 """
 from __future__ import annotations
 
