@@ -1352,11 +1352,7 @@ def lookup_table_v2_grad(xp, ids, w, dout, *, padding_idx):
     rows = rows.astype(dw.dtype, copy=False)
     if pad != -1:  # zeros added to the padding row rather than a mask (whose size a GPU reads back)
         rows = xp.where((flat == pad)[:, None], xp.zeros((), dw.dtype), rows)
-    if getattr(xp, "__name__", "") == "cupy":
-        import cupyx
-        cupyx.scatter_add(dw, flat, rows)
-    else:
-        xp.add.at(dw, flat, rows)
+    scatter_add(xp, dw, flat, rows)
     return dw.astype(w.dtype, copy=False)
 
 
