@@ -172,6 +172,18 @@ def torch_generation(model, tokens):
     return run
 
 
+def limit_threads(n):
+    """The same thread count for both: PyTorch's intra-op threads and numpy's BLAS (through
+    threadpoolctl, which scikit-learn installs)."""
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(n)
+    try:
+        import torch
+        torch.set_num_threads(n)
+    except ImportError:
+        pass
+
+
 def recompute_rows():
     """Peak training memory of the GPT with and without recompute (issue 18 item 2): to be
     filled in when RecomputeOptimizer and the executor's memory accounting exist; until then
@@ -185,7 +197,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=128, help="characters generated per timed run")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="limit numpy's BLAS and PyTorch to this many threads (0: as they start)")
     args = parser.parse_args(argv)
+    if args.threads:
+        limit_threads(args.threads)
     data = train_gpt.CharData(train_gpt.corpus(), CONTEXT)
     model, scope, keel_step, batch = keel_training(data, seed=7)
     weights = model.state_dict(scope=scope)
