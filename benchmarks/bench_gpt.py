@@ -4,7 +4,7 @@ process (medians).
 
     python benchmarks/bench_gpt.py [--repeat 10] [--tokens 128]
 
-Training: batch 32 x context 128, 4 pre-norm layers of width 128 with 4 heads, exact GELU,
+Training: batch 32 x context 128, 4 pre-norm layers of width 128 with 4 heads, GELU (tanh approximation),
 softmax cross-entropy over the 103 characters, AdamW (lr 3e-3, decay 0.01); tokens/s is
 batch x context / step time. PyTorch runs the same model from Keel's initialized weights
 (its loss after the first step is checked against Keel's), in a pass of its own (its OpenMP
@@ -95,7 +95,7 @@ def torch_model(weights):
         for i in range(LAYERS):
             a, cache = attention(norm(x, f"blocks.{i}.norm1"), i, mask, caches[i] if caches else None)
             x = x + a
-            h = F.gelu(linear(norm(x, f"blocks.{i}.norm2"), f"blocks.{i}.mlp.0"))
+            h = F.gelu(linear(norm(x, f"blocks.{i}.norm2"), f"blocks.{i}.mlp.0"), approximate="tanh")
             x = x + linear(h, f"blocks.{i}.mlp.2")
             grown.append(cache)
         return linear(norm(x, "norm"), "head"), grown

@@ -7,8 +7,8 @@ Predictor, which generates text one character at a time with a key/value cache.
 The corpus is on every machine with no download: the English text of Python's
 documentation that the standard library ships for `help()` (`pydoc_data/topics.py`), about
 465,000 characters. The model is a decoder-only Transformer (pre-norm blocks, learned
-positions, causal self attention) written as a `nn.Layer` as PaddlePaddle's documentation
-writes one; only the import line differs (`import keel as paddle`).
+positions, causal self attention, GELU MLPs) written as a `nn.Layer` as PaddlePaddle's
+documentation writes one; only the import line differs (`import keel as paddle`).
 
 Two inference programs are exported from the one trained model: `<out>.pdmodel` (the whole
 context in, the next character's logits out) and `<out>_step.pdmodel`, one decoding step
@@ -112,7 +112,8 @@ class Block(nn.Layer):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.attention = CausalSelfAttention(width, heads)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        # GELU's tanh approximation, as GPT-2's (on numpy 2.4x cheaper than erf, forward and gradient)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate=True), nn.Linear(4 * width, width))
 
     def forward(self, x, mask=None, cache=None):
         attended, cache = self.attention(self.norm1(x), mask, cache)
