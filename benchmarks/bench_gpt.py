@@ -7,9 +7,9 @@ process (medians).
 Training: batch 32 x context 128, 4 pre-norm layers of width 128 with 4 heads, GELU (tanh approximation),
 softmax cross-entropy over the 103 characters, AdamW (lr 3e-3, decay 0.01); tokens/s is
 batch x context / step time. PyTorch runs the same model from Keel's initialized weights
-(its loss after the first step is checked against Keel's), in a pass of its own (its OpenMP
-threads and numpy's OpenBLAS threads busy-wait against each other when the two alternate:
-see bench_transformer.py).
+(its loss after the first step is checked against Keel's). The two are timed in alternating
+blocks of calls, not call by call: PyTorch's OpenMP threads and numpy's OpenBLAS threads
+busy-wait against each other when the two alternate closely (see bench_transformer.py).
 
 Generation: batch 1, greedy, `--tokens` characters from an empty cache; Keel runs the
 exported step program through `paddle.inference`'s Predictor (the new character and every
@@ -25,6 +25,7 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 
@@ -172,6 +173,20 @@ def torch_generation(model, tokens):
     return run
 
 
+def in_blocks(contenders, repeat, blocks=3):
+    """Median seconds per call of each contender, timed in alternating blocks of calls
+    (Keel's, PyTorch's, Keel's, ...: `blocks` rounds of about repeat / blocks calls each,
+    after a warm-up), so that a change in the machine's load hits both, while within a block
+    neither's threads wait on the other's (see the module doc)."""
+    times = {name: [] for name in contenders}
+    per_block = max(1, round(repeat / blocks))
+    for round_ in range(blocks):
+        for name, fn in contenders.items():
+            block = measure({name: fn}, repeat=per_block, warmup=2 if round_ == 0 else 1, per_call=True)
+            times[name] += block[name]
+    return {name: median(ts) for name, ts in times.items()}
+
+
 def limit_threads(n):
     """The same thread count for both: PyTorch's intra-op threads and numpy's BLAS (through
     threadpoolctl, which scikit-learn installs)."""
@@ -214,9 +229,10 @@ def main(argv=None):
         print(f"check, one step from the same weights: loss {k_loss:.6f} (Keel), {t_loss:.6f} (PyTorch)")
         assert abs(k_loss - t_loss) < 1e-4 * abs(t_loss), "Keel and PyTorch compute different losses"
 
-    t = measure({"keel": keel_step}, repeat=args.repeat, warmup=2)
-    if peer is not None:   # a pass of its own: see the docstring
-        t.update(measure({"torch": peer[0]}, repeat=args.repeat, warmup=2))
+    train = {"keel": keel_step}
+    if peer is not None:
+        train["torch"] = peer[0]
+    t = in_blocks(train, args.repeat)
     tokens = BATCH * CONTEXT
     rows = [("training step (32 x 128 characters, AdamW)", f"{t['keel'] * 1e3:.1f} ms ({tokens / t['keel']:,.0f} tok/s)",
              f"{t['torch'] * 1e3:.1f} ms ({tokens / t['torch']:,.0f} tok/s)" if "torch" in t else "not installed",
@@ -233,9 +249,7 @@ def main(argv=None):
             g["torch"] = torch_generation(torch_model_now, args.tokens)
             same = g["keel"]() == g["torch"]()
             print(f"check, greedy generation of {args.tokens} characters: the same text: {same}")
-        gt = {}
-        for name, fn in g.items():   # passes of their own, as above
-            gt.update(measure({name: fn}, repeat=max(3, args.repeat // 2), warmup=1))
+        gt = in_blocks(g, max(3, args.repeat // 2))
     per = {k: v / args.tokens for k, v in gt.items()}
     rows.append((f"cached generation, per character (batch 1, {args.tokens} steps)", f"{per['keel'] * 1e3:.2f} ms",
                  f"{per['torch'] * 1e3:.2f} ms" if "torch" in per else "not installed",

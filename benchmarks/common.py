@@ -6,9 +6,9 @@ import time
 from statistics import median
 
 
-def measure(contenders: dict, repeat: int = 30, warmup: int = 3) -> dict[str, float]:
+def measure(contenders: dict, repeat: int = 30, warmup: int = 3, per_call: bool = False) -> dict:
     """Median seconds per call of each zero-argument callable, interleaving them so that
-    machine noise hits all alike."""
+    machine noise hits all alike (`per_call`: every call's seconds, not the median)."""
     for fn in contenders.values():
         for _ in range(warmup):
             fn()
@@ -18,7 +18,7 @@ def measure(contenders: dict, repeat: int = 30, warmup: int = 3) -> dict[str, fl
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
-    return {name: median(ts) for name, ts in times.items()}
+    return times if per_call else {name: median(ts) for name, ts in times.items()}
 
 
 def table(title: str, rows: list[tuple], headers: tuple) -> str:
