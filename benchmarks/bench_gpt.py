@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 from statistics import median
 
@@ -173,7 +174,7 @@ def torch_generation(model, tokens):
     return run
 
 
-def in_blocks(contenders, repeat, blocks=3):
+def in_blocks(contenders, repeat, blocks=3, clock=time.perf_counter):
     """Median seconds per call of each contender, timed in alternating blocks of calls
     (Keel's, PyTorch's, Keel's, ...: `blocks` rounds of about repeat / blocks calls each,
     after a warm-up), so that a change in the machine's load hits both, while within a block
@@ -182,7 +183,8 @@ def in_blocks(contenders, repeat, blocks=3):
     per_block = max(1, round(repeat / blocks))
     for round_ in range(blocks):
         for name, fn in contenders.items():
-            block = measure({name: fn}, repeat=per_block, warmup=2 if round_ == 0 else 1, per_call=True)
+            block = measure({name: fn}, repeat=per_block, warmup=2 if round_ == 0 else 1, per_call=True,
+                            clock=clock)
             times[name] += block[name]
     return {name: median(ts) for name, ts in times.items()}
 
@@ -214,9 +216,15 @@ def main(argv=None):
     parser.add_argument("--tokens", type=int, default=128, help="characters generated per timed run")
     parser.add_argument("--threads", type=int, default=0,
                         help="limit numpy's BLAS and PyTorch to this many threads (0: as they start)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time CPU seconds of the process, not the wall's (with --threads 1: what "
+                             "an idle core would take, on a machine busy with other work)")
     args = parser.parse_args(argv)
     if args.threads:
         limit_threads(args.threads)
+    if args.cpu_time and args.threads != 1:
+        parser.error("--cpu-time needs --threads 1 (idle threads spinning would count as work)")
+    clock = time.process_time if args.cpu_time else time.perf_counter
     data = train_gpt.CharData(train_gpt.corpus(), CONTEXT)
     model, scope, keel_step, batch = keel_training(data, seed=7)
     weights = model.state_dict(scope=scope)
@@ -232,7 +240,7 @@ def main(argv=None):
     train = {"keel": keel_step}
     if peer is not None:
         train["torch"] = peer[0]
-    t = in_blocks(train, args.repeat)
+    t = in_blocks(train, args.repeat, clock=clock)
     tokens = BATCH * CONTEXT
     rows = [("training step (32 x 128 characters, AdamW)", f"{t['keel'] * 1e3:.1f} ms ({tokens / t['keel']:,.0f} tok/s)",
              f"{t['torch'] * 1e3:.1f} ms ({tokens / t['torch']:,.0f} tok/s)" if "torch" in t else "not installed",
@@ -249,13 +257,14 @@ def main(argv=None):
             g["torch"] = torch_generation(torch_model_now, args.tokens)
             same = g["keel"]() == g["torch"]()
             print(f"check, greedy generation of {args.tokens} characters: the same text: {same}")
-        gt = in_blocks(g, max(3, args.repeat // 2))
+        gt = in_blocks(g, max(3, args.repeat // 2), clock=clock)
     per = {k: v / args.tokens for k, v in gt.items()}
     rows.append((f"cached generation, per character (batch 1, {args.tokens} steps)", f"{per['keel'] * 1e3:.2f} ms",
                  f"{per['torch'] * 1e3:.2f} ms" if "torch" in per else "not installed",
                  f"{per['keel'] / per['torch']:.2f}x" if "torch" in per else "-"))
     rows += recompute_rows()
-    print(table("GPT benchmark (medians; ratio = Keel / PyTorch eager)", rows,
+    what = "CPU seconds, 1 thread" if args.cpu_time else f"wall time, {args.threads or 'default'} threads"
+    print(table(f"GPT benchmark (medians of {what}; ratio = Keel / PyTorch eager)", rows,
                 ("workload", "Keel", "PyTorch eager", "ratio")))
 
 
