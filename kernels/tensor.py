@@ -478,9 +478,9 @@ def gather_nd(xp, x, index):
 def _scatter_add_rows(out, idx, values):
     """out[idx] += values for numpy rows (idx 1-D, values [len(idx), ...]): the indices
     sorted (stably), each run of equal ones summed by one add.reduceat. numpy's add.at
-    handles one element at a time: 27 ms for an embedding gradient of 4096 rows of 128 on
-    a loaded 2-core machine here, 1.2 ms this way. Sums in a different order than add.at
-    (the same values to float rounding)."""
+    handles one element at a time: for an embedding gradient of 4096 rows of 128 (103
+    distinct ids) 3.4 ms of CPU against 1.2 ms this way (numpy 2.4, one core). Sums in a
+    different order than add.at (the same values to float rounding)."""
     idx = np.where(idx < 0, idx + out.shape[0], idx)  # -1 and n-1 are one row: one group
     order = np.argsort(idx, kind="stable")
     ordered = idx[order]
