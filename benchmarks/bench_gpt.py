@@ -147,11 +147,9 @@ def torch_training(weights, batch, no_decay):
 def keel_generation(generator, tokens):
     """Greedy generation of `tokens` characters from an empty cache through the Predictor."""
     def run():
-        caches = [np.zeros((1, generator.heads, 0, generator.head_dim), np.float32)
-                  for _ in generator.cache_names]
-        token, out = 0, []
+        caches, token, out = generator.empty_caches(), 0, []
         for position in range(tokens):
-            logits, caches = generator._step(token, position, caches)
+            logits, caches = generator.step(token, position, caches)
             token = int(np.argmax(logits))
             out.append(token)
         return out
@@ -222,6 +220,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.threads:
         limit_threads(args.threads)
+    if not 1 <= args.tokens <= CONTEXT:
+        parser.error(f"--tokens must be 1..{CONTEXT} (the model's positions)")
     if args.cpu_time and args.threads != 1:
         parser.error("--cpu-time needs --threads 1 (idle threads spinning would count as work)")
     clock = time.process_time if args.cpu_time else time.perf_counter

@@ -47,8 +47,8 @@ class CharData:
 
     def __init__(self, text: str, context: int):
         self.chars = sorted(set(text))
-        index = {c: i for i, c in enumerate(self.chars)}
-        ids = np.fromiter((index[c] for c in text), dtype=np.int64, count=len(text))
+        self.index = {c: i for i, c in enumerate(self.chars)}
+        ids = np.fromiter((self.index[c] for c in text), dtype=np.int64, count=len(text))
         split = int(len(ids) * 0.9)
         self.train, self.valid = ids[:split], ids[split:]
         self.context = context
@@ -58,8 +58,8 @@ class CharData:
         return len(self.chars)
 
     def encode(self, text: str) -> list[int]:
-        index = {c: i for i, c in enumerate(self.chars)}
-        return [index[c] for c in text if c in index]
+        """Character ids (characters the corpus lacks are left out)."""
+        return [self.index[c] for c in text if c in self.index]
 
     def batch(self, rng, batch_size: int):
         """`batch_size` windows at random places of the training text: inputs, next characters."""
@@ -259,7 +259,7 @@ def train(args, data, model, scope):
 
 def export(model, data, out, scope):
     """`out.pdmodel` (context in, logits out), `out_step.pdmodel` (one cached decoding step) and
-    `out.vocab.json` (the characters, by id)."""
+    `out.vocab.json` (the characters by id, and the context length)."""
     directory = os.path.dirname(out)
     if directory:
         os.makedirs(directory, exist_ok=True)
@@ -270,7 +270,7 @@ def export(model, data, out, scope):
                     input_spec=[InputSpec([None, 1], "int64", "ids"), InputSpec([1], "int64", "position"),
                                 *cache_specs], scope=scope)
     with open(out + ".vocab.json", "w", encoding="utf-8") as f:
-        json.dump(data.chars, f, ensure_ascii=False)
+        json.dump({"chars": data.chars, "context": model.context}, f, ensure_ascii=False)
 
 
 class Generator:
@@ -280,39 +280,41 @@ class Generator:
     def __init__(self, prefix):
         self.predictor = paddle.inference.create_predictor(paddle.inference.Config(prefix + "_step"))
         with open(prefix + ".vocab.json", encoding="utf-8") as f:
-            self.chars = json.load(f)
+            vocab = json.load(f)
+        self.chars, self.context = vocab["chars"], int(vocab["context"])
         self.index = {c: i for i, c in enumerate(self.chars)}
-        names = self.predictor.get_input_names()
-        self.cache_names = names[2:]
+        self.cache_names = self.predictor.get_input_names()[2:]   # after ids and position
         shape = self.predictor.get_input_handle(self.cache_names[0]).shape()
         self.heads, self.head_dim = shape[1], shape[3]
-        self.context = None
 
-    def _step(self, token, position, caches):
+    def empty_caches(self):
+        return [np.zeros((1, self.heads, 0, self.head_dim), np.float32) for _ in self.cache_names]
+
+    def step(self, token, position, caches):
+        """One decoding step: (the next character's logits, the grown caches)."""
         outputs = self.predictor.run([np.array([[token]], np.int64), np.array([position], np.int64), *caches])
         return outputs[0][0], outputs[1:]
 
-    def generate(self, prompt, length, context, rng=None, top_k=0, top_p=1.0, temperature=1.0):
+    def generate(self, prompt, length, rng=None, top_k=0, top_p=1.0, temperature=1.0):
         """`prompt` continued by `length` characters: greedy when `rng` is None, else sampled from
         the `top_k` most likely (0: all) within cumulative probability `top_p`. When the cache
         fills the context, decoding restarts from the last half context."""
         ids = [self.index[c] for c in prompt if c in self.index] or [0]
-        caches, logits = self._fill(ids, context)
+        caches, logits = self._fill(ids)
         for _ in range(length):
             token = choose(logits, rng, top_k, top_p, temperature)
             ids.append(token)
-            if caches[0].shape[2] == context:
-                caches, logits = self._fill(ids[-(context // 2):], context)
+            if caches[0].shape[2] == self.context:   # positions run out: restart from the last half
+                caches, logits = self._fill(ids[-(self.context // 2):])
             else:
-                logits, caches = self._step(token, caches[0].shape[2], caches)
+                logits, caches = self.step(token, caches[0].shape[2], caches)
         return "".join(self.chars[i] for i in ids)
 
-    def _fill(self, ids, context):
+    def _fill(self, ids):
         """Run the prompt through the step program (its last `context` characters)."""
-        caches = [np.zeros((1, self.heads, 0, self.head_dim), np.float32) for _ in self.cache_names]
-        logits = None
-        for position, token in enumerate(ids[-context:]):
-            logits, caches = self._step(token, position, caches)
+        caches, logits = self.empty_caches(), None
+        for position, token in enumerate(ids[-self.context:]):
+            logits, caches = self.step(token, position, caches)
         return caches, logits
 
 
@@ -361,10 +363,10 @@ def main(argv=None):
 
     generator = Generator(args.out)
     started = time.perf_counter()
-    text = generator.generate(args.prompt, args.generate, args.context)
+    text = generator.generate(args.prompt, args.generate)
     per_char = (time.perf_counter() - started) / (len(args.prompt) + args.generate)
     print(f"greedy ({per_char * 1e3:.2f} ms per character):\n{text}\n")
-    text = generator.generate(args.prompt, args.generate, args.context, np.random.default_rng(args.seed),
+    text = generator.generate(args.prompt, args.generate, np.random.default_rng(args.seed),
                               top_k=20, top_p=0.9, temperature=0.8)
     print(f"sampled (top-k 20, top-p 0.9, temperature 0.8):\n{text}")
 

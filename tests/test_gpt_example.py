@@ -44,9 +44,9 @@ def test_cached_steps_give_the_whole_context_logits_at_every_position(exported):
     assert ids.shape == (1, CONTEXT)
     expected, = whole.run([ids])                         # [1, context, vocab]
     generator = train_gpt.Generator(prefix)
-    caches = [np.zeros((1, HEADS, 0, WIDTH // HEADS), np.float32) for _ in generator.cache_names]
+    caches = generator.empty_caches()
     for position in range(CONTEXT):
-        logits, caches = generator._step(int(ids[0, position]), position, caches)
+        logits, caches = generator.step(int(ids[0, position]), position, caches)
         np.testing.assert_allclose(logits, expected[0, position], rtol=1e-4, atol=1e-5)
         assert [c.shape for c in caches] == [(1, HEADS, position + 1, WIDTH // HEADS)] * (2 * LAYERS)
     assert np.ptp(expected[0].argmax(-1)) > 0 or np.ptp(expected[0]) > 0.1   # the positions differ
@@ -58,7 +58,7 @@ def test_the_step_plan_is_compiled_once_while_the_cache_grows(exported, monkeypa
     real = executor_module.compile_plan
     monkeypatch.setattr(executor_module, "compile_plan", lambda *a, **k: compiled.append(1) or real(*a, **k))
     generator = train_gpt.Generator(prefix)
-    text = generator.generate("the", 2 * CONTEXT, CONTEXT)   # past the context: the cache is refilled
+    text = generator.generate("the", 2 * CONTEXT)   # past the context: the cache is refilled
     assert len(text) == 3 + 2 * CONTEXT
     assert len(compiled) == 1
 
@@ -66,7 +66,7 @@ def test_the_step_plan_is_compiled_once_while_the_cache_grows(exported, monkeypa
 def test_greedy_generation_is_the_argmax_of_the_whole_context_model(exported):
     prefix, data, whole = exported
     generator = train_gpt.Generator(prefix)
-    text = generator.generate("the", CONTEXT - 3, CONTEXT)
+    text = generator.generate("the", CONTEXT - 3)
     ids = np.array([data.encode(text)], np.int64)
     logits, = whole.run([ids])
     predicted = logits[0, 2:-1].argmax(-1)            # what each position says comes next
