@@ -208,6 +208,7 @@ def progress(step, steps, loss, started, width=30):
 
 
 def evaluate(exe, program, loss, data, batch_size, scope):
+    """The mean loss per character over the validation text."""
     total, count = 0.0, 0
     for x, y in data.validation_batches(batch_size):
         value, = exe.run(program, feed={"ids": x, "targets": y}, fetch_list=[loss], scope=scope)
@@ -230,7 +231,6 @@ def train(args, data, model, scope):
     rng = np.random.default_rng(args.seed)
     deadline = time.perf_counter() + args.minutes * 60 if args.minutes else math.inf
     step, epoch, started = 0, 0, time.perf_counter()
-    history = []
     while step < total_steps and time.perf_counter() < deadline:
         epoch += 1
         steps = min(steps_per_epoch, total_steps - step)
@@ -250,8 +250,6 @@ def train(args, data, model, scope):
         tokens = len(losses) * args.batch_size * args.context
         print(f"\repoch {epoch:2d}  step {step:5d}  train loss {np.mean(losses):.4f}  valid loss {valid:.4f}  "
               f"tokens/s {tokens / seconds:,.0f}  elapsed {elapsed:.0f}s")
-        history.append((step, elapsed, valid))
-    return history
 
 
 # -- export and generation -----------------------------------------------------------------------
