@@ -1,7 +1,7 @@
 """A character-level GPT trained on Python's own documentation, exported, and served by the
 Predictor, which generates text one character at a time with a key/value cache.
 
-    python examples/train_gpt.py                      # the full run (about 10 minutes on 2 cores)
+    python examples/train_gpt.py                      # the full run (about 6 minutes of one core)
     python examples/train_gpt.py --steps 20           # a quick smoke run
 
 The corpus is on every machine with no download: the English text of Python's
@@ -333,7 +333,7 @@ def choose(logits, rng, top_k, top_p, temperature):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=15, help="passes over the training text's size")
+    parser.add_argument("--epochs", type=int, default=10, help="passes over the training text's size")
     parser.add_argument("--steps", type=int, default=0, help="train this many steps in all (a quick run)")
     parser.add_argument("--steps-per-epoch", type=int, default=0, help="default: the training text's size")
     parser.add_argument("--minutes", type=float, default=0, help="stop training after this long (0: no limit)")
