@@ -492,13 +492,13 @@ def layer_norm(xp, x, scale, bias, *, epsilon, begin_norm_axis):
     [prod(dims before begin_norm_axis)]; Scale/Bias hold prod(normalized dims) values."""
     left, right, cdt, x2 = _layer_norm_rows(xp, x, begin_norm_axis)
     mu = x2.mean(axis=1)
-    centered = x2 - mu[:, None]
-    var = (centered * centered).mean(axis=1)
-    y = centered / xp.sqrt(var + epsilon)[:, None]
+    y = x2 - mu[:, None]   # a fresh array, normalized, scaled and shifted in place
+    var = (y * y).mean(axis=1)
+    y /= xp.sqrt(var + epsilon)[:, None]
     if scale is not None:
-        y = y * scale.reshape(1, right).astype(cdt, copy=False)
+        y *= scale.reshape(1, right).astype(cdt, copy=False)
     if bias is not None:
-        y = y + bias.reshape(1, right).astype(cdt, copy=False)
+        y += bias.reshape(1, right).astype(cdt, copy=False)
     sdt = _stat_dtype(xp, x.dtype)
     return y.reshape(x.shape).astype(x.dtype, copy=False), mu.astype(sdt), var.astype(sdt)
 
@@ -1174,7 +1174,10 @@ def _normalized_grad(xp, xhat, inv_std, gdy, axes):
     inv_std * (gdy - mean(gdy) - xhat * mean(gdy * xhat))."""
     m1 = gdy.mean(axis=axes, keepdims=True)
     m2 = (gdy * xhat).mean(axis=axes, keepdims=True)
-    return inv_std * (gdy - m1 - xhat * m2)
+    dx = gdy - m1          # the same operations in the same order, two temporaries fewer
+    dx -= xhat * m2
+    dx *= inv_std
+    return dx
 
 
 @kernel("layer_norm_grad", inputs=["X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"],
@@ -1340,11 +1343,7 @@ def lookup_table_v2_grad(xp, ids, w, dout, *, padding_idx):
     rows = rows.astype(dw.dtype, copy=False)
     if pad != -1:  # zeros added to the padding row rather than a mask (whose size a GPU reads back)
         rows = xp.where((flat == pad)[:, None], xp.zeros((), dw.dtype), rows)
-    if getattr(xp, "__name__", "") == "cupy":
-        import cupyx
-        cupyx.scatter_add(dw, flat, rows)
-    else:
-        xp.add.at(dw, flat, rows)
+    scatter_add(xp, dw, flat, rows)
     return dw.astype(w.dtype, copy=False)
 
 
