@@ -36,7 +36,7 @@ from kernels.conv import conv2d_nchw, general_nchw
 from kernels.conv import pad_spatial as _pad_spatial
 from kernels.conv import windows as _windows
 from kernels.registry import kernel
-from kernels.tensor import check_index_range
+from kernels.tensor import check_index_range, scatter_add
 
 _FLT_MAX = 3.4028234663852886e38  # C's FLT_MAX: Paddle's initial value for max pooling
 
