@@ -19,7 +19,8 @@ Semantics follow PaddlePaddle's legacy ops (the phi CPU kernels are the referenc
 
 Gradient kernels (end of the file) reuse the same views: conv2d_grad is one GEMM of the
 columns with dOut for the filter and W^T dOut + col2im (a strided add per window offset)
-for the input; pool2d_grad makes one strided pass per window offset, routing max-pool
+for the input (with one group in NCHW, a chunk of samples at a time: kernels/conv_grad.py);
+pool2d_grad makes one strided pass per window offset, routing max-pool
 gradients to the first maximum of each window; batch_norm_grad reads SavedMean and
 SavedVariance (the inverse std) in training, the running Mean/Variance otherwise.
 """
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.conv import conv2d_nchw, general_nchw
+from kernels.conv_grad import filter_grad_chunked, input_grad_chunked_s1
 from kernels.conv import pad_spatial as _pad_spatial
 from kernels.conv import windows as _windows
 from kernels.registry import kernel
@@ -818,6 +820,8 @@ def _conv_filter_grad(xp, xpad, dy, kh, kw, sh, sw, dh, dw, g, channel_last, dyg
         dyg = dy2.reshape(p, g, og).transpose(1, 0, 2)               # [g, P, og]
         dwm = xp.matmul(cols.transpose(0, 2, 1), dyg)                # [g, kh*kw*cg, og]
         return dwm.reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
+    if g == 1:
+        return filter_grad_chunked(xp, xpad, dy, kh, kw, sh, sw, dh, dw)
     # cols [g, cg*kh*kw, N*oh*ow] (one copy, as the forward's im2col), dy as [g, og, N*oh*ow]
     cols = win.transpose(1, 4, 5, 0, 2, 3).reshape(g, cg * kh * kw, p)
     if dyg is None:
@@ -862,6 +866,8 @@ def _conv_input_grad(xp, dy, w, padded_shape, kh, kw, sh, sw, dh, dw, g, channel
                 xp.multiply(dy, w[:, 0, a, b].reshape(1, o, 1, 1), out=buf)
                 dxpad[_tap(a, b, oh, ow, sh, sw, dh, dw, False)] += buf
         return dxpad
+    if g == 1 and sh == 1 and sw == 1:
+        return input_grad_chunked_s1(xp, dy, w, padded_shape, dh, dw)
     if dyg is None:
         dyg = _nchw_by_group(xp, dy, g)
     # rows ordered (a, b, cg): the block of offset (a, b) is a contiguous [g, cg, N, oh, ow]
@@ -901,7 +907,11 @@ def _conv2d_grad(xp, x, w, dy, strides, paddings, padding_algorithm, dilations, 
     xc, wc, dyc = (a.astype(cdt, copy=False) for a in (x, w, dy))
     dx = dw_ = None
     depthwise = w.shape[1] == 1 and w.shape[0] == g
-    dyg = None if channel_last or (depthwise and "Filter@GRAD" not in need) else _nchw_by_group(xp, dyc, g)
+    # dy by group: an operand of both general NCHW gradients (kernels/conv_grad.py's
+    # one-group paths and the depthwise dInput read dy as it is)
+    general_filter = "Filter@GRAD" in need and g > 1
+    general_input = "Input@GRAD" in need and not depthwise and (g > 1 or (sh, sw) != (1, 1))
+    dyg = _nchw_by_group(xp, dyc, g) if not channel_last and (general_filter or general_input) else None
     if "Filter@GRAD" in need:
         xpad = _pad_spatial(xp, xc, pads, channel_last)
         dw_ = _conv_filter_grad(xp, xpad, dyc, kh, kw, sh, sw, dh, dw, g, channel_last, dyg)
