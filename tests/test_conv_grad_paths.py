@@ -3,8 +3,9 @@
 strided slices of the padded input) and against the same kernel in one chunk (the whole
 column matrix at once, the previous formulation), with chunks forced small enough that
 the batch splits unevenly. The gradient checks of conv2d (tests/test_grad_nn.py) cover
-them by finite differences; this module reruns on the cupy stand-in
-(tests/test_standin_kernels.py)."""
+them by finite differences. Also pooling's paths: global pooling (one reduction) against
+the explicit full-plane window, separable 3x3-and-up windows against loops. This module
+reruns on the cupy stand-in (tests/test_standin_kernels.py)."""
 import numpy as np
 import pytest
 
@@ -113,3 +114,65 @@ def test_only_the_requested_gradient():
     dx, dw = conv2d_grad(np, x, w, dy, **attrs, need=frozenset({"Filter@GRAD"}))
     assert dx is None
     _assert_close(dw, want_dw, 7 * 81)
+
+
+# -- pooling: global pooling's one reduction against the per-cell window passes ------------------
+
+def _pool_attrs(pooling_type, layout, global_pooling, ksize=(1, 1)):
+    return {"ksize": list(ksize), "strides": [1, 1], "paddings": [0, 0], "ceil_mode": False, "exclusive": True,
+            "data_format": layout, "pooling_type": pooling_type, "global_pooling": global_pooling,
+            "adaptive": False, "padding_algorithm": "EXPLICIT"}
+
+
+def _pool_and_grad(x, dout, attrs):
+    out = call_kernel("pool2d", {"X": x}, attrs)["Out"]
+    if dout is None:
+        return out, None
+    return out, call_kernel("pool2d_grad", {"X": x, "Out": out, "Out@GRAD": dout}, attrs)["X@GRAD"]
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("pooling_type", ["max", "avg"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_global_pool_matches_full_window(pooling_type, layout, dtype):
+    """Global pooling equals an explicit H x W window (one pass per cell) forward and back,
+    max with ties (a plane of zeros after relu, repeated maxima) routed to the first cell."""
+    r = np.random.default_rng(3)
+    x = np.maximum(r.standard_normal((2, 5, 4, 6)), 0).round(1)
+    x[0, 1] = 0.0
+    x[1, 2, 1, 3] = x[1, 2, 2, 0] = x[1, 2].max() + 1
+    x = x.astype(dtype)
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    dshape = (2, 1, 1, 5) if layout == "NHWC" else (2, 5, 1, 1)
+    dout = r.standard_normal(dshape).astype(dtype)
+    got = _pool_and_grad(x, dout, _pool_attrs(pooling_type, layout, True))
+    want = _pool_and_grad(x, dout, _pool_attrs(pooling_type, layout, False, ksize=(4, 6)))
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype and g.flags.c_contiguous
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=2e-3 if dtype == np.float16 else 1e-6)
+    if pooling_type == "max":  # the gradient of a tied plane lands on its first cell only
+        dx = got[1] if layout == "NCHW" else got[1].transpose(0, 3, 1, 2)
+        d = dout.reshape(2, 5)
+        assert dx[0, 1, 0, 0] == d[0, 1] and np.count_nonzero(dx[0, 1]) == (d[0, 1] != 0)
+        assert dx[1, 2, 1, 3] == d[1, 2] and dx[1, 2, 2, 0] == 0
+
+
+@pytest.mark.parametrize("pooling_type", ["max", "avg"])
+@pytest.mark.parametrize("shape,k,s,p", [((2, 3, 11, 13), 3, 2, 1), ((1, 4, 9, 10), 3, 1, 1), ((1, 2, 12, 9), 5, 3, 2)],
+                         ids=["3x3 s2", "3x3 s1", "5x5 s3"])
+def test_separable_windows_match_loops(pooling_type, shape, k, s, p):
+    """Windows of 3x3 and up reduce along the width, then the height: the loop reference."""
+    x = np.random.default_rng(4).standard_normal(shape)
+    attrs = _pool_attrs(pooling_type, "NCHW", False, (k, k))
+    attrs.update(strides=[s, s], paddings=[p, p])
+    got = _pool_and_grad(x, None, attrs)[0]
+    n, c, h, w = shape
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    want = np.empty((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            r0, c0 = max(i * s - p, 0), max(j * s - p, 0)
+            win = x[:, :, r0:min(i * s - p + k, h), c0:min(j * s - p + k, w)]
+            want[:, :, i, j] = win.max(axis=(2, 3)) if pooling_type == "max" else win.mean(axis=(2, 3))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
