@@ -300,3 +300,28 @@ def _strided_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
         _apply(epilogue, part, lo * m, hi * m)
     per_channel = n * m * oh * ow * x.itemsize
     split_run(xp, c, _in_blocks(xp, channels, per_channel), out.size * kh * kw)
+
+
+
+def transpose_tiles_nchw(xp, x, w, g):
+    """conv2d_transpose of NCHW x [N, C, H, W] with Filter w [C, O/g, kh, kw] whose stride
+    equals its kernel (no dilation, padding or extra output): the windows tile the output,
+    so each output cell is ONE product, out[n, o, i*kh + a, j*kw + b] = sum over c of
+    x[n, c, i, j] * W[c, o, a, b]. One batched GEMM per sample and group into
+    [N, O, kh, kw, H, W] (no copy of x), then each tap's block ASSIGNED to its strided cells
+    of the output: no zeroed canvas, no adds, no final transpose (the general col2im's).
+    Measured on the detector's 2x2 stride-2 upsampling: [1, 24, 80, 120] -> 24: 1.34x,
+    [1, 24, 160, 240] -> 1: 1.36x, [8, 64, 16, 16] -> 32: 1.5x; one interleaving copy of
+    the GEMM's result (a sub-pixel shuffle) instead measured 0.69-1.11x."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    cg = c // g
+    wmat = w.reshape(g, cg, og * kh * kw).transpose(0, 2, 1)        # [g, og*kh*kw, cg]
+    cols = xp.matmul(wmat, x.reshape(n, g, cg, h * wd))              # [N, g, og*kh*kw, H*W]
+    cols = cols.reshape(n, g, og, kh, kw, h, wd)
+    out = xp.empty((n, g * og, h * kh, wd * kw), dtype=x.dtype)
+    blocks = out.reshape(n, g, og, h * kh, wd * kw)
+    for a in range(kh):
+        for b in range(kw):
+            blocks[:, :, :, a::kh, b::kw] = cols[:, :, :, a, b]
+    return out

@@ -4,7 +4,9 @@ strided slices of the padded input) and against the same kernel in one chunk (th
 column matrix at once, the previous formulation), with chunks forced small enough that
 the batch splits unevenly. The gradient checks of conv2d (tests/test_grad_nn.py) cover
 them by finite differences. Also pooling's paths: global pooling (one reduction) against
-the explicit full-plane window, separable 3x3-and-up windows against loops. This module
+the explicit full-plane window, separable 3x3-and-up windows against loops; and
+conv2d_transpose with stride == kernel (kernels/conv.py transpose_tiles_nchw) against a
+float64 scatter and the general col2im. This module
 reruns on the cupy stand-in (tests/test_standin_kernels.py)."""
 import numpy as np
 import pytest
@@ -176,3 +178,42 @@ def test_separable_windows_match_loops(pooling_type, shape, k, s, p):
             win = x[:, :, r0:min(i * s - p + k, h), c0:min(j * s - p + k, w)]
             want[:, :, i, j] = win.max(axis=(2, 3)) if pooling_type == "max" else win.mean(axis=(2, 3))
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+# -- conv2d_transpose whose stride equals its kernel: each tap assigned to its cells ---------------
+
+def _transpose_reference(x, w, g, bias):
+    """float64 scatter: input cell (i, j) adds x * W[c, :, a, b] to output cell (i*kh + a, j*kw + b)."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    cg = c // g
+    out = np.zeros((n, g * og, h * kh, wd * kw))
+    for grp in range(g):
+        xs = x[:, grp * cg:(grp + 1) * cg].astype(np.float64)
+        ws = w[grp * cg:(grp + 1) * cg].astype(np.float64)
+        for a in range(kh):
+            for b in range(kw):
+                out[:, grp * og:(grp + 1) * og, a::kh, b::kw] += np.einsum("ncij,co->noij", xs, ws[:, :, a, b])
+    return out if bias is None else out + bias.reshape(1, -1, 1, 1)
+
+
+@pytest.mark.parametrize("xs,ws,g,with_bias", [
+    ((1, 6, 5, 7), (6, 4, 2, 2), 1, False),     # the detector's 2x upsampling
+    ((2, 4, 3, 5), (4, 1, 2, 2), 1, True),      # to one channel, with Bias
+    ((2, 6, 4, 3), (6, 2, 3, 2), 3, False),     # grouped, 3x2 tiles
+], ids=["2x2 s2", "to one channel, bias", "grouped 3x2"])
+def test_transpose_tiles_match_reference_and_general(xs, ws, g, with_bias):
+    r = np.random.default_rng(5)
+    x, w = r.standard_normal(xs).astype(np.float32), r.standard_normal(ws).astype(np.float32)
+    bias = r.standard_normal(ws[1] * g).astype(np.float32) if with_bias else None
+    attrs = {"strides": list(ws[2:]), "paddings": [0, 0], "output_padding": [], "output_size": [],
+             "padding_algorithm": "EXPLICIT", "groups": g, "dilations": [1, 1], "data_format": "NCHW"}
+    inputs = {"Input": x, "Filter": w, **({"Bias": bias} if with_bias else {})}
+    got = call_kernel("conv2d_transpose", inputs, attrs)["Output"]
+    want = _transpose_reference(x, w, g, bias)
+    assert got.shape == want.shape and got.dtype == np.float32 and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
+    # the general col2im, which NHWC takes
+    nhwc = dict(inputs, Input=np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
+    general = call_kernel("conv2d_transpose", nhwc, dict(attrs, data_format="NHWC"))["Output"]
+    np.testing.assert_allclose(got, general.transpose(0, 3, 1, 2), rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
