@@ -7,7 +7,8 @@ Semantics follow PaddlePaddle's legacy ops (the phi CPU kernels are the referenc
   does from the *undilated* kernel size and forces the dilations to 1 (Paddle's
   UpdatePaddingAndDilation); "VALID" zeroes the paddings. depthwise_conv2d ignores the
   `groups` attribute (groups = input channels), as Paddle's depthwise kernel does.
-- conv2d_transpose: one matmul to columns, then col2im as kh*kw strided adds.
+- conv2d_transpose: one matmul to columns, then col2im as kh*kw strided adds (stride ==
+  kernel: each tap assigned to its own cells, kernels/conv.py transpose_tiles_nchw).
 - pool2d: windows start at i*stride - pad_top and are clipped to the input
   ([max(start, 0), min(start + k, H))); avg divides by the clipped window size when
   `exclusive` (or adaptive), else by kh*kw; max starts from -FLT_MAX. The window is reduced
