@@ -13,7 +13,9 @@ Semantics follow PaddlePaddle's legacy ops (the phi CPU kernels are the referenc
   ([max(start, 0), min(start + k, H))); avg divides by the clipped window size when
   `exclusive` (or adaptive), else by kh*kw; max starts from -FLT_MAX. The window is reduced
   by one elementwise max/add per window offset over a strided view (numpy reduces a view's
-  tiny trailing window axes ~25x slower).
+  tiny trailing window axes ~25x slower). adaptive: avg over bins [floor(i*in/out),
+  ceil((i+1)*in/out)); max as PaddlePaddle's kernel runs it, windows of ksize from i*stride
+  (see pool2d).
 - batch_norm: batch statistics use the biased variance, and so does the running-variance
   update; SavedVariance holds 1/sqrt(var + eps).
 - interpolation follows Paddle's index/weight formulas including its float32/float64 mix.
@@ -307,9 +309,9 @@ def _adaptive_windows(in_size, out_size):
     return np.minimum(j, end[:, None] - 1), j < end[:, None], start, end
 
 
-def _adaptive_pool(xp, x, oh, ow, pooling_type, channel_last):
-    """Gather every bin padded to the longest bin; max repeats the bin's last element (harmless
-    for max), avg masks the repeats and divides by the true bin size."""
+def _adaptive_avg_pool(xp, x, oh, ow, channel_last):
+    """Gather every bin padded to the longest bin, mask the repeats and divide by the true bin
+    size."""
     h, w = _spatial(x, channel_last)
     idx_h, valid_h, hs, he = _adaptive_windows(h, oh)  # [oh, kh]
     idx_w, valid_w, ws, we = _adaptive_windows(w, ow)  # [ow, kw]
@@ -320,8 +322,6 @@ def _adaptive_pool(xp, x, oh, ow, pooling_type, channel_last):
     else:
         gathered = x[:, :, rows, cols]  # [N, C, oh, kh, ow, kw]
         axes = (3, 5)
-    if pooling_type == "max":
-        return gathered.max(axis=axes)
     cdt = _compute_dtype(xp, x.dtype)
     mask = xp.asarray((valid_h[:, :, None, None] & valid_w[None, None, :, :]).astype(cdt))  # [oh, kh, ow, kw]
     count = xp.asarray(((he - hs)[:, None] * (we - ws)[None, :]).astype(cdt))  # [oh, ow]
@@ -346,14 +346,27 @@ def pool2d(xp, x, *, ksize, strides, paddings, ceil_mode, exclusive, data_format
     kh, kw = [int(k) for k in _as_list(ksize, 2)]
     if global_pooling:  # Paddle's UpdateKernelSize; runs before the adaptive branch
         kh, kw = h, w
-    if _one_bin(global_pooling, adaptive, kh, kw):
+    if _one_bin(global_pooling, adaptive, pooling_type, kh, kw):
         return _global_pool(xp, x, pooling_type, channel_last)
-    if adaptive:  # output size = ksize; paddings and strides are ignored
-        return _adaptive_pool(xp, x, kh, kw, pooling_type, channel_last)
+    if adaptive and pooling_type == "avg":  # output size = ksize; paddings and strides are ignored
+        return _adaptive_avg_pool(xp, x, kh, kw, channel_last)
     sh, sw = [int(s) for s in _as_list(strides, 2)]
-    pads = _resolve_padding(paddings, padding_algorithm, (h, w), (sh, sw), (kh, kw))
-    oh = _pool_output_size(h, kh, pads[0], pads[1], sh, ceil_mode)
-    ow = _pool_output_size(w, kw, pads[2], pads[3], sw, ceil_mode)
+    if global_pooling or adaptive:
+        pads = [0, 0, 0, 0]
+    else:
+        pads = _resolve_padding(paddings, padding_algorithm, (h, w), (sh, sw), (kh, kw))
+    if adaptive:
+        # Max pooling with adaptive=True, as PaddlePaddle 3.3.1 computes it: its kernel runs
+        # max pooling with adaptive=false (phi's PoolRawKernel), so the output has the adaptive
+        # size (ksize) but window (i, j) is ksize cells from (i*stride_h, j*stride_w), the
+        # paddings zeroed, clipped to the input (-FLT_MAX where a window is empty); not an
+        # adaptive bin. PaddlePaddle's layers write max_pool2d_with_index for adaptive max
+        # pooling (true bins). Checked against PaddlePaddle's recorded outputs and gradients
+        # (tests/fixtures/zoo/pool2d_adaptive_max.npz); pool3d does the same (kernels/vision.py).
+        oh, ow = kh, kw
+    else:
+        oh = _pool_output_size(h, kh, pads[0], pads[1], sh, ceil_mode)
+        ow = _pool_output_size(w, kw, pads[2], pads[3], sw, ceil_mode)
     if oh <= 0 or ow <= 0:
         raise ValueError(f"pool2d: output size ({oh}, {ow}) is not positive for input {tuple(x.shape)}")
     # Pad so that every window lies inside: top/left by the padding, bottom/right by what the
@@ -419,12 +432,13 @@ def _reduce_axis(a, axis, k, size, stride, combine):
     return out
 
 
-def _one_bin(global_pooling, adaptive, kh, kw):
-    """Whether the pooling window is the whole plane: global pooling (but with adaptive,
-    which makes it the identity) or adaptive pooling to 1x1 (squeeze-excitation's: one
-    reduction instead of a gather of every bin, forward 4-9x, gradient 5-9x on
-    [1, 36, 40, 60], [1, 240, 10, 15] and [1, 48, 3, 80])."""
-    return (global_pooling and not adaptive) or (adaptive and (kh, kw) == (1, 1))
+def _one_bin(global_pooling, adaptive, pooling_type, kh, kw):
+    """Whether the pooling window is the whole plane: global pooling without adaptive (with
+    it, pool2d's adaptive branches run) or adaptive avg pooling to 1x1 (squeeze-excitation's:
+    one reduction instead of a gather of every bin, forward 4-9x, gradient 5-9x on
+    [1, 36, 40, 60], [1, 240, 10, 15] and [1, 48, 3, 80]). Adaptive max runs PaddlePaddle's
+    windows of ksize (see pool2d), not bins."""
+    return (global_pooling and not adaptive) or (adaptive and pooling_type == "avg" and (kh, kw) == (1, 1))
 
 
 def _global_pool(xp, x, pooling_type, channel_last):
@@ -534,13 +548,13 @@ def layer_norm(xp, x, scale, bias, *, epsilon, begin_norm_axis):
     [prod(dims before begin_norm_axis)]; Scale/Bias hold prod(normalized dims) values."""
     left, right, cdt, x2 = _layer_norm_rows(xp, x, begin_norm_axis)
     mu = x2.mean(axis=1)
-    centered = x2 - mu[:, None]
-    var = (centered * centered).mean(axis=1)
-    y = centered / xp.sqrt(var + epsilon)[:, None]
+    y = x2 - mu[:, None]   # a fresh array, normalized, scaled and shifted in place
+    var = (y * y).mean(axis=1)
+    y /= xp.sqrt(var + epsilon)[:, None]
     if scale is not None:
-        y = y * scale.reshape(1, right).astype(cdt, copy=False)
+        y *= scale.reshape(1, right).astype(cdt, copy=False)
     if bias is not None:
-        y = y + bias.reshape(1, right).astype(cdt, copy=False)
+        y += bias.reshape(1, right).astype(cdt, copy=False)
     sdt = _stat_dtype(xp, x.dtype)
     return y.reshape(x.shape).astype(x.dtype, copy=False), mu.astype(sdt), var.astype(sdt)
 
@@ -1038,39 +1052,18 @@ def conv2d_transpose_grad(xp, x, w, bias, dy, *, strides, paddings, padding_algo
 
 # ----------------------------------------------------------------------------- pool2d_grad
 
-def _adaptive_pool_grad(xp, x, out, dout, pooling_type, cdt):
-    """NCHW adaptive pooling gradient. avg: dX = Mh^T (dOut / count) Mw with the 0/1 bin
-    membership matrices; max: the gradient goes to the first element (row-major in its bin)
-    equal to the bin's maximum, accumulated with one scatter-add. The bins are host
-    arrays (_adaptive_bins)."""
-    n, c, h, w = x.shape
-    oh, ow = out.shape[2:]
-    if pooling_type == "avg":
-        hs, he = _adaptive_bins(h, oh)
-        ws, we = _adaptive_bins(w, ow)
-        ih, iw = np.arange(h), np.arange(w)
-        mh = xp.asarray(((ih[None, :] >= hs[:, None]) & (ih[None, :] < he[:, None])).astype(cdt))  # [oh, H]
-        mw = xp.asarray(((iw[None, :] >= ws[:, None]) & (iw[None, :] < we[:, None])).astype(cdt))  # [ow, W]
-        recip = xp.asarray((1.0 / ((he - hs)[:, None] * (we - ws)[None, :]).astype(np.float32)).astype(cdt))
-        return mh.T @ (dout.astype(cdt, copy=False) * recip) @ mw
-    idx_h, valid_h, _, _ = _adaptive_windows(h, oh)  # [oh, kh]
-    idx_w, valid_w, _, _ = _adaptive_windows(w, ow)  # [ow, kw]
-    kw = idx_w.shape[1]
-    valid = xp.asarray(valid_h[:, None, :, None] & valid_w[None, :, None, :])  # [oh, ow, kh, kw]
-    idx_h, idx_w = xp.asarray(idx_h), xp.asarray(idx_w)
-    gathered = x[:, :, idx_h[:, None, :, None], idx_w[None, :, None, :]]  # [N, C, oh, ow, kh, kw]
-    hit = (gathered == out[:, :, :, :, None, None]) & valid
-    hit = hit.reshape(n, c, oh, ow, -1)
-    first = hit.argmax(axis=-1)                                      # first True, row-major
-    found = xp.take_along_axis(hit, first[..., None], axis=-1)[..., 0]
-    rows = idx_h[xp.arange(oh)[:, None], first // kw]                # [N, C, oh, ow]
-    cols = idx_w[xp.arange(ow)[None, :], first % kw]
-    base = (xp.arange(n * c).reshape(n, c, 1, 1)) * (h * w)
-    flat = (base + rows * w + cols).reshape(-1)
-    weights = xp.where(found, dout, 0).astype(xp.float64).reshape(-1)
-    # a scatter-add, not bincount: cupy's bincount reads max(flat) back to size its output
-    dx = scatter_add(xp, xp.zeros(n * c * h * w, dtype=xp.float64), flat, weights)
-    return dx.reshape(n, c, h, w).astype(cdt)
+def _adaptive_avg_pool_grad(xp, x, dout, cdt):
+    """NCHW adaptive average pooling gradient: dX = Mh^T (dOut / count) Mw with the 0/1 bin
+    membership matrices (host arrays, _adaptive_bins)."""
+    h, w = x.shape[2:]
+    oh, ow = dout.shape[2:]
+    hs, he = _adaptive_bins(h, oh)
+    ws, we = _adaptive_bins(w, ow)
+    ih, iw = np.arange(h), np.arange(w)
+    mh = xp.asarray(((ih[None, :] >= hs[:, None]) & (ih[None, :] < he[:, None])).astype(cdt))  # [oh, H]
+    mw = xp.asarray(((iw[None, :] >= ws[:, None]) & (iw[None, :] < we[:, None])).astype(cdt))  # [ow, W]
+    recip = xp.asarray((1.0 / ((he - hs)[:, None] * (we - ws)[None, :]).astype(np.float32)).astype(cdt))
+    return mh.T @ (dout.astype(cdt, copy=False) * recip) @ mw
 
 
 def _global_pool_grad(xp, x, out, dout, pooling_type, channel_last, cdt):
@@ -1109,18 +1102,18 @@ def pool2d_grad(xp, x, out, dout, *, ksize, strides, paddings, ceil_mode, exclus
     if global_pooling:
         kh, kw = h, w
     cdt = _compute_dtype(xp, x.dtype)
-    if _one_bin(global_pooling, adaptive, kh, kw):
+    if _one_bin(global_pooling, adaptive, pooling_type, kh, kw):
         return _global_pool_grad(xp, x, out, dout, pooling_type, channel_last, cdt).astype(x.dtype, copy=False)
-    if adaptive:
+    if adaptive and pooling_type == "avg":   # max: PaddlePaddle's windows, as in pool2d
         if channel_last:
             t = (0, 3, 1, 2)
-            dx = _adaptive_pool_grad(xp, x.transpose(t), out.transpose(t), dout.transpose(t),
-                                     pooling_type, cdt).transpose(0, 2, 3, 1)
+            dx = _adaptive_avg_pool_grad(xp, x.transpose(t), dout.transpose(t), cdt).transpose(0, 2, 3, 1)
         else:
-            dx = _adaptive_pool_grad(xp, x, out, dout, pooling_type, cdt)
+            dx = _adaptive_avg_pool_grad(xp, x, dout, cdt)
         return xp.ascontiguousarray(dx).astype(x.dtype, copy=False)
     sh, sw = [int(s) for s in _as_list(strides, 2)]
-    pads = _resolve_padding(paddings, padding_algorithm, (h, w), (sh, sw), (kh, kw))
+    pads = [0, 0, 0, 0] if global_pooling or adaptive else _resolve_padding(paddings, padding_algorithm, (h, w),
+                                                                              (sh, sw), (kh, kw))
     oh, ow = _spatial(out, channel_last)
     top, left = pads[0], pads[2]
     bottom = max((oh - 1) * sh + kh - top - h, 0)
@@ -1268,7 +1261,10 @@ def _normalized_grad(xp, xhat, inv_std, gdy, axes):
     inv_std * (gdy - mean(gdy) - xhat * mean(gdy * xhat))."""
     m1 = gdy.mean(axis=axes, keepdims=True)
     m2 = (gdy * xhat).mean(axis=axes, keepdims=True)
-    return inv_std * (gdy - m1 - xhat * m2)
+    dx = gdy - m1          # the same operations in the same order, two temporaries fewer
+    dx -= xhat * m2
+    dx *= inv_std
+    return dx
 
 
 @kernel("layer_norm_grad", inputs=["X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"],
@@ -1434,11 +1430,7 @@ def lookup_table_v2_grad(xp, ids, w, dout, *, padding_idx):
     rows = rows.astype(dw.dtype, copy=False)
     if pad != -1:  # zeros added to the padding row rather than a mask (whose size a GPU reads back)
         rows = xp.where((flat == pad)[:, None], xp.zeros((), dw.dtype), rows)
-    if getattr(xp, "__name__", "") == "cupy":
-        import cupyx
-        cupyx.scatter_add(dw, flat, rows)
-    else:
-        xp.add.at(dw, flat, rows)
+    scatter_add(xp, dw, flat, rows)
     return dw.astype(w.dtype, copy=False)
 
 

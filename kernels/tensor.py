@@ -476,9 +476,28 @@ def gather_nd(xp, x, index):
     return x[tuple(index[..., i] for i in range(k))]
 
 
+def _scatter_add_rows(out, idx, values):
+    """out[idx] += values for numpy rows (idx 1-D, values [len(idx), ...]): the indices
+    sorted (stably), each run of equal ones summed by one add.reduceat. numpy's add.at
+    handles one element at a time: for an embedding gradient of 4096 rows of 128 (103
+    distinct ids) 3.4 ms of CPU against 1.2 ms this way (numpy 2.4, one core). Sums in a
+    different order than add.at (the same values to float rounding)."""
+    idx = np.where(idx < 0, idx + out.shape[0], idx)  # -1 and n-1 are one row: one group
+    order = np.argsort(idx, kind="stable")
+    ordered = idx[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    out[ordered[starts]] += np.add.reduceat(values[order], starts, axis=0)
+    return out
+
+
 def scatter_add(xp, out, idx, values):
     """out[idx] += values with duplicate indices accumulating (in place). On a GPU this is
-    cupyx.scatter_add; elsewhere ufunc.at, or a one-hot product for modules without it."""
+    cupyx.scatter_add; on numpy rows (a 1-D idx into the first axis) sorted runs summed at
+    once (_scatter_add_rows); elsewhere ufunc.at, or a one-hot product for modules without
+    it."""
+    if (xp is np and isinstance(idx, np.ndarray) and idx.ndim == 1 and idx.size and idx.dtype.kind in "iu"
+            and getattr(values, "ndim", 0) >= 2 and values.shape[0] == idx.shape[0]):
+        return _scatter_add_rows(out, idx, values)
     if getattr(xp, "__name__", "") == "cupy":
         try:
             import cupyx

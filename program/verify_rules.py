@@ -106,6 +106,18 @@ class Unless:
 
 
 @dataclass(frozen=True)
+class IfInput:
+    """`when_given` if input `slot` names a variable, else `rule` (expand_v2's `shape` holds
+    -2 for each dim that its expand_shapes_tensor input gives, as PaddlePaddle writes it)."""
+    slot: str
+    rule: object
+    when_given: object
+
+    def check(self, value, ctx) -> str | None:
+        return (self.when_given if ctx.op.input(self.slot) else self.rule).check(value, ctx)
+
+
+@dataclass(frozen=True)
 class NumberText:
     """A number written as text (fill_constant's `str_value`), or empty."""
 
@@ -370,7 +382,7 @@ RULES: dict[str, dict[str, object]] = {
     "assign_value": {"shape": Alloc("shape"), "dtype": DType()},
     "fill_constant_batch_size_like": {"shape": Alloc("batch_like"), "dtype": DType(),
                                       "input_dim_idx": Axis("Input")},
-    "expand_v2": {"shape": Ints(-1)},
+    "expand_v2": {"shape": IfInput("expand_shapes_tensor", Ints(-1), Ints(-2))},
     "tile": {"repeat_times": Ints(1)},
     "reshape2": {"shape": Ints(-1)},
     "one_hot_v2": {"depth": Ints(-1), "dtype": DType()},

@@ -313,19 +313,43 @@ def test_pool2d_matches_loops(case, pooling_type):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("pooling_type", ["max", "avg"])
 @pytest.mark.parametrize("shape,out", [((2, 3, 7, 5), [3, 2]), ((1, 2, 10, 9), [4, 4]),
                                        ((1, 2, 5, 5), [5, 5]), ((1, 1, 3, 8), [2, 3]),
                                        ((2, 2, 4, 4), [1, 1])])
 @pytest.mark.parametrize("nhwc", [False, True])
-def test_pool2d_adaptive_matches_loops(shape, out, pooling_type, nhwc):
+def test_pool2d_adaptive_avg_matches_loops(shape, out, nhwc):
     x = rng(6).standard_normal(shape)
     if nhwc:
         x = x.transpose(0, 2, 3, 1).copy()
-    got = run("pool2d", {"X": x}, ksize=out, adaptive=True, pooling_type=pooling_type,
+    got = run("pool2d", {"X": x}, ksize=out, adaptive=True, pooling_type="avg",
               paddings=[1, 1], data_format="NHWC" if nhwc else "NCHW")["Out"]
-    want = ref_pool2d(x, out, None, None, pooling_type, True, False, adaptive=True, nhwc=nhwc)
+    want = ref_pool2d(x, out, None, None, "avg", True, False, adaptive=True, nhwc=nhwc)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+POOL2D_ADAPTIVE_MAX = [([3, 2], [1, 1], [0, 0], "NCHW"), ([4, 3], [2, 2], [1, 1], "NCHW"),
+                       ([3, 4], [1, 2], [0, 0], "NHWC"), ([5, 6], [1, 1], [0, 0], "NCHW")]
+
+
+@pytest.mark.parametrize("case", range(len(POOL2D_ADAPTIVE_MAX)))
+def test_pool2d_adaptive_max_gives_paddles_outputs_and_gradients(case):
+    """PaddlePaddle 3.3.1's pool2d runs max pooling with adaptive=false: output size ksize,
+    windows of ksize cells from i*stride, paddings zeroed, -FLT_MAX where a window is empty.
+    The oracle (tests/fixtures/zoo/generate.py pool2d_adaptive_max) recorded its static
+    Executor's Out and X@GRAD of sum(Out * dout) and Paddle Inference's Out."""
+    ksize, strides, paddings, fmt = POOL2D_ADAPTIVE_MAX[case]
+    rec = np.load(Path(__file__).parent / "fixtures" / "zoo" / "pool2d_adaptive_max.npz")
+    x, dout = rec[f"x:{case}"], rec[f"dout:{case}"]
+    attrs = dict(ksize=ksize, strides=strides, paddings=paddings, data_format=fmt, adaptive=True,
+                 pooling_type="max", ceil_mode=False, exclusive=True, global_pooling=False,
+                 padding_algorithm="EXPLICIT")
+    out = call_kernel("pool2d", {"X": x}, attrs)["Out"]
+    np.testing.assert_array_equal(out, rec[f"out:{case}"])
+    np.testing.assert_array_equal(out, rec[f"inference:{case}"])
+    dx = call_kernel("pool2d_grad", {"X": x, "Out": out, "Out@GRAD": dout}, attrs)["X@GRAD"]
+    np.testing.assert_allclose(dx, rec[f"dx:{case}"], rtol=1e-6, atol=1e-6)
+    if case == 3:   # rows 3.. of a 3-row input: empty windows
+        assert (out[:, :, 3:] == -FLT_MAX).all()
 
 
 @pytest.mark.parametrize("pooling_type", ["max", "avg"])

@@ -375,6 +375,24 @@ def test_scatter_add_fallback_without_ufunc_at():
     assert o.tolist() == [[3, 4], [0, 0], [6, 8]]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_scatter_add_of_rows_sums_runs_of_sorted_indices_as_ufunc_at_does(dtype):
+    """numpy rows (1-D idx) take the sorted-runs path: the result of add.at, negative
+    indices counted from the end (-1 and n-1 one row), into a non-zero output."""
+    from kernels.tensor import scatter_add
+    rng = np.random.default_rng(3)
+    idx = rng.integers(-7, 7, 500)
+    values = rng.integers(-50, 50, (500, 3, 4)).astype(dtype)
+    if dtype != np.int64:
+        values /= 8
+    start = rng.integers(-5, 5, (7, 3, 4)).astype(dtype)
+    want = start.copy()
+    np.add.at(want, idx, values)
+    got = scatter_add(np, start.copy(), idx, values)
+    np.testing.assert_array_equal(got, want)    # eighths: exact in any summation order
+    assert scatter_add(np, start.copy(), idx[:0], values[:0]).tolist() == start.tolist()
+
+
 # -- broadcasting ------------------------------------------------------------------------
 
 def test_expand_v2_with_minus_one():

@@ -103,17 +103,24 @@ def test_build_time_errors():
         "needs Theta [N, 3, 4]")
 
 
-def test_adaptive_max_pool2d_layer_writes_max_pool2d_with_index():
-    """As PaddlePaddle's layer: its pool2d kernel runs max pooling with adaptive ignored."""
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_adaptive_max_pool2d_layer_writes_max_pool2d_with_index(data_format):
+    """As PaddlePaddle's layer: its pool2d kernel runs max pooling with adaptive ignored.
+    NHWC (not in PaddlePaddle's function) is transposed to NCHW and back."""
     import program as pg
     from executor import Executor, Scope
+    nhwc = data_format == "NHWC"
     main = pg.Program()
     with pg.program_guard(main, pg.Program()):
-        x = pg.data("x", [-1, 2, 7, 6])
-        y = pg.nn.adaptive_max_pool2d(x, [3, 4])
-    assert [op.type for op in main.global_block().ops] == ["max_pool2d_with_index"]
+        x = pg.data("x", [-1, 7, 6, 2] if nhwc else [-1, 2, 7, 6])
+        y = pg.nn.adaptive_max_pool2d(x, [3, 4], data_format=data_format)
+    types = [op.type for op in main.global_block().ops]
+    assert types == (["transpose2", "max_pool2d_with_index", "transpose2"] if nhwc else ["max_pool2d_with_index"])
     xv = np.random.default_rng(0).standard_normal((2, 2, 7, 6)).astype(np.float32)
-    got = Executor().run(main, feed={"x": xv}, fetch_list=[y], scope=Scope())[0]
+    feed = xv.transpose(0, 2, 3, 1).copy() if nhwc else xv
+    got = Executor().run(main, feed={"x": feed}, fetch_list=[y], scope=Scope())[0]
+    if nhwc:
+        got = got.transpose(0, 3, 1, 2)
     want = np.zeros((2, 2, 3, 4), np.float32)
     for i in range(3):
         for j in range(4):

@@ -22,11 +22,14 @@ SKIPPED_COMMANDS = {
     "python benchmarks/bench_training.py": "likewise",
     "python benchmarks/bench_transformer.py": "likewise",
     "python benchmarks/bench_inference.py": "likewise",
+    "python benchmarks/bench_gpt.py": "likewise",
     "python tools/fuzz_models.py --cases 20000 --seed 2031 --jobs 2":
         "a six-minute campaign; tests/test_fuzz_models.py runs a bounded one (800 cases)",
 }
 # train_digits as written takes 12 epochs (tests/test_examples.py runs that); one makes the files.
-SHORTENED = {"python examples/train_digits.py": ["--epochs", "1"]}
+SHORTENED = {"python examples/train_digits.py": ["--epochs", "1"],
+             # train_gpt as written trains for about ten minutes; a few steps make its files
+             "python examples/train_gpt.py": ["--steps", "4", "--generate", "20"]}
 
 
 def blocks():

@@ -60,6 +60,7 @@ _BLOCK = ("import runpy, sys\n"
     ("bench_training.py", ["--repeat", "1"], {"PyTorch", "PaddlePaddle"}),
     ("bench_transformer.py", ["--repeat", "1"], {"PyTorch", "PaddlePaddle"}),
     ("bench_inference.py", ["--models", "mlp", "--batches", "1", "--repeat", "10"], {"ONNX Runtime"}),
+    ("bench_gpt.py", ["--repeat", "1", "--tokens", "4"], {"PyTorch"}),
 ])
 def test_benchmarks_skip_missing_peers_with_one_line_each(script, args, peers):
     argv = [str(ROOT / "benchmarks" / script), *args]

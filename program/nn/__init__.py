@@ -336,13 +336,16 @@ def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
 
 
 def adaptive_max_pool2d(x, output_size, data_format="NCHW", name=None):
-    """paddle.nn.functional.adaptive_max_pool2d: op max_pool2d_with_index (adaptive) for
-    NCHW, as PaddlePaddle's layer writes it (PaddlePaddle's pool2d kernel ignores `adaptive`
-    for max pooling, so a pool2d here would run differently there)."""
+    """paddle.nn.functional.adaptive_max_pool2d: op max_pool2d_with_index (adaptive), as
+    PaddlePaddle's layer writes it; NHWC is transposed to NCHW and back. (PaddlePaddle's
+    pool2d kernel does not pool adaptive bins for max pooling: kernels/nn.py pool2d.)"""
+    _check_format("adaptive_max_pool2d", data_format)
+    from program.layers.tensor import transpose
+    from program.nn.vision import adaptive_max_pool2d_with_index
     if data_format == "NCHW":
-        from program.nn.vision import adaptive_max_pool2d_with_index
         return adaptive_max_pool2d_with_index(x, output_size, name)[0]
-    return adaptive_pool2d(x, output_size, "max", data_format, name)
+    pooled = adaptive_max_pool2d_with_index(transpose(x, [0, 3, 1, 2]), output_size, name)[0]
+    return transpose(pooled, [0, 2, 3, 1])
 
 
 # -- normalization ---------------------------------------------------------------------------------
