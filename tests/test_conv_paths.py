@@ -24,6 +24,10 @@ CASES = [
     ("3x3 stride 1 unpadded", "general", (1, 4, 8, 6), (3, 4, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
     ("3x3 asymmetric pads, dilation 2", "general", (1, 2, 10, 9), (3, 2, 3, 3), (1, 1), (2, 0, 1, 3), (2, 2), 1),
     ("5x3 grouped", "general", (2, 6, 8, 9), (6, 2, 5, 3), (1, 1), (2, 2, 1, 1), (1, 1), 3),
+    ("3x3 stride 1 narrowing", "shifted", (2, 8, 9, 11), (3, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("3x3 narrowing unpadded", "shifted", (1, 8, 7, 6), (4, 8, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("5x3 narrowing, asymmetric pads, dilation 2", "shifted", (1, 6, 10, 9), (3, 6, 5, 3), (1, 1), (2, 0, 1, 3),
+     (2, 2), 1),
     ("3x3 stride 2", "general", (2, 3, 9, 10), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
     ("3x3 stride 2 grouped", "general", (1, 4, 9, 10), (6, 2, 3, 3), (2, 1), (1, 0, 1, 1), (1, 2), 2),
     ("depthwise small wide plane", "flat", (2, 5, 18, 40), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
@@ -138,7 +142,7 @@ def test_threads_are_off_unless_asked(monkeypatch):
 def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, strides, pads, dilations, g = case
     taken = []
-    for name in ("_pointwise", "_flat_im2col", "_flat_taps", "_strided_taps", "general_nchw"):
+    for name in ("_pointwise", "_shifted_gemms", "_flat_im2col", "_flat_taps", "_strided_taps", "general_nchw"):
         real = getattr(conv, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -148,7 +152,7 @@ def test_case_takes_its_path(case, monkeypatch):
     x, w = _data(case)
     out_hw = _out_size(x.shape, w.shape, strides, pads, dilations)
     conv.conv2d_nchw(np, x, w, strides, dilations, list(pads), g, *out_hw)
-    want = {"pointwise": "_pointwise", "flat": "_flat_im2col", "flat_taps": "_flat_taps",
+    want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "flat": "_flat_im2col", "flat_taps": "_flat_taps",
             "strided_taps": "_strided_taps", "general": "general_nchw"}[path]
     assert taken and taken[0] == want, f"{case[0]} took {taken}"
 
