@@ -54,13 +54,17 @@ def listeners(own=None) -> tuple:
 def op_intervals(plan, clock, parallel: bool):
     """[(step position, start, end, ops sharing the interval)] from a profiled run's clock
     readings. The function reads the clock after each step in the order it runs them: step
-    order, or level by level with a pool, where a level's steps finish together."""
+    order, or level by level with a pool, where the steps of a level run through the pool
+    (plan.pooled) finish together."""
     if not parallel:
         return [(pos, clock[pos], clock[pos + 1], 1) for pos in range(len(plan.steps))]
     out, k = [], 0
-    for level in plan.levels:
-        start, end = clock[k], clock[k + len(level)]
-        out.extend((pos, start, end, len(level)) for pos in level)
+    for level, threaded in zip(plan.levels, plan.pooled):
+        if threaded:
+            start, end = clock[k], clock[k + len(level)]
+            out.extend((pos, start, end, len(level)) for pos in level)
+        else:
+            out.extend((pos, clock[k + i], clock[k + i + 1], 1) for i, pos in enumerate(level))
         k += len(level)
     return out
 
