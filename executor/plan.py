@@ -663,16 +663,16 @@ def _drop_names(spec, dead):
 
 # Handing an op to a pool thread and waiting for it costs tens of microseconds (two thread
 # wake-ups, and the GIL passed back and forth), and an op gains from a thread only while
-# its kernel runs without the GIL (numpy's loops over arrays). An op touching fewer than
-# this many elements (inputs and outputs, by their declared shapes) is done before that
-# cost is repaid: on the zoo's small models submitting every level made runs 1.5-4x
-# slower than serial.
+# its kernel runs without the GIL (numpy's loops, BLAS). An op whose work is below this
+# many elements (`_elements_touched`: by its declared shapes) is done before that cost
+# is repaid: on the zoo's small models submitting every level made runs 1.5-4x slower
+# than serial.
 THREAD_MIN_ELEMENTS = 1 << 16
 
 
 def threaded_steps(block, steps, positions) -> tuple:
-    """Which of one level's steps (at `positions`) to hand to the pool: those touching at
-    least THREAD_MIN_ELEMENTS elements, less the largest, which the calling thread runs
+    """Which of one level's steps (at `positions`) to hand to the pool: those whose work
+    is at least THREAD_MIN_ELEMENTS elements, less the largest, which the calling thread runs
     meanwhile with the small ones. Empty (the level runs serially) unless two steps are
     that large, or when a step is a control-flow op (its sub-block runs in the caller)."""
     if len(steps) < 2 or any(step.sub is not None for step in steps):
@@ -683,16 +683,30 @@ def threaded_steps(block, steps, positions) -> tuple:
 
 
 def _elements_touched(block, step) -> int:
-    """The elements of a step's inputs and outputs by their declared shapes; an unknown
-    dimension (-1, the batch) counts as 1 and a variable without a shape as 0, so that
-    the estimate errs towards running serially."""
-    total = 0
-    for name in step.reads + step.writes:
+    """A step's work in elements: those of its inputs and outputs by their declared shapes,
+    plus, for a contraction (a conv's Filter, a matmul's X), its multiply-adds / 8 (BLAS
+    does several per element's time). An unknown dimension (-1, the batch) counts as 1 and
+    a variable without a shape as 0, so that the estimate errs towards running serially."""
+    def size(shape):
+        return int(np.prod([max(int(d), 1) for d in shape], dtype=np.int64)) if shape is not None else 0
+
+    def shape_of(name):
         var = block.find_var(name)
-        shape = var.shape if var is not None else None
-        if shape is not None:
-            total += int(np.prod([max(int(d), 1) for d in shape], dtype=np.int64))
-    return total
+        return var.shape if var is not None else None
+
+    total = sum(size(shape_of(n)) for n in step.reads + step.writes)
+    op = step.op
+    if "Filter" in op.inputs and op.input("Filter"):   # conv: each output sums Cin/groups x kh x kw
+        depth = size((shape_of(op.input("Filter")[0]) or ())[1:])
+    elif op.type in _MATMULS and "X" in op.inputs and op.input("X"):   # each output sums X's last dim
+        depth = size((shape_of(op.input("X")[0]) or (0,))[-1:])
+    else:
+        return total
+    outputs = sum(size(shape_of(n)) for n in step.writes[:1])
+    return total + outputs * depth // 8
+
+
+_MATMULS = ("mul", "matmul", "matmul_v2", "fc", "bmm")
 
 
 def _levels(steps) -> list[list[int]]:

@@ -86,6 +86,24 @@ def test_one_large_op_among_small_ones_is_not_submitted():
     assert plan.levels == [[0, 1, 2]] and plan.pooled == ((),)
 
 
+def test_a_conv_counts_its_multiply_adds():
+    """Two 3x3 convs of 64 channels on an 8x8 map touch 45056 elements each, fewer than
+    THREAD_MIN_ELEMENTS, but do 2.4 M multiply-adds: worth a thread. The same convs of 4
+    channels (9216 multiply-adds) are not."""
+    def plan_of(channels):
+        p = pg.Program()
+        b = p.global_block()
+        b.create_var("x", [-1, channels, 8, 8], "float32", need_check_feed=True)
+        for i in range(2):
+            b.create_var(f"w{i}", [channels, channels, 3, 3], "float32", persistable=True)
+            b.create_var(f"y{i}", [-1, channels, 8, 8], "float32")
+            b.append_op("conv2d", {"Input": "x", "Filter": f"w{i}"}, {"Output": f"y{i}"},
+                        {"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1], "groups": 1})
+        return _plan(Executor(), p, ["x"], ["y0", "y1"])
+    assert plan_of(64).pooled == ((0,),)
+    assert plan_of(4).pooled == ((),)
+
+
 def test_the_largest_op_stays_in_the_calling_thread_and_control_flow_is_never_submitted():
     p = pg.Program()
     b = p.global_block()
