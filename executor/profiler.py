@@ -19,9 +19,9 @@ time is the interval between the readings before and after it, so it includes th
 of the previous op's dead values and the call itself; `Profiler.summary` also reports what a
 run costs outside the ops. When no profiler records, executors run the plain function: the
 cost of the profiler being off is one check per run, the generated code is unchanged.
-Ops that an executor with num_threads > 1 runs concurrently (one pooled dependency level,
-executor/plan.py `threaded_steps`) are timed together: each gets the level's interval in the trace (on a row of its own) and an
-equal share of it in the tables. On a GPU place kernels are asynchronous: an op's time is
+Ops that an executor with num_threads > 1 runs concurrently (a dependency level it pools:
+executor/plan.py `threaded_steps`) are timed together: each gets the level's interval in
+the trace (on a row of its own) and an equal share of it in the tables. On a GPU place kernels are asynchronous: an op's time is
 its launch, and waiting lands on whichever op synchronizes.
 
 Names follow paddle.profiler.Profiler (start, stop, step, summary(sorted_by=...), export);
