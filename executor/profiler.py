@@ -21,8 +21,9 @@ run costs outside the ops. When no profiler records, executors run the plain fun
 cost of the profiler being off is one check per run, the generated code is unchanged.
 Ops that an executor with num_threads > 1 runs concurrently (a dependency level it pools:
 executor/plan.py `threaded_steps`) are timed together: each gets the level's interval in
-the trace (on a row of its own) and an equal share of it in the tables. On a GPU place kernels are asynchronous: an op's time is
-its launch, and waiting lands on whichever op synchronizes.
+the trace (on a row of its own) and an equal share of it in the tables. On a GPU place
+kernels are asynchronous: an op's time is its launch, and waiting lands on whichever op
+synchronizes.
 
 Names follow paddle.profiler.Profiler (start, stop, step, summary(sorted_by=...), export);
 the trace is the Chrome trace event format (complete "X" events, microseconds).
