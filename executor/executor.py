@@ -26,7 +26,8 @@ class Executor:
 
     `run` compiles (program, block, feed names, fetch names) once into a plan and caches it
     until the program changes. `num_threads` > 1 runs independent ops concurrently on a
-    CPUPlace (numpy releases the GIL in heavy kernels); the default, serial, is faster for
+    CPUPlace (numpy releases the GIL in heavy kernels), those large enough to repay the
+    hand-off (executor/plan.py `threaded_steps`); the default, serial, is faster for
     small ops. A GPU place always runs serially: its kernels are asynchronous launches on
     cupy's one stream, which threads would only contend for (docs/architecture.md). Each
     run selects the place's device in the calling thread and restores that thread's

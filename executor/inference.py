@@ -176,8 +176,11 @@ class Config:
         self._low_precision_io = bool(x)
 
     def set_cpu_math_library_num_threads(self, n: int) -> None:
-        """The executor's `num_threads`: independent ops run concurrently on this many
-        threads (numpy's own BLAS threads are set by its environment variables)."""
+        """The executor's `num_threads` (default 1, as in PaddlePaddle): up to this many
+        independent ops run concurrently, only those large enough to repay a thread
+        hand-off (executor/plan.py `threaded_steps`); small models run serially. numpy's
+        own BLAS threads are set by its environment variables before it is imported
+        (`OPENBLAS_NUM_THREADS=1` where other processes hold the cores)."""
         if int(n) < 1:
             raise ValueError(f"set_cpu_math_library_num_threads: need at least 1 thread, got {n}")
         self._cpu_math_threads = int(n)

@@ -130,6 +130,7 @@ class Plan:
     keep_all: bool = False      # keep_intermediates: the function returns every value
     functions: dict = field(default_factory=dict)  # variant -> Function (made on first use)
     fresh_arrays: tuple = ()    # tensor arrays of this block read before any write: start empty
+    pooled: tuple = ()          # per level: its steps worth a thread (`threaded_steps`; empty: serial)
 
     def __post_init__(self):
         made = {n for s in self.steps for n in s.writes}
@@ -141,7 +142,7 @@ class Plan:
             names += self.inputs + tuple(n for s in self.steps for n in s.writes)
         self.outputs = tuple(dict.fromkeys(names))  # what it returns
         self.fetch_positions = tuple(self.outputs.index(n) for n in self.fetch_names)
-        self.has_parallel_levels = any(len(level) > 1 for level in self.levels)
+        self.has_parallel_levels = any(self.pooled)
 
 
 @dataclass
@@ -279,24 +280,32 @@ def generate(plan, *, check=None, profile=False, shapes=False, pool=None, sub=No
         if frees:
             emit(pos, "del " + ", ".join(local(n) for n in frees))
 
+    def run_here(pos, step):
+        emit(pos, *call_lines(step))
+        for n in step.writes:
+            owned.discard(local(n))
+        if step.inline and step.outs[0] is not None:
+            owned.add(local(step.outs[0]))
+
     for lv, level in enumerate(plan.levels if pool is not None else [[p] for p in range(len(plan.steps))]):
         steps = [(pos, plan.steps[pos]) for pos in level]
-        if len(steps) == 1 or any(step.sub is not None for _, step in steps):
-            for pos, step in steps:  # one at a time (a control-flow op is never submitted)
+        threaded = plan.pooled[lv] if pool is not None else ()
+        if not threaded:  # one at a time (a control-flow op is never submitted)
+            for pos, step in steps:
                 before(pos, step)
-                emit(pos, *call_lines(step))
-                for n in step.writes:
-                    owned.discard(local(n))
-                if step.inline and step.outs[0] is not None:
-                    owned.add(local(step.outs[0]))
+                run_here(pos, step)
                 after(pos, step, step.frees if pool is None else ())
-        else:  # independent steps of one level, through the pool
-            for j, (pos, step) in enumerate(steps):
+        else:  # the level's threaded steps through the pool, the rest here meanwhile
+            for pos, step in steps:
                 before(pos, step)
-                emit(pos, f"f{j} = {call(step.fn, step.ins, submit=True)}")
-            for j, (pos, step) in enumerate(steps):
-                emit(pos, f"{lhs(step)} = f{j}.result()")
-                for n in step.writes:
+            for j, pos in enumerate(threaded):
+                emit(pos, f"f{j} = {call(plan.steps[pos].fn, plan.steps[pos].ins, submit=True)}")
+            for pos, step in steps:
+                if pos not in threaded:
+                    run_here(pos, step)
+            for j, pos in enumerate(threaded):
+                emit(pos, f"{lhs(plan.steps[pos])} = f{j}.result()")
+                for n in plan.steps[pos].writes:
                     owned.discard(local(n))
             for pos, step in steps:
                 after(pos, step, ())
@@ -484,7 +493,8 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             level_frees[lv].append(name)
     return Plan(steps, frozenset(feed_set), tuple(fetch_names), tuple(scope_reads), tuple(p_writes),
                 block, _feed_specs(block, feed_set), tuple(persistable(n) for n in fetch_names),
-                levels, level_frees, not free_intermediates, fresh_arrays=tuple(fresh_arrays))
+                levels, level_frees, not free_intermediates, fresh_arrays=tuple(fresh_arrays),
+                pooled=tuple(threaded_steps(block, [steps[pos] for pos in level], level) for level in levels))
 
 
 def _op_io(program, op) -> tuple[list, list]:
@@ -649,6 +659,54 @@ def _drop_names(spec, dead):
     if isinstance(spec, list):
         return [None if n in dead else n for n in spec]
     return spec
+
+
+# Handing an op to a pool thread and waiting for it costs tens of microseconds (two thread
+# wake-ups, and the GIL passed back and forth), and an op gains from a thread only while
+# its kernel runs without the GIL (numpy's loops, BLAS). An op whose work is below this
+# many elements (`_elements_touched`: by its declared shapes) is done before that cost
+# is repaid: on the zoo's small models submitting every level made runs 1.5-4x slower
+# than serial.
+THREAD_MIN_ELEMENTS = 1 << 16
+
+
+def threaded_steps(block, steps, positions) -> tuple:
+    """Which of one level's steps (at `positions`) to hand to the pool: those whose work
+    is at least THREAD_MIN_ELEMENTS elements, less the largest, which the calling thread runs
+    meanwhile with the small ones. Empty (the level runs serially) unless two steps are
+    that large, or when a step is a control-flow op (its sub-block runs in the caller)."""
+    if len(steps) < 2 or any(step.sub is not None for step in steps):
+        return ()
+    sizes = [_elements_touched(block, step) for step in steps]
+    large = sorted((size, pos) for size, pos in zip(sizes, positions) if size >= THREAD_MIN_ELEMENTS)
+    return tuple(sorted(pos for _, pos in large[:-1])) if len(large) >= 2 else ()
+
+
+def _elements_touched(block, step) -> int:
+    """A step's work in elements: those of its inputs and outputs by their declared shapes,
+    plus, for a contraction (a conv's Filter, a matmul's X), its multiply-adds / 8 (BLAS
+    does several per element's time). An unknown dimension (-1, the batch) counts as 1 and
+    a variable without a shape as 0, so that the estimate errs towards running serially."""
+    def size(shape):
+        return int(np.prod([max(int(d), 1) for d in shape], dtype=np.int64)) if shape is not None else 0
+
+    def shape_of(name):
+        var = block.find_var(name)
+        return var.shape if var is not None else None
+
+    total = sum(size(shape_of(n)) for n in step.reads + step.writes)
+    op = step.op
+    if "Filter" in op.inputs and op.input("Filter"):   # conv: each output sums Cin/groups x kh x kw
+        depth = size((shape_of(op.input("Filter")[0]) or ())[1:])
+    elif op.type in _MATMULS and "X" in op.inputs and op.input("X"):   # each output sums X's last dim
+        depth = size((shape_of(op.input("X")[0]) or (0,))[-1:])
+    else:
+        return total
+    outputs = sum(size(shape_of(n)) for n in step.writes[:1])
+    return total + outputs * depth // 8
+
+
+_MATMULS = ("mul", "matmul", "matmul_v2", "fc", "bmm")
 
 
 def _levels(steps) -> list[list[int]]:

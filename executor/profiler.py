@@ -19,10 +19,11 @@ time is the interval between the readings before and after it, so it includes th
 of the previous op's dead values and the call itself; `Profiler.summary` also reports what a
 run costs outside the ops. When no profiler records, executors run the plain function: the
 cost of the profiler being off is one check per run, the generated code is unchanged.
-Ops that an executor with num_threads > 1 runs concurrently (one dependency level) are
-timed together: each gets the level's interval in the trace (on a row of its own) and an
-equal share of it in the tables. On a GPU place kernels are asynchronous: an op's time is
-its launch, and waiting lands on whichever op synchronizes.
+Ops that an executor with num_threads > 1 runs concurrently (a dependency level it pools:
+executor/plan.py `threaded_steps`) are timed together: each gets the level's interval in
+the trace (on a row of its own) and an equal share of it in the tables. On a GPU place
+kernels are asynchronous: an op's time is its launch, and waiting lands on whichever op
+synchronizes.
 
 Names follow paddle.profiler.Profiler (start, stop, step, summary(sorted_by=...), export);
 the trace is the Chrome trace event format (complete "X" events, microseconds).
@@ -54,13 +55,17 @@ def listeners(own=None) -> tuple:
 def op_intervals(plan, clock, parallel: bool):
     """[(step position, start, end, ops sharing the interval)] from a profiled run's clock
     readings. The function reads the clock after each step in the order it runs them: step
-    order, or level by level with a pool, where a level's steps finish together."""
+    order, or level by level with a pool, where the steps of a level run through the pool
+    (plan.pooled) finish together."""
     if not parallel:
         return [(pos, clock[pos], clock[pos + 1], 1) for pos in range(len(plan.steps))]
     out, k = [], 0
-    for level in plan.levels:
-        start, end = clock[k], clock[k + len(level)]
-        out.extend((pos, start, end, len(level)) for pos in level)
+    for level, threaded in zip(plan.levels, plan.pooled):
+        if threaded:
+            start, end = clock[k], clock[k + len(level)]
+            out.extend((pos, start, end, len(level)) for pos in level)
+        else:
+            out.extend((pos, clock[k + i], clock[k + i + 1], 1) for i, pos in enumerate(level))
         k += len(level)
     return out
 

@@ -56,7 +56,8 @@ def _tokens(source):
 
 
 @pytest.mark.parametrize("shift", range(0, len(HOSTILE), 6))
-def test_hostile_names_and_attributes_run_correctly_and_inject_nothing(shift):
+def test_hostile_names_and_attributes_run_correctly_and_inject_nothing(shift, monkeypatch):
+    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     names = (HOSTILE[shift:] + HOSTILE[:shift])[:6]
     attr_text = "".join(HOSTILE)
     p = _hostile_program(names, attr_text)
@@ -167,19 +168,21 @@ def test_nan_check_names_the_op_and_variable_after_a_donated_write():
                                              scope=Scope())
 
 
-def test_a_kernel_error_through_the_pool_names_its_op():
+def test_a_kernel_error_through_the_pool_names_its_op(monkeypatch):
+    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 3], "float32", need_check_feed=True)
     b.create_var("y", [-1, -1], "float32", need_check_feed=True)
     for n in ("a", "c", "d"):
         b.create_var(n, [-1, 3], "float32")
-    b.append_op("exp", {"X": "x"}, {"Out": "a"})
+    # the first of a level's ops goes to the pool (the last runs in the calling thread)
     b.append_op("elementwise_max", {"X": "x", "Y": "y"}, {"Out": "c"})   # fails: [2, 3] vs [2, 2]
+    b.append_op("exp", {"X": "x"}, {"Out": "a"})
     b.append_op("elementwise_add", {"X": "a", "Y": "c"}, {"Out": "d"})
     exe = Executor(num_threads=2)
     assert "submit(" in exe.plan_source(p, ["x", "y"], ["d"])
-    with pytest.raises(ExecutionError, match=r"elementwise_max \(op 1\) failed with inputs x\[2, 3\], y\[2, 2\]"):
+    with pytest.raises(ExecutionError, match=r"elementwise_max \(op 0\) failed with inputs x\[2, 3\], y\[2, 2\]"):
         exe.run(p, feed={"x": np.ones((2, 3), np.float32), "y": np.ones((2, 2), np.float32)},
                 fetch_list=["d"], scope=Scope())
     exe.close()

@@ -80,7 +80,8 @@ def test_peak_live_set_is_bounded_by_freeing():
     np.testing.assert_array_equal(out, np.full(4, 2.0 ** 50, np.float32))
 
 
-def test_concurrent_and_serial_runs_agree():
+def test_concurrent_and_serial_runs_agree(monkeypatch):
+    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 64], need_check_feed=True)
@@ -105,10 +106,11 @@ def test_concurrent_and_serial_runs_agree():
     par_exe.close()
 
 
-def test_a_step_writing_into_a_donated_buffer_waits_for_its_other_readers():
+def test_a_step_writing_into_a_donated_buffer_waits_for_its_other_readers(monkeypatch):
     """t is read by exp (not its last use) and by the scale after it, which writes into
     t's buffer: the two must not share a level of the concurrent runner, and the values
     equal the serial run's."""
+    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 64], "float32", need_check_feed=True)

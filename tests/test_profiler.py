@@ -140,7 +140,8 @@ def test_chrome_trace_events(tmp_path):
     assert steps[0]["ts"] <= runs[0]["ts"] and steps[1]["ts"] >= runs[0]["ts"] + runs[0]["dur"] - 1e-3
 
 
-def test_concurrent_ops_share_their_levels_interval():
+def test_concurrent_ops_share_their_levels_interval(monkeypatch):
+    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 64], "float32", need_check_feed=True)
