@@ -136,25 +136,67 @@ def yolo_box(xp, x, img_size, *, anchors, class_num, conf_thresh, downsample_rat
 
 # ============================================================================ NMS (host)
 
-def _iou_one_to_many(box, others, normalized):
-    """PaddlePaddle's JaccardOverlap(box, other) for each row of `others` (4-coordinate
-    boxes), in the boxes' precision and PaddlePaddle's operation order."""
-    dt = others.dtype.type
+def _box_areas(boxes, normalized):
+    """BBoxArea of each row: 0 for a box with x2 < x1 or y2 < y1, sizes +1 unless normalized."""
+    dt = boxes.dtype.type
+    w, h = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
+    area = w * h if normalized else (w + dt(1)) * (h + dt(1))
+    return np.where((boxes[..., 2] < boxes[..., 0]) | (boxes[..., 3] < boxes[..., 1]), dt(0), area)
+
+
+def _iou_matrix(a, b, normalized):
+    """PaddlePaddle's JaccardOverlap(a[i], b[j]) for every pair of rows ([len(a), len(b)]),
+    in the boxes' precision and PaddlePaddle's operation order (the overlap is symmetric, to
+    the bit: min, max, the sum of areas and the tests commute). 0/0 (two empty boxes) is NaN."""
+    dt = b.dtype.type
     norm = dt(0) if normalized else dt(1)
-
-    def area(b):
-        w, h = b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
-        a = w * h if normalized else (w + norm) * (h + norm)
-        return np.where((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1]), dt(0), a)
-
-    apart = (others[:, 0] > box[2]) | (others[:, 2] < box[0]) | (others[:, 1] > box[3]) | \
-        (others[:, 3] < box[1])
-    iw = np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]) + norm
-    ih = np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]) + norm
+    a, b = a[:, None, :], b[None, :, :]
+    apart = (b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3]) | (b[..., 3] < a[..., 1])
+    iw = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]) + norm
+    ih = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]) + norm
     inter = iw * ih
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = inter / (area(box) + area(others) - inter)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        iou = inter / (_box_areas(a, normalized) + _box_areas(b, normalized) - inter)
     return np.where(apart, dt(0), iou)
+
+
+# Overlaps computed at once by the greedy NMS: the whole candidates x candidates matrix up to
+# 1024 candidates (nms_top_k bounds them in practice), else blocks of rows, so memory stays
+# bounded however many candidates pass the score threshold.
+_IOU_BLOCK_ELEMENTS = 1 << 20
+
+
+def _greedy_nms(boxes, threshold, eta, adaptive, normalized):
+    """Positions kept by greedy NMS visiting `boxes` in order (PaddlePaddle's NMSFast and
+    funcs::NMS): a box is kept when its overlap with every kept box is <= the threshold,
+    which becomes threshold * eta after each kept box while `adaptive` and > 0.5.
+
+    Rather than comparing each candidate with the kept boxes one at a time, each kept box's
+    row of the overlap matrix raises `worst` (every candidate's largest overlap with a kept
+    box; a NaN overlap counts as infinite, since `iou <= threshold` fails on it), and the
+    next kept box is the first later candidate whose `worst` is <= the threshold: the same
+    comparisons, so the same boxes, one numpy step per kept box."""
+    dt = boxes.dtype.type
+    k = boxes.shape[0]
+    worst = np.zeros(k, dtype=boxes.dtype)
+    rows = max(1, _IOU_BLOCK_ELEMENTS // max(k, 1))
+    block_start, block = 0, boxes[:0]
+    kept = []
+    i = 0
+    while i < k:
+        kept.append(i)
+        if i >= block_start + block.shape[0]:
+            block_start = i
+            block = _iou_matrix(boxes[i:i + rows], boxes, normalized)
+            block[np.isnan(block)] = np.inf
+        np.maximum(worst, block[i - block_start], out=worst)
+        if adaptive and threshold > 0.5:
+            threshold = dt(threshold * eta)
+        later = np.flatnonzero(worst[i + 1:] <= threshold)
+        if later.size == 0:
+            break
+        i += 1 + int(later[0])
+    return np.asarray(kept, dtype=np.int64)
 
 
 def _check_box_size(op, box_size):
@@ -175,56 +217,47 @@ def _sorted_candidates(scores, threshold, top_k):
 
 def _nms_fast(boxes, scores, score_threshold, nms_threshold, eta, top_k, normalized):
     """NMSFast: greedy selection in descending score order; a candidate is kept when its
-    overlap with every kept box is <= the (adaptive) threshold."""
+    overlap with every kept box is <= the (adaptive) threshold. Box indices, as a list."""
     dt = boxes.dtype.type
     cand = _sorted_candidates(scores, dt(score_threshold), top_k)
-    selected = []
-    threshold = dt(nms_threshold)
     eta = dt(eta)
-    for i in cand:
-        if selected:
-            iou = _iou_one_to_many(boxes[i], boxes[selected], normalized)
-            if not (iou <= threshold).all():
-                continue
-        selected.append(int(i))
-        if eta < 1 and threshold > 0.5:
-            threshold = dt(threshold * eta)
-    return selected
+    kept = _greedy_nms(boxes[cand], dt(nms_threshold), eta, eta < 1, normalized)
+    return cand[kept].tolist()
 
 
 def _multiclass_nms_one(boxes, scores, two_d, attrs):
     """MultiClassNMS for one image. 3-d layout: boxes [M, 4], scores [C, M]; 2-d layout:
-    boxes [M, C, 4], scores [M, C]. Returns {label: [box index, ...]} (ascending labels)."""
+    boxes [M, C, 4], scores [M, C]. Returns the kept (labels, box indices) in output order:
+    ascending labels, within a label by descending score (3-d) or ascending index (2-d)."""
     class_num = scores.shape[1] if two_d else scores.shape[0]
-    indices = {}
-    num_det = 0
+    labels, indices = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for c in range(class_num):
         if c == attrs["background_label"]:
             continue
         cls_boxes = boxes[:, c] if two_d else boxes
         cls_scores = scores[:, c] if two_d else scores[c]
-        sel = _nms_fast(cls_boxes, cls_scores, attrs["score_threshold"], attrs["nms_threshold"],
-                        attrs["nms_eta"], attrs["nms_top_k"], attrs["normalized"])
+        sel = np.asarray(_nms_fast(cls_boxes, cls_scores, attrs["score_threshold"], attrs["nms_threshold"],
+                                   attrs["nms_eta"], attrs["nms_top_k"], attrs["normalized"]), dtype=np.int64)
         if two_d:
             sel.sort()
-        indices[c] = sel
-        num_det += len(sel)
+        labels.append(np.full(sel.size, c, dtype=np.int64))
+        indices.append(sel)
+    labels, indices = np.concatenate(labels), np.concatenate(indices)
     keep_top_k = attrs["keep_top_k"]
-    if -1 < keep_top_k < num_det:
-        pairs = []
-        for c, sel in indices.items():
-            cls_scores = scores[:, c] if two_d else scores[c]
-            pairs += [(np.float32(cls_scores[i]), c, i) for i in sel]
-        order = sorted(range(len(pairs)), key=lambda k: -pairs[k][0])  # stable
-        new = {}
-        for k in order[:keep_top_k]:
-            _, c, i = pairs[k]
-            new.setdefault(c, []).append(i)
-        if two_d:
-            for sel in new.values():
-                sel.sort()
-        indices = dict(sorted(new.items()))
-    return indices
+    if -1 < keep_top_k < labels.size:
+        # the best keep_top_k by float score (stable: ties in label order), regrouped by label
+        kept_scores = scores[indices, labels] if two_d else scores[labels, indices]
+        best = np.argsort(-kept_scores.astype(np.float32), kind="stable")[:keep_top_k]
+        labels, indices = labels[best], indices[best]
+        regroup = np.lexsort((indices, labels)) if two_d else np.argsort(labels, kind="stable")
+        labels, indices = labels[regroup], indices[regroup]
+    return labels, indices
+
+
+def _detection_rows(labels, scores, boxes, dtype):
+    """Detection output rows [label, score, x1, y1, x2, y2] in `dtype`."""
+    return np.concatenate([labels.astype(dtype)[:, None], scores.astype(dtype)[:, None], boxes.astype(dtype)],
+                          axis=1)
 
 
 @kernel("multiclass_nms3", inputs=["BBoxes", "Scores", "RoisNum"],
@@ -236,7 +269,6 @@ def multiclass_nms3(xp, bboxes, scores, rois_num, **attrs):
     two_d = scores_h.ndim == 2
     box_dim = boxes_h.shape[2]
     _check_box_size("multiclass_nms3", box_dim)
-    rows, index, counts = [], [], []
     if two_d:
         m, c = scores_h.shape
         if rois_num is None:
@@ -247,31 +279,25 @@ def multiclass_nms3(xp, bboxes, scores, rois_num, **attrs):
     else:
         m = scores_h.shape[2]
         images = [(i, i + 1) for i in range(scores_h.shape[0])]
+    rows, index, counts = [], [], []
     for i, (s, e) in enumerate(images):
         if two_d:
             if s == e:
                 counts.append(0)
                 continue
             img_boxes, img_scores = boxes_h[s:e], scores_h[s:e]
-            offset = s * scores_h.shape[1]
         else:
             img_boxes, img_scores = boxes_h[i], scores_h[i]
-            offset = i * m
-        kept = _multiclass_nms_one(img_boxes, img_scores, two_d, attrs)
-        n_kept = 0
-        for label, sel in kept.items():
-            for idx in sel:
-                if two_d:
-                    score, box = img_scores[idx, label], img_boxes[idx, label]
-                    index.append(offset + idx * scores_h.shape[1] + label)
-                else:
-                    score, box = img_scores[label, idx], img_boxes[idx]
-                    index.append(offset + idx)
-                rows.append(np.concatenate([[label, score], box]).astype(boxes_h.dtype))
-                n_kept += 1
-        counts.append(n_kept)
-    out = np.stack(rows) if rows else np.zeros((0, box_dim + 2), dtype=boxes_h.dtype)
-    index = np.asarray(index, dtype=np.int32).reshape(-1, 1)
+        labels, idx = _multiclass_nms_one(img_boxes, img_scores, two_d, attrs)
+        if two_d:
+            rows.append(_detection_rows(labels, img_scores[idx, labels], img_boxes[idx, labels], boxes_h.dtype))
+            index.append((s + idx) * c + labels)
+        else:
+            rows.append(_detection_rows(labels, img_scores[labels, idx], img_boxes[idx], boxes_h.dtype))
+            index.append(i * m + idx)
+        counts.append(labels.size)
+    out = np.concatenate(rows) if rows else np.zeros((0, box_dim + 2), dtype=boxes_h.dtype)
+    index = np.concatenate(index + [np.zeros(0, np.int64)]).astype(np.int32).reshape(-1, 1)
     counts = np.asarray(counts, dtype=np.int32)
     return _device(xp, out), _device(xp, index), _device(xp, counts)
 
@@ -300,41 +326,36 @@ def _matrix_decay(ious, maxes, sigma, gaussian, dtype):
 
 
 def _matrix_nms_class(boxes, scores, attrs):
-    """NMSMatrix for one class: (selected box indices, decayed scores)."""
+    """NMSMatrix for one class: (selected box indices, their decayed scores), as arrays.
+
+    Candidate i's score decays by the smallest decay over the better candidates j < i, each
+    from their overlap and j's own largest overlap with a candidate better than it: the
+    lower triangle of one overlap matrix, reduced row by row."""
     dt = boxes.dtype.type
     cand = np.nonzero(~(scores <= dt(attrs["score_threshold"])))[0]
     if cand.size == 0:
-        return [], []
+        return cand, scores[:0]
     num = cand.size
     top_k = attrs["nms_top_k"]
     if -1 < top_k < num:
         num = top_k
     order = _descending(scores, cand, num)
     num = order.size
-    normalized = attrs["normalized"]
-    iou = np.zeros((num, num), dtype=boxes.dtype)
-    iou_max = np.zeros(num, dtype=boxes.dtype)
-    for i in range(1, num):
-        iou[i, :i] = _iou_one_to_many(boxes[order[i]], boxes[order[:i]], normalized)
-        iou_max[i] = np.fmax.reduce(np.concatenate([[dt(0)], iou[i, :i]]).astype(boxes.dtype))  # std::max from 0
+    if num == 0:                                            # nms_top_k 0
+        return order, scores[:0]
+    better = np.tri(num, k=-1, dtype=bool)                  # [i, j]: j < i
+    iou = np.where(better, _iou_matrix(boxes[order], boxes[order], attrs["normalized"]), dt(0))
+    iou_max = np.fmax.reduce(iou, axis=1)                   # std::max from 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        decay = _matrix_decay(iou, iou_max[None, :], dt(attrs["gaussian_sigma"]), attrs["use_gaussian"],
+                              boxes.dtype)
+    # std::min(min_decay, decay) from 1: a NaN decay (0/0: two identical boxes) is skipped
+    min_decay = np.fmin.reduce(np.where(better, decay, dt(1)), axis=1)
+    decayed = (min_decay * scores[order]).astype(boxes.dtype)
     post = dt(attrs["post_threshold"])
-    sigma = dt(attrs["gaussian_sigma"])
-    sel, dec = [], []
-    if scores[order[0]] > post:
-        sel.append(int(order[0]))
-        dec.append(scores[order[0]])
-    for i in range(1, num):
-        ious, maxes = iou[i, :i], iou_max[:i]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            decay = _matrix_decay(ious, maxes, sigma, attrs["use_gaussian"], boxes.dtype)
-        # std::min(min_decay, decay) from 1: a NaN decay (0/0: two identical boxes) is skipped
-        min_decay = np.fmin.reduce(np.concatenate([[dt(1)], decay]).astype(boxes.dtype))
-        ds = dt(min_decay * scores[order[i]])
-        if ds <= post:
-            continue
-        sel.append(int(order[i]))
-        dec.append(ds)
-    return sel, dec
+    keep = ~(decayed <= post)
+    keep[0] = scores[order[0]] > post                       # the best one is kept undecayed
+    return order[keep], decayed[keep]
 
 
 @kernel("matrix_nms", inputs=["BBoxes", "Scores"], outputs=["Out", "Index", "RoisNum"],
@@ -345,27 +366,26 @@ def matrix_nms(xp, bboxes, scores, **attrs):
     n, c, m = scores_h.shape
     box_dim = boxes_h.shape[2]
     _check_box_size("matrix_nms", box_dim)
-    rows, index, counts = [], [], []
+    images, labels, decayed, counts = [], [], [], []
     for i in range(n):
-        all_idx, all_scores, all_cls = [], [], []
-        for cls in range(c):
-            if cls == attrs["background_label"]:
-                continue
-            sel, dec = _matrix_nms_class(boxes_h[i], scores_h[i, cls], attrs)
-            all_idx += sel
-            all_scores += dec
-            all_cls += [cls] * len(sel)
-        num = len(all_idx)
+        found = [(cls,) + _matrix_nms_class(boxes_h[i], scores_h[i, cls], attrs)
+                 for cls in range(c) if cls != attrs["background_label"]]
+        img_idx = np.concatenate([sel for _, sel, _ in found] + [np.zeros(0, np.int64)])
+        img_scores = np.concatenate([dec for _, _, dec in found] + [np.zeros(0, scores_h.dtype)])
+        img_labels = np.concatenate([np.full(sel.size, cls) for cls, sel, _ in found] + [np.zeros(0, np.int64)])
+        num = img_idx.size
         if attrs["keep_top_k"] > -1:
             num = min(num, attrs["keep_top_k"])
-        order = _descending(np.asarray(all_scores, dtype=scores_h.dtype), np.arange(len(all_idx)), num)
-        for k in order:
-            idx = all_idx[k]
-            index.append(i * m + idx)
-            rows.append(np.concatenate([[all_cls[k], all_scores[k]], boxes_h[i, idx]]).astype(boxes_h.dtype))
+        order = _descending(img_scores, np.arange(img_idx.size), num)
+        images.append(i * m + img_idx[order])
+        labels.append(img_labels[order])
+        decayed.append(img_scores[order])
         counts.append(num)
-    out = np.stack(rows) if rows else np.zeros((0, box_dim + 2), dtype=boxes_h.dtype)
-    return (_device(xp, out), _device(xp, np.asarray(index, dtype=np.int32).reshape(-1, 1)),
+    index = np.concatenate(images + [np.zeros(0, np.int64)])
+    out = _detection_rows(np.concatenate(labels + [np.zeros(0, np.int64)]),
+                          np.concatenate(decayed + [np.zeros(0, scores_h.dtype)]),
+                          boxes_h.reshape(-1, box_dim)[index], boxes_h.dtype)
+    return (_device(xp, out), _device(xp, index.astype(np.int32).reshape(-1, 1)),
             _device(xp, np.asarray(counts, dtype=np.int32)))
 
 
@@ -749,17 +769,7 @@ def _proposal_nms(boxes, scores, threshold, eta, normalized):
     go last index first); kept when their overlap with every kept box is <= threshold."""
     dt = boxes.dtype.type
     order = np.argsort(scores, kind="stable")[::-1]
-    selected = []
-    threshold = dt(threshold)
-    for i in order:
-        keep = True
-        if selected:
-            keep = bool((_iou_one_to_many(boxes[i], boxes[selected], normalized) <= threshold).all())
-        if keep:
-            selected.append(int(i))
-            if eta < 1 and threshold > 0.5:
-                threshold = dt(threshold * dt(eta))
-    return np.asarray(selected, dtype=np.int64)
+    return order[_greedy_nms(boxes[order], dt(threshold), dt(eta), eta < 1, normalized)]
 
 
 def _proposal_order(scores, pre, keep_arrangement):
