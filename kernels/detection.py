@@ -173,7 +173,7 @@ def _greedy_nms(boxes, threshold, eta, adaptive, normalized):
 
     Rather than comparing each candidate with the kept boxes one at a time, each kept box's
     row of the overlap matrix raises `worst` (every candidate's largest overlap with a kept
-    box; a NaN overlap counts as infinite, since `iou <= threshold` fails on it), and the
+    box; np.maximum keeps a NaN overlap, on which `iou <= threshold` fails too), and the
     next kept box is the first later candidate whose `worst` is <= the threshold: the same
     comparisons, so the same boxes, one numpy step per kept box."""
     dt = boxes.dtype.type
@@ -188,7 +188,6 @@ def _greedy_nms(boxes, threshold, eta, adaptive, normalized):
         if i >= block_start + block.shape[0]:
             block_start = i
             block = _iou_matrix(boxes[i:i + rows], boxes, normalized)
-            block[np.isnan(block)] = np.inf
         np.maximum(worst, block[i - block_start], out=worst)
         if adaptive and threshold > 0.5:
             threshold = dt(threshold * eta)
