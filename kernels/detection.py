@@ -139,9 +139,9 @@ def yolo_box(xp, x, img_size, *, anchors, class_num, conf_thresh, downsample_rat
 def _box_areas(boxes, normalized):
     """BBoxArea of each row: 0 for a box with x2 < x1 or y2 < y1, sizes +1 unless normalized."""
     dt = boxes.dtype.type
-    w, h = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
+    w, h = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
     area = w * h if normalized else (w + dt(1)) * (h + dt(1))
-    return np.where((boxes[..., 2] < boxes[..., 0]) | (boxes[..., 3] < boxes[..., 1]), dt(0), area)
+    return np.where((boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1]), dt(0), area)
 
 
 def _iou_matrix(a, b, normalized):
@@ -150,19 +150,23 @@ def _iou_matrix(a, b, normalized):
     the bit: min, max, the sum of areas and the tests commute). 0/0 (two empty boxes) is NaN."""
     dt = b.dtype.type
     norm = dt(0) if normalized else dt(1)
-    a, b = a[:, None, :], b[None, :, :]
-    apart = (b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3]) | (b[..., 3] < a[..., 1])
-    iw = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]) + norm
-    ih = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]) + norm
-    inter = iw * ih
+    ax0, ay0, ax1, ay1 = (a[:, k, None] for k in range(4))                 # [p, 1]
+    bx0, by0, bx1, by1 = (np.ascontiguousarray(b[:, k]) for k in range(4))  # [q]
+    apart = (bx0 > ax1) | (bx1 < ax0) | (by0 > ay1) | (by1 < ay0)
+    inter = np.minimum(ax1, bx1) - np.maximum(ax0, bx0) + norm
+    inter *= np.minimum(ay1, by1) - np.maximum(ay0, by0) + norm
+    union = _box_areas(a, normalized)[:, None] + _box_areas(b, normalized)[None, :] - inter
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        iou = inter / (_box_areas(a, normalized) + _box_areas(b, normalized) - inter)
-    return np.where(apart, dt(0), iou)
+        iou = np.divide(inter, union, out=union)
+    iou[apart] = dt(0)
+    return iou
 
 
-# Overlaps computed at once by the greedy NMS: the whole candidates x candidates matrix up to
-# 1024 candidates (nms_top_k bounds them in practice), else blocks of rows, so memory stays
-# bounded however many candidates pass the score threshold.
+# The greedy NMS computes the overlaps of the candidates still in the running in batches,
+# the first of _FIRST_BATCH, each next one twice as large (few are computed in vain where
+# most candidates are suppressed, few calls are made where most are kept), and of at most
+# _IOU_BLOCK_ELEMENTS overlaps, so memory stays bounded however many candidates there are.
+_FIRST_BATCH = 16
 _IOU_BLOCK_ELEMENTS = 1 << 20
 
 
@@ -172,23 +176,29 @@ def _greedy_nms(boxes, threshold, eta, adaptive, normalized):
     which becomes threshold * eta after each kept box while `adaptive` and > 0.5.
 
     Rather than comparing each candidate with the kept boxes one at a time, each kept box's
-    row of the overlap matrix raises `worst` (every candidate's largest overlap with a kept
-    box; np.maximum keeps a NaN overlap, on which `iou <= threshold` fails too), and the
-    next kept box is the first later candidate whose `worst` is <= the threshold: the same
-    comparisons, so the same boxes, one numpy step per kept box."""
+    overlaps with the later candidates raise `worst` (every candidate's largest overlap with
+    a kept box; np.maximum keeps a NaN overlap, on which `iou <= threshold` fails too), and
+    the next kept box is the first later candidate whose `worst` is <= the threshold: the
+    same comparisons, so the same boxes, one numpy step per kept box. As `worst` only grows
+    and the threshold only falls, a candidate out of the running stays out: overlaps are
+    computed only for those still in it."""
     dt = boxes.dtype.type
     k = boxes.shape[0]
     worst = np.zeros(k, dtype=boxes.dtype)
-    rows = max(1, _IOU_BLOCK_ELEMENTS // max(k, 1))
-    block_start, block = 0, boxes[:0]
+    row_of = np.full(k, -1, dtype=np.int64)      # candidate -> its row in `overlaps`
+    overlaps, first, batch = None, 0, _FIRST_BATCH
     kept = []
     i = 0
     while i < k:
         kept.append(i)
-        if i >= block_start + block.shape[0]:
-            block_start = i
-            block = _iou_matrix(boxes[i:i + rows], boxes, normalized)
-        np.maximum(worst, block[i - block_start], out=worst)
+        if row_of[i] < 0:
+            running = i + 1 + np.flatnonzero(worst[i + 1:] <= threshold)
+            size = max(1, min(batch, _IOU_BLOCK_ELEMENTS // (k - i)))
+            rows = np.concatenate([[i], running[:size - 1]])
+            overlaps, first = _iou_matrix(boxes[rows], boxes[i:], normalized), i
+            row_of[rows] = np.arange(rows.size)
+            batch *= 2
+        np.maximum(worst[first:], overlaps[row_of[i]], out=worst[first:])
         if adaptive and threshold > 0.5:
             threshold = dt(threshold * eta)
         later = np.flatnonzero(worst[i + 1:] <= threshold)

@@ -656,13 +656,14 @@ def greedy_nms_scalar(boxes, threshold, eta, normalized):
     return kept
 
 
-@pytest.mark.parametrize("block_elements", [1, 40, 1 << 20])
-@pytest.mark.parametrize("threshold, eta", [(0.5, 1.0), (0.9, 0.9), (0.7, 0.5), (0.3, 0.8)])
+@pytest.mark.parametrize("first_batch, block_elements", [(1, 1), (2, 40), (16, 1 << 20), (1000, 1 << 20)])
+@pytest.mark.parametrize("threshold, eta", [(0.5, 1.0), (0.9, 0.9), (0.7, 0.5), (0.3, 0.8), (-0.1, 1.0)])
 @pytest.mark.parametrize("normalized", [True, False])
-def test_greedy_nms_keeps_what_the_one_at_a_time_loop_keeps(monkeypatch, block_elements, threshold, eta,
-                                                           normalized):
-    """Including with the overlaps computed in blocks of rows (a bounded-memory path)."""
+def test_greedy_nms_keeps_what_the_one_at_a_time_loop_keeps(monkeypatch, first_batch, block_elements, threshold,
+                                                           eta, normalized):
+    """Whatever batches the overlaps are computed in (one row at a time, all at once)."""
     from kernels import detection
+    monkeypatch.setattr(detection, "_FIRST_BATCH", first_batch)
     monkeypatch.setattr(detection, "_IOU_BLOCK_ELEMENTS", block_elements)
     rng = np.random.default_rng(int(threshold * 10 + eta * 100))
     for count in (0, 1, 2, 37):
