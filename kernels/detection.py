@@ -192,7 +192,7 @@ def _greedy_nms(boxes, threshold, eta, adaptive, normalized):
     while i < k:
         kept.append(i)
         if row_of[i] < 0:
-            running = i + 1 + np.flatnonzero(worst[i + 1:] <= threshold)
+            running = i + 1 + (worst[i + 1:] <= threshold).nonzero()[0]
             size = max(1, min(batch, _IOU_BLOCK_ELEMENTS // (k - i)))
             rows = np.concatenate([[i], running[:size - 1]])
             overlaps, first = _iou_matrix(boxes[rows], boxes[i:], normalized), i
@@ -201,7 +201,7 @@ def _greedy_nms(boxes, threshold, eta, adaptive, normalized):
         np.maximum(worst[first:], overlaps[row_of[i]], out=worst[first:])
         if adaptive and threshold > 0.5:
             threshold = dt(threshold * eta)
-        later = np.flatnonzero(worst[i + 1:] <= threshold)
+        later = (worst[i + 1:] <= threshold).nonzero()[0]
         if later.size == 0:
             break
         i += 1 + int(later[0])
@@ -583,9 +583,34 @@ def _grid(size, pooled, sampling_ratio):
     return sampling_ratio if sampling_ratio > 0 else int(math.ceil(float(np.float32(size / np.float32(pooled)))))
 
 
-def _align_samples(coord, limit):
-    """Clamped sample coordinate -> (low, high, weight of low), PaddlePaddle's forward rule;
-    `valid` False for samples outside [-1, limit]."""
+def _roi_sample_points(k, geometry, pooled_height, pooled_width, sampling_ratio, dtype, backward):
+    """RoI k's bilinear sample points: (samples per bin, ys, xs), ys and xs [ph, pw, gh, gw].
+    Each of the pooled_height x pooled_width bins is sampled on a gh x gw grid at the cell
+    centres (sampling_ratio cells a side, else ceil(bin size)). PaddlePaddle's forward and
+    gradient kernels place the same points in different float operation orders, both kept:
+    forward start + bin * (p + (i + .5) / g), gradient start + p * bin + (i + .5) * bin / g."""
+    xmin, ymin, width, height = geometry
+    dt = dtype.type
+    gh = _grid(height[k], pooled_height, sampling_ratio)
+    gw = _grid(width[k], pooled_width, sampling_ratio)
+    bin_h, bin_w = dt(height[k] / dt(pooled_height)), dt(width[k] / dt(pooled_width))
+    py = np.arange(pooled_height, dtype=dtype)[:, None, None, None]
+    px = np.arange(pooled_width, dtype=dtype)[None, :, None, None]
+    iy = (np.arange(gh, dtype=dtype) + dt(0.5))[None, None, :, None]
+    ix = (np.arange(gw, dtype=dtype) + dt(0.5))[None, None, None, :]
+    if backward:
+        ys = ymin[k] + py * bin_h + iy * bin_h / dt(gh)
+        xs = xmin[k] + px * bin_w + ix * bin_w / dt(gw)
+    else:
+        ys = ymin[k] + bin_h * (py + iy / dt(gh))
+        xs = xmin[k] + bin_w * (px + ix / dt(gw))
+    ys, xs = np.broadcast_arrays(ys, xs)
+    return gh * gw, ys, xs
+
+
+def _bilinear_corners(coord, limit):
+    """PaddlePaddle's clamping of a sample coordinate along an axis of `limit` cells:
+    (valid, low, high, clamped coordinate); `valid` False outside [-1, limit]."""
     dt = coord.dtype.type
     valid = ~((coord < -1.0) | (coord > limit))
     c = np.where(coord <= 0, dt(0), coord)
@@ -594,10 +619,15 @@ def _align_samples(coord, limit):
     low = np.where(at_end, limit - 1, low)
     high = np.where(at_end, limit - 1, low + 1)
     c = np.where(at_end, low.astype(coord.dtype), c)
+    return valid, low, high, c
+
+
+def _align_samples(coord, limit):
+    """The forward rule: (valid, low, high, weight of low = high - coordinate), the corners
+    of invalid samples 0."""
+    valid, low, high, c = _bilinear_corners(coord, limit)
     ratio = high.astype(coord.dtype) - c
-    low = np.where(valid, low, 0)
-    high = np.where(valid, high, 0)
-    return valid, low, high, ratio
+    return valid, np.where(valid, low, 0), np.where(valid, high, 0), ratio
 
 
 @kernel("roi_align", inputs=["X", "ROIs", "RoisNum"], outputs=["Out"],
@@ -612,38 +642,29 @@ def roi_align(xp, x, rois, rois_num, *, pooled_height, pooled_width, spatial_sca
     rois_h = _host(xp, rois)
     batch = _rois_batch_ids(_host(xp, rois_num), r, n, "roi_align")
     dt = x.dtype.type
-    xmin, ymin, width, height = _roi_geometry(rois_h, spatial_scale, aligned, clamp_size=not aligned)
     flat = x.reshape(n, c, h * w)
     results = []
+    geometry = _roi_geometry(rois_h, spatial_scale, aligned, clamp_size=not aligned)
     for k in range(r):
-        gh = _grid(height[k], pooled_height, sampling_ratio)
-        gw = _grid(width[k], pooled_width, sampling_ratio)
-        bin_h, bin_w = dt(height[k] / dt(pooled_height)), dt(width[k] / dt(pooled_width))
-        py = np.arange(pooled_height, dtype=x.dtype)[:, None, None, None]
-        px = np.arange(pooled_width, dtype=x.dtype)[None, :, None, None]
-        iy = ((np.arange(gh, dtype=x.dtype) + dt(0.5)) / dt(gh))[None, None, :, None]
-        ix = ((np.arange(gw, dtype=x.dtype) + dt(0.5)) / dt(gw))[None, None, None, :]
-        ys = ymin[k] + bin_h * (py + iy)                                   # [ph, 1, gh, 1]
-        xs = xmin[k] + bin_w * (px + ix)                                   # [1, pw, 1, gw]
-        ys, xs = np.broadcast_arrays(ys, xs)                               # [ph, pw, gh, gw]
+        samples, ys, xs = _roi_sample_points(k, geometry, pooled_height, pooled_width, sampling_ratio, x.dtype,
+                                             backward=False)
         valid_y, yl, yh, ry = _align_samples(ys, h)
         valid_x, xl, xh, rx = _align_samples(xs, w)
         valid = valid_y & valid_x
         one = dt(1)
         weights = [rx * ry, (one - rx) * ry, rx * (one - ry), (one - rx) * (one - ry)]
         offsets = [yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh]       # xy, Xy, xY, XY
-        weights = [np.where(valid, wt, dt(0)).reshape(pooled_height * pooled_width, gh * gw)
-                   for wt in weights]
-        offsets = [np.where(valid, o, 0).reshape(pooled_height * pooled_width, gh * gw) for o in offsets]
+        weights = [np.where(valid, wt, dt(0)).reshape(pooled_height * pooled_width, samples) for wt in weights]
+        offsets = [np.where(valid, o, 0).reshape(pooled_height * pooled_width, samples) for o in offsets]
         feat = flat[int(batch[k])]                                          # [c, h*w]
         value = None
         for wt, o in zip(weights, offsets):
             term = _device(xp, wt) * feat[:, _device(xp, o)]                # [c, bins, samples]
             value = term if value is None else value + term
         acc = xp.zeros((c, pooled_height * pooled_width), dtype=x.dtype)
-        for s in range(gh * gw):
+        for s in range(samples):
             acc = acc + value[:, :, s]
-        count = dt(1.0 / (gh * gw)) if gh * gw else dt(np.inf)
+        count = dt(1.0 / samples) if samples else dt(np.inf)
         results.append((acc * count).reshape(c, pooled_height, pooled_width))
     return xp.stack(results)
 
@@ -661,37 +682,25 @@ def roi_align_grad(xp, x, rois, rois_num, dout, *, pooled_height, pooled_width, 
     batch = _rois_batch_ids(_host(xp, rois_num), r, n, "roi_align_grad")
     dt = x.dtype.type
     # PaddlePaddle's gradient kernel clamps the RoI size to >= 1 whatever `aligned` says.
-    xmin, ymin, width, height = _roi_geometry(rois_h, spatial_scale, aligned, clamp_size=True)
+    geometry = _roi_geometry(rois_h, spatial_scale, aligned, clamp_size=True)
     bins = pooled_height * pooled_width
     for k in range(r):
-        gh = _grid(height[k], pooled_height, sampling_ratio)
-        gw = _grid(width[k], pooled_width, sampling_ratio)
-        bin_h, bin_w = dt(height[k] / dt(pooled_height)), dt(width[k] / dt(pooled_width))
-        py = np.arange(pooled_height, dtype=x.dtype)[:, None, None, None]
-        px = np.arange(pooled_width, dtype=x.dtype)[None, :, None, None]
-        iy = (np.arange(gh, dtype=x.dtype) + dt(0.5))[None, None, :, None]
-        ix = (np.arange(gw, dtype=x.dtype) + dt(0.5))[None, None, None, :]
-        ys = ymin[k] + py * bin_h + iy * bin_h / dt(gh)
-        xs = xmin[k] + px * bin_w + ix * bin_w / dt(gw)
-        ys, xs = np.broadcast_arrays(ys, xs)
-        valid = ~((ys < -1.0) | (ys > h) | (xs < -1.0) | (xs > w))
-        ys, xs = np.where(ys <= 0, dt(0), ys), np.where(xs <= 0, dt(0), xs)
-        yl, xl = np.trunc(ys).astype(np.int64), np.trunc(xs).astype(np.int64)
-        y_end, x_end = yl >= h - 1, xl >= w - 1
-        yl, xl = np.where(y_end, h - 1, yl), np.where(x_end, w - 1, xl)
-        yh, xh = np.where(y_end, h - 1, yl + 1), np.where(x_end, w - 1, xl + 1)
-        ys, xs = np.where(y_end, yl.astype(x.dtype), ys), np.where(x_end, xl.astype(x.dtype), xs)
+        samples, ys, xs = _roi_sample_points(k, geometry, pooled_height, pooled_width, sampling_ratio, x.dtype,
+                                             backward=True)
+        valid_y, yl, yh, ys = _bilinear_corners(ys, h)
+        valid_x, xl, xh, xs = _bilinear_corners(xs, w)
+        valid = valid_y & valid_x
         ly, lx = ys - yl.astype(x.dtype), xs - xl.astype(x.dtype)
         hy, hx = dt(1) - ly, dt(1) - lx
         weights = [hy * hx, hy * lx, ly * hx, ly * lx]
         offsets = [yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh]
-        count = dt(gh * gw)
+        count = dt(samples)
         g = dout[k].reshape(c, bins)                                        # [c, bins]
         base = int(batch[k]) * h * w
         for wt, o in zip(weights, offsets):
-            wt = wt.reshape(bins, gh * gw)
-            o = o.reshape(bins, gh * gw)
-            keep = valid.reshape(bins, gh * gw)
+            wt = wt.reshape(bins, samples)
+            o = o.reshape(bins, samples)
+            keep = valid.reshape(bins, samples)
             bin_idx, sample = np.nonzero(keep)
             if bin_idx.size == 0:
                 continue
