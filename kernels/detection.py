@@ -583,29 +583,51 @@ def _grid(size, pooled, sampling_ratio):
     return sampling_ratio if sampling_ratio > 0 else int(math.ceil(float(np.float32(size / np.float32(pooled)))))
 
 
-def _roi_sample_points(k, geometry, pooled_height, pooled_width, sampling_ratio, dtype, backward):
-    """RoI k's bilinear sample points: (samples per bin, ys, xs), ys and xs [ph, pw, gh, gw].
-    Each of the pooled_height x pooled_width bins is sampled on a gh x gw grid at the cell
-    centres (sampling_ratio cells a side, else ceil(bin size)). PaddlePaddle's forward and
-    gradient kernels place the same points in different float operation orders, both kept:
-    forward start + bin * (p + (i + .5) / g), gradient start + p * bin + (i + .5) * bin / g."""
-    xmin, ymin, width, height = geometry
+# roi_align gathers the samples of at most this many (RoI, bin, sample, channel) values at once
+_ROI_ALIGN_GATHER = 1 << 22
+
+
+def _roi_grids(geometry, pooled_height, pooled_width, sampling_ratio):
+    """Each RoI's sampling grid per bin, (gh, gw): sampling_ratio cells a side, else
+    ceil(bin size)."""
+    _, _, width, height = geometry
+    return [(_grid(hk, pooled_height, sampling_ratio), _grid(wk, pooled_width, sampling_ratio))
+            for hk, wk in zip(height, width)]
+
+
+def _roi_sample_points(ks, grid, geometry, pooled_height, pooled_width, dtype, backward):
+    """The bilinear sample points of the RoIs `ks`, which share the grid (gh, gw): ys and xs,
+    [len(ks), ph, pw, gh, gw] each. Each bin is sampled at the centres of its gh x gw cells.
+    PaddlePaddle's forward and gradient kernels place the same points in different float
+    operation orders, both kept: forward start + bin * (p + (i + .5) / g), gradient
+    start + p * bin + (i + .5) * bin / g."""
+    xmin, ymin, width, height = (v[ks][:, None, None, None, None] for v in geometry)
     dt = dtype.type
-    gh = _grid(height[k], pooled_height, sampling_ratio)
-    gw = _grid(width[k], pooled_width, sampling_ratio)
-    bin_h, bin_w = dt(height[k] / dt(pooled_height)), dt(width[k] / dt(pooled_width))
+    gh, gw = grid
+    bin_h, bin_w = (height / dt(pooled_height)).astype(dtype), (width / dt(pooled_width)).astype(dtype)
     py = np.arange(pooled_height, dtype=dtype)[:, None, None, None]
     px = np.arange(pooled_width, dtype=dtype)[None, :, None, None]
     iy = (np.arange(gh, dtype=dtype) + dt(0.5))[None, None, :, None]
     ix = (np.arange(gw, dtype=dtype) + dt(0.5))[None, None, None, :]
     if backward:
-        ys = ymin[k] + py * bin_h + iy * bin_h / dt(gh)
-        xs = xmin[k] + px * bin_w + ix * bin_w / dt(gw)
+        ys = ymin + py * bin_h + iy * bin_h / dt(gh)
+        xs = xmin + px * bin_w + ix * bin_w / dt(gw)
     else:
-        ys = ymin[k] + bin_h * (py + iy / dt(gh))
-        xs = xmin[k] + bin_w * (px + ix / dt(gw))
-    ys, xs = np.broadcast_arrays(ys, xs)
-    return gh * gw, ys, xs
+        ys = ymin + bin_h * (py + iy / dt(gh))
+        xs = xmin + bin_w * (px + ix / dt(gw))
+    return np.broadcast_arrays(ys, xs)
+
+
+def _rois_by_grid(grids, values_per_sample):
+    """RoI indices grouped by grid size (ascending RoI order within a group), in chunks that
+    gather at most _ROI_ALIGN_GATHER values (`values_per_sample` a grid cell)."""
+    groups = {}
+    for k, g in enumerate(grids):
+        groups.setdefault(g, []).append(k)
+    for g, ks in groups.items():
+        limit = max(1, _ROI_ALIGN_GATHER // max(1, values_per_sample * g[0] * g[1]))
+        for start in range(0, len(ks), limit):
+            yield g, np.asarray(ks[start:start + limit], dtype=np.int64)
 
 
 def _bilinear_corners(coord, limit):
@@ -642,31 +664,32 @@ def roi_align(xp, x, rois, rois_num, *, pooled_height, pooled_width, spatial_sca
     rois_h = _host(xp, rois)
     batch = _rois_batch_ids(_host(xp, rois_num), r, n, "roi_align")
     dt = x.dtype.type
-    flat = x.reshape(n, c, h * w)
-    results = []
     geometry = _roi_geometry(rois_h, spatial_scale, aligned, clamp_size=not aligned)
-    for k in range(r):
-        samples, ys, xs = _roi_sample_points(k, geometry, pooled_height, pooled_width, sampling_ratio, x.dtype,
-                                             backward=False)
+    grids = _roi_grids(geometry, pooled_height, pooled_width, sampling_ratio)
+    bins = pooled_height * pooled_width
+    pixels = x.transpose(0, 2, 3, 1).reshape(n * h * w, c)                 # [image pixel, channel]
+    one = dt(1)
+    for (gh, gw), ks in _rois_by_grid(grids, bins * c):
+        samples = gh * gw
+        ys, xs = _roi_sample_points(ks, (gh, gw), geometry, pooled_height, pooled_width, x.dtype, backward=False)
         valid_y, yl, yh, ry = _align_samples(ys, h)
         valid_x, xl, xh, rx = _align_samples(xs, w)
         valid = valid_y & valid_x
-        one = dt(1)
         weights = [rx * ry, (one - rx) * ry, rx * (one - ry), (one - rx) * (one - ry)]
+        base = (batch[ks] * (h * w))[:, None, None, None, None]
         offsets = [yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh]       # xy, Xy, xY, XY
-        weights = [np.where(valid, wt, dt(0)).reshape(pooled_height * pooled_width, samples) for wt in weights]
-        offsets = [np.where(valid, o, 0).reshape(pooled_height * pooled_width, samples) for o in offsets]
-        feat = flat[int(batch[k])]                                          # [c, h*w]
         value = None
         for wt, o in zip(weights, offsets):
-            term = _device(xp, wt) * feat[:, _device(xp, o)]                # [c, bins, samples]
+            wt = np.where(valid, wt, dt(0)).reshape(ks.size, bins, samples, 1)
+            o = (base + np.where(valid, o, 0)).reshape(ks.size, bins, samples)
+            term = _device(xp, wt) * pixels[_device(xp, o)]                 # [rois, bins, samples, c]
             value = term if value is None else value + term
-        acc = xp.zeros((c, pooled_height * pooled_width), dtype=x.dtype)
-        for s in range(samples):
+        acc = xp.zeros((ks.size, bins, c), dtype=x.dtype)
+        for s in range(samples):                                            # in sample order, as PaddlePaddle
             acc = acc + value[:, :, s]
         count = dt(1.0 / samples) if samples else dt(np.inf)
-        results.append((acc * count).reshape(c, pooled_height, pooled_width))
-    return xp.stack(results)
+        out[_device(xp, ks)] = (acc * count).transpose(0, 2, 1).reshape(ks.size, c, pooled_height, pooled_width)
+    return out
 
 
 @kernel("roi_align_grad", inputs=["X", "ROIs", "RoisNum", "Out@GRAD"], outputs=["X@GRAD"],
@@ -683,10 +706,13 @@ def roi_align_grad(xp, x, rois, rois_num, dout, *, pooled_height, pooled_width, 
     dt = x.dtype.type
     # PaddlePaddle's gradient kernel clamps the RoI size to >= 1 whatever `aligned` says.
     geometry = _roi_geometry(rois_h, spatial_scale, aligned, clamp_size=True)
+    grids = _roi_grids(geometry, pooled_height, pooled_width, sampling_ratio)
     bins = pooled_height * pooled_width
     for k in range(r):
-        samples, ys, xs = _roi_sample_points(k, geometry, pooled_height, pooled_width, sampling_ratio, x.dtype,
-                                             backward=True)
+        # one RoI at a time: the gradients scatter in PaddlePaddle's RoI order
+        (ys,), (xs,) = _roi_sample_points(np.array([k]), grids[k], geometry, pooled_height, pooled_width, x.dtype,
+                                          backward=True)
+        samples = grids[k][0] * grids[k][1]
         valid_y, yl, yh, ys = _bilinear_corners(ys, h)
         valid_x, xl, xh, xs = _bilinear_corners(xs, w)
         valid = valid_y & valid_x
