@@ -475,17 +475,23 @@ def density_prior_box(xp, x, image, *, variances, clip, flatten_to_2d, step_w, s
             for di in range(density):
                 for dj in range(density):
                     priors.append((dj * shift, di * shift, float(bw), float(bh), shift))
-    boxes = np.zeros((fh, fw, len(priors), 4), dtype=x.dtype)
-    for h in range(fh):
-        cy = float(dt((dt(h) + dt(offset)) * step_y))
-        for w in range(fw):
-            cx = float(dt((dt(w) + dt(offset)) * step_x))
-            for k, (ox, oy, bw, bh, shift) in enumerate(priors):
-                dcx = float(np.float32(cx - step_average / 2.0 + shift / 2.0))
-                dcy = float(np.float32(cy - step_average / 2.0 + shift / 2.0))
-                tx, ty = float(np.float32(dcx + ox)), float(np.float32(dcy + oy))
-                boxes[h, w, k] = [max((tx - bw / 2.0) / iw, 0.0), max((ty - bh / 2.0) / ih, 0.0),
-                                  min((tx + bw / 2.0) / iw, 1.0), min((ty + bh / 2.0) / ih, 1.0)]
+    ox, oy, bw, bh, shift = (np.asarray(v, dtype=np.float64).reshape(1, 1, -1)
+                             for v in zip(*priors)) if priors else (np.zeros((1, 1, 0)),) * 5
+    # PaddlePaddle's arithmetic: cell centres in T, offsets in double rounded to float, the
+    # corners in double, std::max / std::min against the image's edges
+    cy = ((np.arange(fh, dtype=x.dtype) + dt(offset)) * step_y).astype(np.float64).reshape(-1, 1, 1)
+    cx = ((np.arange(fw, dtype=x.dtype) + dt(offset)) * step_x).astype(np.float64).reshape(1, -1, 1)
+    tx = ((cx - step_average / 2.0 + shift / 2.0).astype(np.float32) + ox).astype(np.float32).astype(np.float64)
+    ty = ((cy - step_average / 2.0 + shift / 2.0).astype(np.float32) + oy).astype(np.float32).astype(np.float64)
+
+    def at_least_0(v):
+        return np.where(0.0 > v, 0.0, v)
+
+    def at_most_1(v):
+        return np.where(1.0 < v, 1.0, v)
+    corners = [at_least_0((tx - bw / 2.0) / iw), at_least_0((ty - bh / 2.0) / ih),
+               at_most_1((tx + bw / 2.0) / iw), at_most_1((ty + bh / 2.0) / ih)]
+    boxes = np.stack(np.broadcast_arrays(*corners), axis=-1).astype(x.dtype)       # [fh, fw, priors, 4]
     if clip:
         boxes = np.minimum(np.maximum(boxes, dt(0)), dt(1))
     var = np.broadcast_to(np.asarray(variances, dtype=x.dtype), boxes.shape).copy()
