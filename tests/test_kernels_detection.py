@@ -656,13 +656,16 @@ def greedy_nms_scalar(boxes, threshold, eta, normalized):
     return kept
 
 
-@pytest.mark.parametrize("first_batch, block_elements", [(1, 1), (2, 40), (16, 1 << 20), (1000, 1 << 20)])
+@pytest.mark.parametrize("first_batch, block_elements, all_at_once", [(1, 1, 0), (2, 40, 0), (16, 1 << 20, 0),
+                                                                      (1000, 1 << 20, 0), (16, 1 << 20, 1 << 16)])
 @pytest.mark.parametrize("threshold, eta", [(0.5, 1.0), (0.9, 0.9), (0.7, 0.5), (0.3, 0.8), (-0.1, 1.0)])
 @pytest.mark.parametrize("normalized", [True, False])
-def test_greedy_nms_keeps_what_the_one_at_a_time_loop_keeps(monkeypatch, first_batch, block_elements, threshold,
-                                                           eta, normalized):
-    """Whatever batches the overlaps are computed in (one row at a time, all at once)."""
+def test_greedy_nms_keeps_what_the_one_at_a_time_loop_keeps(monkeypatch, first_batch, block_elements, all_at_once,
+                                                           threshold, eta, normalized):
+    """Whatever batches the overlaps are computed in (one row at a time, all at once), and
+    with bit sets where the threshold does not change."""
     from kernels import detection
+    monkeypatch.setattr(detection, "_FIXED_THRESHOLD_ELEMENTS", all_at_once)
     monkeypatch.setattr(detection, "_FIRST_BATCH", first_batch)
     monkeypatch.setattr(detection, "_IOU_BLOCK_ELEMENTS", block_elements)
     rng = np.random.default_rng(int(threshold * 10 + eta * 100))
