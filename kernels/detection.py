@@ -19,7 +19,9 @@ Device and host:
 - The NMS ops, generate_proposals_v2 and distribute_fpn_proposals produce outputs whose
   size depends on the values, and their greedy loops are sequential: they read their
   inputs back to the host, run there, and copy the (small) results to the device, as
-  PaddlePaddle's CPU kernels do.
+  PaddlePaddle's CPU kernels do. There the overlaps are computed as matrices (the
+  candidates still in the running against the later ones, `_greedy_nms`) and the greedy
+  selection steps from kept box to kept box, not candidate by candidate.
 - roi_align and roi_align_grad compute each RoI's sampling grid (whose size depends on the
   RoI with sampling_ratio <= 0) on the host from the RoIs read back; the feature-map
   gathers, sums and scatters run on the device. roi_pool reads the RoIs back for its
