@@ -615,8 +615,10 @@ def _grid(size, pooled, sampling_ratio):
     return sampling_ratio if sampling_ratio > 0 else int(math.ceil(float(np.float32(size / np.float32(pooled)))))
 
 
-# roi_align gathers the samples of at most this many (RoI, bin, sample, channel) values at once
-_ROI_ALIGN_GATHER = 1 << 22
+# roi_align gathers the samples of at most this many (RoI, bin, sample, channel) values at once:
+# 1 MiB of float32 a term, which stays in cache (measured on 512 RoIs, 256 channels, 7x7 bins,
+# 2x2 samples: 2^18 61 ms, 2^16 91 ms, 2^22 135 ms; one RoI at a time 163 ms)
+_ROI_ALIGN_GATHER = 1 << 18
 
 
 def _roi_grids(geometry, pooled_height, pooled_width, sampling_ratio):
