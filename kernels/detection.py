@@ -789,30 +789,43 @@ def roi_pool(xp, x, rois, rois_num, *, pooled_height, pooled_width, spatial_scal
     batch = _rois_batch_ids(_host(xp, rois_num), r, n, "roi_pool")
     scaled = _round_half_away(rois_h * np.float32(spatial_scale))
     lowest = x.dtype.type(-np.finfo(x.dtype).max) if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    pad = -np.inf if x.dtype.kind == "f" else lowest
     for k in range(r):
         sw, sh, ew, eh = (int(v) for v in scaled[k])
         rh, rw = max(eh - sh + 1, 1), max(ew - sw + 1, 1)
-        bin_h = np.float32(np.float32(rh) / np.float32(pooled_height))
-        bin_w = np.float32(np.float32(rw) / np.float32(pooled_width))
-        feat = x[int(batch[k])]
-        for ph in range(pooled_height):
-            hs = int(np.floor(np.float32(ph) * bin_h)) + sh
-            he = int(np.ceil(np.float32(ph + 1) * bin_h)) + sh
-            hs, he = min(max(hs, 0), h), min(max(he, 0), h)
-            for pw in range(pooled_width):
-                ws = int(np.floor(np.float32(pw) * bin_w)) + sw
-                we = int(np.ceil(np.float32(pw + 1) * bin_w)) + sw
-                ws, we = min(max(ws, 0), w), min(max(we, 0), w)
-                if he <= hs or we <= ws:
-                    continue       # an empty bin: 0, argmax -1
-                region = feat[:, hs:he, ws:we].reshape(c, -1)
-                best = region.argmax(axis=1)
-                value = xp.take_along_axis(region, best[:, None], axis=1)[:, 0]
-                found = value > lowest
-                pos = (best // (we - ws) + hs) * w + best % (we - ws) + ws
-                out[k, :, ph, pw] = xp.where(found, value, lowest)
-                arg[k, :, ph, pw] = xp.where(found, pos, -1)
+        hs, he = _pool_bins(rh, pooled_height, sh, h)
+        ws, we = _pool_bins(rw, pooled_width, sw, w)
+        tall, wide = int((he - hs).max()), int((we - ws).max())
+        if tall <= 0 or wide <= 0:
+            continue                     # every bin empty: 0, argmax -1
+        # every bin's region padded to tall x wide (row-major, so argmax finds the first
+        # maximum as over the region itself); the padding never beats a value that counts
+        ys = hs[:, None] + np.arange(tall)[None, :]                          # [ph, tall]
+        xs = ws[:, None] + np.arange(wide)[None, :]                          # [pw, wide]
+        inside = (ys < he[:, None])[:, None, :, None] & (xs < we[:, None])[None, :, None, :]
+        pos = np.minimum(ys, h - 1)[:, None, :, None] * w + np.minimum(xs, w - 1)[None, :, None, :]
+        region = x[int(batch[k])].reshape(c, h * w)[:, _device(xp, pos)]   # [c, ph, pw, tall, wide]
+        region = xp.where(_device(xp, inside), region, x.dtype.type(pad))
+        region = region.reshape(c, pooled_height, pooled_width, tall * wide)
+        best = region.argmax(axis=-1)
+        value = xp.take_along_axis(region, best[..., None], axis=-1)[..., 0]
+        found = value > lowest
+        at = xp.take_along_axis(_device(xp, pos.reshape(pooled_height, pooled_width, tall * wide))[None],
+                                best[..., None], axis=-1)[..., 0]
+        empty = _device(xp, (he <= hs)[:, None] | (we <= ws)[None, :])
+        out[k] = xp.where(empty, x.dtype.type(0), xp.where(found, value, lowest))
+        arg[k] = xp.where(empty | ~found, -1, at)
     return out, arg
+
+
+def _pool_bins(size, pooled, start, limit):
+    """roi_pool's bins along an axis of a RoI `size` cells long from `start`: (starts,
+    ends), each floor / ceil of the float32 bin edges, clamped to [0, limit]."""
+    bin_size = np.float32(np.float32(size) / np.float32(pooled))
+    p = np.arange(pooled, dtype=np.float32)
+    lo = np.floor(p * bin_size).astype(np.int64) + start
+    hi = np.ceil((p + np.float32(1)) * bin_size).astype(np.int64) + start
+    return np.clip(lo, 0, limit), np.clip(hi, 0, limit)
 
 
 @kernel("roi_pool_grad", inputs=["X", "ROIs", "RoisNum", "Argmax", "Out@GRAD"], outputs=["X@GRAD"],

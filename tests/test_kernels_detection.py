@@ -703,3 +703,18 @@ def test_roi_align_gathering_in_chunks_changes_nothing(monkeypatch, sampling_rat
     alone = call_kernel("roi_align", ins, attrs)["Out"]
     np.testing.assert_array_equal(together, alone)
     assert_matches_reference({"Out": together}, roi_align_ref(ins, attrs), "roi_align")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_roi_pool_with_tied_maxima_and_bins_past_the_edges(dtype):
+    """The first maximum of each bin (row-major) wins, bins of unequal sizes and bins outside
+    the map (empty: 0, argmax -1) side by side."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-2, 3, size=(2, 3, 7, 9)).astype(dtype)
+    rois = np.array([[0, 0, 8, 6], [-3, -2, 4, 3], [5, 4, 14, 11], [2, 1, 2, 1], [1, 1, 7, 5]], np.float32)
+    ins = {"X": x, "ROIs": rois, "RoisNum": np.array([2, 3], np.int32)}
+    attrs = dict(pooled_height=3, pooled_width=4, spatial_scale=1.0)
+    got = flat_outputs(call_kernel("roi_pool", ins, attrs))
+    want = roi_pool_ref(ins, attrs)
+    np.testing.assert_array_equal(got["Argmax"], want["Argmax"])
+    np.testing.assert_array_equal(got["Out"], want["Out"])
