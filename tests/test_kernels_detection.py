@@ -594,3 +594,127 @@ def test_polygon_boxes_are_refused_by_name():
     scores = np.ones((1, 1, 2), np.float32)
     with pytest.raises(NotImplementedError, match="polygon"):
         call_kernel("multiclass_nms3", {"BBoxes": boxes, "Scores": scores}, _nms_attrs())
+
+
+# ============================================================================ NMS building blocks
+
+def jaccard_overlap_scalar(b1, b2, normalized):
+    """PaddlePaddle's JaccardOverlap on scalars of the boxes' dtype, one pair at a time."""
+    dt = type(b1[0])
+    if b2[0] > b1[2] or b2[2] < b1[0] or b2[1] > b1[3] or b2[3] < b1[1]:
+        return dt(0)
+    norm = dt(0) if normalized else dt(1)
+
+    def area(b):
+        if b[2] < b[0] or b[3] < b[1]:
+            return dt(0)
+        return (b[2] - b[0]) * (b[3] - b[1]) if normalized else (b[2] - b[0] + norm) * (b[3] - b[1] + norm)
+    inter = (min(b1[2], b2[2]) - max(b1[0], b2[0]) + norm) * (min(b1[3], b2[3]) - max(b1[1], b2[1]) + norm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return dt(inter / (area(b1) + area(b2) - inter))
+
+
+def random_boxes(rng, count, dtype, normalized):
+    """Boxes of every kind NMS meets: ordinary, degenerate (x2 < x1, zero sizes), repeated
+    and sharing edges (coordinates on a coarse grid)."""
+    scale = 1.0 if normalized else 40.0
+    corner = rng.uniform(0, scale, (count, 2))
+    size = rng.uniform(-0.1 * scale, 0.6 * scale, (count, 2))
+    boxes = np.round(np.concatenate([corner, corner + size], 1) * 8 / scale) * scale / 8
+    if count:
+        boxes[rng.random(count) < 0.15] = boxes[0]                  # repeated boxes
+        points = rng.random(count) < 0.1
+        boxes[points, 2:] = boxes[points, :2]                       # zero-size boxes
+    if count > 2:
+        boxes[-2:] = np.tile(boxes[-3, :2], 2)      # the same point twice: 0/0 if normalized
+    return boxes.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_iou_matrix_equals_the_pairwise_overlap_bit_for_bit(dtype, normalized):
+    from kernels.detection import _iou_matrix
+    rng = np.random.default_rng(11)
+    a, b = random_boxes(rng, 23, dtype, normalized), random_boxes(rng, 17, dtype, normalized)
+    got = _iou_matrix(a, b, normalized)
+    assert got.dtype == dtype and got.shape == (23, 17)
+    want = np.array([[jaccard_overlap_scalar(p, q, normalized) for q in b] for p in a], dtype=dtype)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(_iou_matrix(b, a, normalized).view(np.uint8), got.T.copy().view(np.uint8))
+
+
+def greedy_nms_scalar(boxes, threshold, eta, normalized):
+    """NMSFast's loop: each candidate against each kept box, the threshold adapting."""
+    dt = boxes.dtype.type
+    threshold, eta = dt(threshold), dt(eta)
+    kept = []
+    for i in range(len(boxes)):
+        if all(jaccard_overlap_scalar(boxes[i], boxes[j], normalized) <= threshold for j in kept):
+            kept.append(i)
+            if eta < 1 and threshold > 0.5:
+                threshold = dt(threshold * eta)
+    return kept
+
+
+@pytest.mark.parametrize("first_batch, block_elements, all_at_once", [(1, 1, 0), (2, 40, 0), (16, 1 << 20, 0),
+                                                                      (1000, 1 << 20, 0), (16, 1 << 20, 1 << 16)])
+@pytest.mark.parametrize("threshold, eta", [(0.5, 1.0), (0.9, 0.9), (0.7, 0.5), (0.3, 0.8), (-0.1, 1.0)])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_greedy_nms_keeps_what_the_one_at_a_time_loop_keeps(monkeypatch, first_batch, block_elements, all_at_once,
+                                                           threshold, eta, normalized):
+    """Whatever batches the overlaps are computed in (one row at a time, all at once), and
+    with bit sets where the threshold does not change."""
+    from kernels import detection
+    monkeypatch.setattr(detection, "_FIXED_THRESHOLD_ELEMENTS", all_at_once)
+    monkeypatch.setattr(detection, "_FIRST_BATCH", first_batch)
+    monkeypatch.setattr(detection, "_IOU_BLOCK_ELEMENTS", block_elements)
+    rng = np.random.default_rng(int(threshold * 10 + eta * 100))
+    for count in (0, 1, 2, 37):
+        boxes = random_boxes(rng, count, np.float32, normalized)
+        dt = np.float32
+        got = detection._greedy_nms(boxes, dt(threshold), dt(eta), dt(eta) < 1, normalized)
+        assert got.dtype == np.int64
+        assert got.tolist() == greedy_nms_scalar(boxes, threshold, eta, normalized)
+
+
+def test_matrix_nms_with_nms_top_k_zero_keeps_nothing():
+    boxes = np.array([[[0.1, 0.1, 0.5, 0.5], [0.6, 0.6, 0.9, 0.9]]], np.float32)
+    scores = np.array([[[0.9, 0.3]]], np.float32)
+    attrs = dict(score_threshold=0.05, post_threshold=0.0, nms_top_k=0, keep_top_k=-1, normalized=True,
+                 use_gaussian=False, gaussian_sigma=2.0, background_label=-1)
+    got = call_kernel("matrix_nms", {"BBoxes": boxes, "Scores": scores}, attrs)
+    assert got["Out"].shape == (0, 6)
+    np.testing.assert_array_equal(got["RoisNum"], [0])
+
+
+@pytest.mark.parametrize("sampling_ratio", [-1, 2])
+def test_roi_align_gathering_in_chunks_changes_nothing(monkeypatch, sampling_ratio):
+    """RoIs of different grid sizes, gathered together or one at a time, give the same bits
+    and match the reference."""
+    from kernels import detection
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 3, 9, 11)).astype(np.float32)
+    corner = rng.uniform(-2, 8, (9, 2))
+    rois = np.concatenate([corner, corner + rng.uniform(0, 9, (9, 2))], 1).astype(np.float32)
+    ins = {"X": x, "ROIs": rois, "RoisNum": np.array([4, 5], np.int32)}
+    attrs = dict(pooled_height=2, pooled_width=3, spatial_scale=1.0, sampling_ratio=sampling_ratio, aligned=True)
+    together = call_kernel("roi_align", ins, attrs)["Out"]
+    monkeypatch.setattr(detection, "_ROI_ALIGN_GATHER", 1)
+    alone = call_kernel("roi_align", ins, attrs)["Out"]
+    np.testing.assert_array_equal(together, alone)
+    assert_matches_reference({"Out": together}, roi_align_ref(ins, attrs), "roi_align")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_roi_pool_with_tied_maxima_and_bins_past_the_edges(dtype):
+    """The first maximum of each bin (row-major) wins, bins of unequal sizes and bins outside
+    the map (empty: 0, argmax -1) side by side."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-2, 3, size=(2, 3, 7, 9)).astype(dtype)
+    rois = np.array([[0, 0, 8, 6], [-3, -2, 4, 3], [5, 4, 14, 11], [2, 1, 2, 1], [1, 1, 7, 5]], np.float32)
+    ins = {"X": x, "ROIs": rois, "RoisNum": np.array([2, 3], np.int32)}
+    attrs = dict(pooled_height=3, pooled_width=4, spatial_scale=1.0)
+    got = flat_outputs(call_kernel("roi_pool", ins, attrs))
+    want = roi_pool_ref(ins, attrs)
+    np.testing.assert_array_equal(got["Argmax"], want["Argmax"])
+    np.testing.assert_array_equal(got["Out"], want["Out"])
