@@ -283,11 +283,16 @@ def test_save_inference_model_keeps_sub_blocks(tmp_path):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("name", ["paddle_cond", "paddle_power", "paddle_rnn"])
+DY2STATIC = ["dy2static_if", "dy2static_while", "dy2static_for_range", "dy2static_list_append"]
+
+
+@pytest.mark.parametrize("name", ["paddle_cond", "paddle_power", "paddle_rnn"] + DY2STATIC)
 @pytest.mark.parametrize("ir_optim", [False, True])
 def test_paddle_built_control_flow_matches_paddle_inference(name, ir_optim):
-    """Programs PaddlePaddle's own legacy builders wrote (generate.py): Keel's Predictor gives
-    Paddle Inference's recorded outputs."""
+    """Programs PaddlePaddle's own legacy builders wrote (generate.py) and PaddlePaddle 2.6.2's
+    dy2static exported from Python `if`/`while`/`for range(tensor)`/list appends
+    (generate_dy2static.py): Keel's Predictor gives Paddle Inference's recorded outputs
+    (those with ir_optim on too, where recorded)."""
     config = inference.Config(str(FIXTURES / name))
     config.switch_ir_optim(ir_optim)
     predictor = inference.create_predictor(config)
@@ -299,10 +304,26 @@ def test_paddle_built_control_flow_matches_paddle_inference(name, ir_optim):
             predictor.get_input_handle(feed_name).copy_from_cpu(io[f"in{k}:{feed_name}"])
         predictor.run()
         for j, out_name in enumerate(predictor.get_output_names()):
-            want = io[f"out{k}:{j}"]
             got = predictor.get_output_handle(out_name).copy_to_cpu()
-            assert got.shape == want.shape
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+            for key in ("out", "opt"):
+                if f"{key}{k}:{j}" in io.files:
+                    want = io[f"{key}{k}:{j}"]
+                    assert got.shape == want.shape and got.dtype == want.dtype
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_dy2static_fixtures_hold_the_control_flow_they_were_made_for():
+    """The dy2static files really carry sub-blocks: a tensor `if` as two conditional_blocks
+    and a select_input, loops as `while`, a list append as write_to_array."""
+    def types(name):
+        program = pg.io.load_program(FIXTURES / f"{name}.pdmodel")
+        return program.num_blocks, {op.type for b in range(program.num_blocks) for op in program.block(b).ops}
+    blocks, ops = types("dy2static_if")
+    assert blocks == 3 and {"conditional_block", "select_input", "logical_not"} <= ops
+    assert {"while"} <= types("dy2static_while")[1]
+    blocks, ops = types("dy2static_for_range")
+    assert blocks == 4 and {"while", "conditional_block", "select_input"} <= ops
+    assert {"while", "write_to_array", "lod_array_length", "tensor_array_to_tensor"} <= types("dy2static_list_append")[1]
 
 
 def test_prune_for_inference_keeps_control_flow(tmp_path):
