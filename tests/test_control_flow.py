@@ -11,7 +11,7 @@ import pytest
 import program as pg
 from executor import Executor, Scope, inference
 from executor.errors import ExecutionError
-from program.errors import KeelError, OpError
+from program.errors import KeelError
 from proto import pb
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "control_flow"
@@ -254,17 +254,6 @@ def test_a_thousand_iterations_keep_peak_memory_flat():
     peak(2)  # compile
     small, large = peak(10), peak(1000)
     assert large < small + (256 << 10), (small, large)  # less than one intermediate more
-
-
-def test_backward_through_read_from_array_is_refused_clearly():
-    """read_from_array's gradient is not written yet: the backward pass says so."""
-    main = pg.Program()
-    with pg.program_guard(main, pg.Program()):
-        x = pg.data("x", [2, 3], "float32")
-        x.stop_gradient = False
-        y = pg.array_read(pg.create_array("float32", [x * 2.0]), 0)
-        with pytest.raises(OpError, match="read_from_array.*no gradient rule"):
-            pg.gradients(pg.mean(y), [x])
 
 
 def test_save_inference_model_keeps_sub_blocks(tmp_path):
