@@ -76,6 +76,21 @@ def test_off_steps_leave_the_state_bit_for_bit_and_the_sums_restart():
     assert any(not np.array_equal(np.asarray(scope.get(n)), before[n]) for n in state)
 
 
+def test_the_update_is_a_conditional_block_as_paddle_writes_it():
+    """PaddlePaddle's form: block 0 merges the gradients and counts the step; a
+    conditional_block on gradient_merge_cond holds the 1/k scaling, the update ops and the
+    fill_constant zeroing the merged gradients; no update op runs outside it."""
+    main, _, _, _ = _build(OPTIMIZERS["adam"], K)
+    top = [op.type for op in main.global_block().ops]
+    assert "adam" not in top and top[-1] == "conditional_block"
+    branch = main.global_block().ops[-1]
+    assert branch.input("Cond") == ["gradient_merge_cond"] and branch.attr("is_scalar_condition")
+    inner = [op.type for op in main.block(branch.attr("sub_block")).ops]
+    params = len(main.all_parameters())
+    assert inner.count("adam") == params and inner.count("fill_constant") == params
+    assert inner[:params] == ["scale"] * params  # avg: merged /= k first
+
+
 def test_avg_false_sums_the_gradients():
     """avg=False: SGD at lr/k on the sum equals SGD at lr on the mean."""
     main, loss, exe, scope = _build(lambda: pg.optimizer.SGD(0.1 / K), K, avg=False)
