@@ -157,10 +157,9 @@ def test_reads_from_a_tensor_array():
     _check(main, loss, {"x": rng.standard_normal((2, 3)), "w": rng.standard_normal((2, 3))}, ["x", "w"], grads)
 
 
-def test_a_loop_reading_its_inputs_from_a_tensor_array():
+def array_loop_program(steps=3):
     """The usual RNN input pattern: x_t written to an array before the loop, read by the
-    body at its step (read_from_array's gradient inside while_grad's gradient block)."""
-    steps = 3
+    body at its step: h_t = tanh(h_{t-1} w + x_t), loss = sum(h_T**2)."""
     main = pg.Program()
     with pg.program_guard(main, pg.Program()):
         xs = [pg.data(f"x{k}", [2, 3], "float64") for k in range(steps)]
@@ -176,12 +175,19 @@ def test_a_loop_reading_its_inputs_from_a_tensor_array():
         t, h = nn.while_loop(lambda t, h: t < steps, body, [t, h0 * 1.0])
         loss = pg.sum(h * h)
         grads = pg.gradients(loss, xs + [w, h0])
-    assert "write_to_array" in [op.type for b in main.blocks[1:] for op in b.ops]  # read_from_array's gradient
     rng = np.random.default_rng(2)
     feed = {f"x{k}": rng.standard_normal((2, 3)) for k in range(steps)}
     feed["w"] = rng.standard_normal((3, 3)) * 0.5
     feed["h0"] = rng.standard_normal((2, 3))
-    _check(main, loss, feed, [f"x{k}" for k in range(steps)] + ["w", "h0"], grads)
+    return main, loss, grads, feed
+
+
+def test_a_loop_reading_its_inputs_from_a_tensor_array():
+    """read_from_array's gradient inside while_grad's gradient block: each step's array
+    gradient adds up entrywise across steps."""
+    main, loss, grads, feed = array_loop_program()
+    assert "write_to_array" in [op.type for b in main.blocks[1:] for op in b.ops]  # read_from_array's gradient
+    _check(main, loss, feed, list(feed), grads)
 
 
 @pytest.mark.parametrize("branch", [0, 1])
