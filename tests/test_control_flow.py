@@ -347,3 +347,22 @@ def test_decoding_example_matches_its_python_loop(tmp_path):
     assert "match the Python loop token for token" in run.stdout
     program = pg.io.load_program(tmp_path / "beam.pdmodel")
     assert program.num_blocks == 2 and "while" in [op.type for op in program.global_block().ops]
+
+
+@pytest.mark.parametrize("name", DY2STATIC)
+def test_repruning_dy2static_programs_keeps_their_loops(name):
+    """inference_program (save_inference_model's pruning, the prune tool's) on dy2static's
+    files: a loop whose loop variable is the fed tensor itself (`h = x; for ...: h = f(h)`)
+    updates the feed in place, so it stays; the `undefined_var` placeholders a while lists
+    in its X slot keep their producers. Outputs as Paddle Inference recorded them."""
+    from inference_run import run
+    scope = Scope()
+    program, feeds, fetches = pg.io.load_inference_model(FIXTURES / name, Executor(), scope=scope)
+    pruned = pg.io.inference_program(program, feeds, [v.name for v in fetches])
+    assert [op.type for op in pruned.global_block().ops] == [op.type for op in program.global_block().ops]
+    params = {n: scope.get(n) for n, _, _ in pg.io.persistable_specs(pruned)}
+    io = np.load(FIXTURES / f"{name}.io.npz")
+    for k in sorted({key.split(":")[0][3:] for key in io.files if key.startswith("out")}):
+        got = run(pruned, params, {f: io[f"in{k}:{f}"] for f in feeds})
+        for j, value in enumerate(got):
+            np.testing.assert_allclose(value, io[f"out{k}:{j}"], rtol=1e-5, atol=1e-6)
