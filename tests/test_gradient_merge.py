@@ -130,6 +130,18 @@ def test_keel_program_and_paddles_own_gradient_merge_agree_in_paddle(name):
         np.testing.assert_allclose(theirs_final[n], want, rtol=1e-5, atol=1e-6, err_msg=n)
 
     paddle.enable_static()
+    try:
+        losses, params = _paddles_own_gradient_merge(paddle, name, main, initial, feeds)
+    finally:  # later paddle tests in this process (eager autograd) need dynamic mode back
+        paddle.disable_static()
+    np.testing.assert_allclose(losses, ours, rtol=1e-5)
+    for n, want in params.items():
+        np.testing.assert_allclose(final[n], want, rtol=1e-5, atol=1e-6, err_msg=n)
+
+
+def _paddles_own_gradient_merge(paddle, name, main, initial, feeds):
+    """PaddlePaddle's GradientMergeOptimizer on the same net from the same initial values:
+    its losses and final parameters."""
     pmain, pstartup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(pmain, pstartup), paddle.utils.unique_name.guard():
         x = paddle.static.data("x", [-1, 8])
@@ -146,6 +158,4 @@ def test_keel_program_and_paddles_own_gradient_merge_agree_in_paddle(name):
             pscope.find_var(p.name).get_tensor().set(initial[p.name], paddle.CPUPlace())
         losses = [float(np.asarray(pexe.run(pmain, feed=f, fetch_list=[ploss])[0])) for f in feeds]
         params = {p.name: np.array(pscope.find_var(p.name).get_tensor()) for p in main.all_parameters()}
-    np.testing.assert_allclose(losses, ours, rtol=1e-5)
-    for n, want in params.items():
-        np.testing.assert_allclose(final[n], want, rtol=1e-5, atol=1e-6, err_msg=n)
+    return losses, params
