@@ -33,6 +33,7 @@ import numpy as np
 from executor import bf16
 from executor.errors import ExecutionError, FeedError
 from executor.kernel_call import MissingKernelError, bind, specialize
+from kernels.control_flow import sum_arrays
 from kernels.registry import UfuncCall
 from program import dtypes
 from program.ops import registry as op_registry
@@ -107,7 +108,7 @@ class WhileGrad:
                 if name in carried:
                     grads[_grad(name)] = value
                 elif value is not None:
-                    total[name] = value if total.get(name) is None else total[name] + value
+                    total[name] = value if total.get(name) is None else _add_gradients(total[name], value)
         out = []
         for name, x in zip(self.wanted, inputs):
             value = grads.get(_grad(name)) if name in carried else total.get(name)
@@ -332,6 +333,13 @@ def _holds(cond) -> bool:
 
 def _grad(name):
     return op_registry.grad_name(name)
+
+
+def _add_gradients(a, b):
+    """Two steps' gradients of what a loop body only reads; a tensor array's add entrywise."""
+    if isinstance(a, list):
+        return sum_arrays(lambda entries: functools.reduce(lambda x, y: x + y, entries), [a, b])
+    return a + b
 
 
 def _zeros_like(x):

@@ -21,6 +21,17 @@ def _index(xp, i, length, op, what="index"):
     return k
 
 
+def sum_arrays(add, arrays):
+    """The entrywise sum of tensor arrays (the gradients of one array), as PaddlePaddle's
+    `sum` of LoDTensorArrays: entry k adds the arrays' entries k (by `add`, given a list);
+    an entry no array holds stays None."""
+    out = []
+    for k in range(max(len(a) for a in arrays)):
+        entries = [a[k] for a in arrays if k < len(a) and a[k] is not None]
+        out.append(add(entries) if entries else None)
+    return out
+
+
 @kernel("select_input", inputs=["X", "Mask"], outputs=["Out"])
 def select_input(xp, xs, mask):
     return xs[_index(xp, mask, len(xs), "select_input", "Mask")]

@@ -10,6 +10,7 @@ import weakref
 
 import numpy as np
 
+from kernels.control_flow import sum_arrays
 from kernels.elementwise import align, sum_to
 from kernels.registry import UfuncCall, kernel
 from kernels.tensor import BF16, from_bf16_bits, to_bf16_bits
@@ -170,6 +171,8 @@ def increment(xp, x, *, step=1.0):
 @kernel("sum", inputs=["X"], outputs=["Out"])
 def sum_(xp, xs):
     xs = [x for x in xs if x is not None]
+    if isinstance(xs[0], list):  # tensor arrays (gradients of one array): entrywise
+        return sum_arrays(lambda entries: sum_(xp, entries), xs)
     acc = _acc_dtype(xp, xs[0])
     out = xs[0].astype(acc)  # always a fresh array
     for x in xs[1:]:

@@ -27,7 +27,11 @@ from program.variable import Parameter, Variable
 EMPTY = "@EMPTY@"  # PaddlePaddle's name for "no variable" in a duplicable slot
 
 
-_IN_PLACE_DIFFERENTIABLE = ("while",)
+# Ops whose output may be a variable an earlier differentiated op wrote: a while updates its
+# loop variables in place; write_to_array writes one entry of an array other writes filled
+# (each write's gradient reads its entry of the one array gradient, as PaddlePaddle's does:
+# an entry written twice gives the earlier write the later one's gradient there too).
+_IN_PLACE_DIFFERENTIABLE = ("while", "write_to_array")
 
 
 class GradNames:

@@ -191,11 +191,13 @@ class Optimizer:
 
 
 def update_context(params_grads, startup_program):
-    """(block, program, startup program) the update ops of `params_grads` go to."""
+    """(block, program, startup program) the update ops of `params_grads` go to: the
+    program's current block, as PaddlePaddle's (a conditional block when an update is
+    conditional, GradientMergeOptimizer's)."""
     if not params_grads:
         raise ValueError("no parameter receives a gradient from the loss: nothing to optimize")
-    block = params_grads[0][0].block
-    return block, block.program, startup_program or default.default_startup_program()
+    program = params_grads[0][0].block.program
+    return program.current_block(), program, startup_program or default.default_startup_program()
 
 
 def _refuse_second_backward(loss) -> None:

@@ -11,7 +11,8 @@ import program as pg
 from executor import Executor, Scope
 
 CASES = []
-CHECKED_BY_HAND = ("conditional_block", "select_input", "while", "write_to_array", "tensor_array_to_tensor")
+CHECKED_BY_HAND = ("conditional_block", "select_input", "while", "write_to_array", "tensor_array_to_tensor",
+                   "read_from_array", "select_output")
 nn = pg.static.nn
 
 
@@ -136,3 +137,81 @@ def test_rnn_over_a_tensor_array():
     assert "while_grad" in types and "tensor_array_to_tensor_grad" in types
     assert "read_from_array" in [op.type for b in main.blocks[1:] for op in b.ops]  # write_to_array's gradient
     _check(main, loss, feed, ["x", "wx", "wh", "h0"], grads)
+
+
+def test_reads_from_a_tensor_array():
+    """read_from_array's gradient, a write_to_array into the array's gradient: the entry
+    read twice (the two writes' arrays add up entrywise in a `sum`)."""
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [2, 3], "float64")
+        w = pg.data("w", [2, 3], "float64")
+        x.stop_gradient = w.stop_gradient = False
+        array = pg.create_array("float64", [pg.tanh(x) * w])
+        y = pg.array_read(array, 0) * pg.array_read(array, 0) + pg.array_read(array, 0) * x
+        loss = pg.sum(y * y)
+        grads = pg.gradients(loss, [x, w])
+    types = [op.type for op in main.global_block().ops]
+    assert types.count("write_to_array") == 1 + 3 and "sum" in types
+    rng = np.random.default_rng(1)
+    _check(main, loss, {"x": rng.standard_normal((2, 3)), "w": rng.standard_normal((2, 3))}, ["x", "w"], grads)
+
+
+def array_loop_program(steps=3):
+    """The usual RNN input pattern: x_t written to an array before the loop, read by the
+    body at its step: h_t = tanh(h_{t-1} w + x_t), loss = sum(h_T**2)."""
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        xs = [pg.data(f"x{k}", [2, 3], "float64") for k in range(steps)]
+        w = pg.data("w", [3, 3], "float64")
+        h0 = pg.data("h0", [2, 3], "float64")
+        for v in xs + [w, h0]:
+            v.stop_gradient = False
+        inputs = pg.create_array("float64", [x * 1.0 for x in xs])
+        t = pg.fill_constant([1], "int64", 0)
+
+        def body(t, h):
+            return [t + 1, pg.tanh(pg.matmul(h, w) + pg.array_read(inputs, t))]
+        t, h = nn.while_loop(lambda t, h: t < steps, body, [t, h0 * 1.0])
+        loss = pg.sum(h * h)
+        grads = pg.gradients(loss, xs + [w, h0])
+    rng = np.random.default_rng(2)
+    feed = {f"x{k}": rng.standard_normal((2, 3)) for k in range(steps)}
+    feed["w"] = rng.standard_normal((3, 3)) * 0.5
+    feed["h0"] = rng.standard_normal((2, 3))
+    return main, loss, grads, feed
+
+
+def test_a_loop_reading_its_inputs_from_a_tensor_array():
+    """read_from_array's gradient inside while_grad's gradient block: each step's array
+    gradient adds up entrywise across steps."""
+    main, loss, grads, feed = array_loop_program()
+    assert "write_to_array" in [op.type for b in main.blocks[1:] for op in b.ops]  # read_from_array's gradient
+    _check(main, loss, feed, list(feed), grads)
+
+
+@pytest.mark.parametrize("branch", [0, 1])
+def test_select_output_routes_the_gradient_back(branch):
+    """select_output sends x into the branch the mask picks; its gradient, a select_input,
+    takes that branch's gradient back (here: the branch computes tanh(o) * w or o * o)."""
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [2, 3], "float64")
+        w = pg.data("w", [2, 3], "float64")
+        mask = pg.data("mask", [1], "int32")
+        x.stop_gradient = w.stop_gradient = False
+        block = main.current_block()
+        routed = [block.create_var(f"routed{k}", (2, 3), "float64") for k in range(2)]
+        block.append_op("select_output", {"X": [x], "Mask": [mask]}, {"Out": routed})
+        y = nn.cond(pg.equal(mask, pg.fill_constant([1], "int32", 0)),
+                    lambda: pg.tanh(routed[0]) * w, lambda: routed[1] * routed[1])
+        loss = pg.sum(y * y)
+        grads = pg.gradients(loss, [x, w])
+    assert "select_input" in [op.type for op in main.global_block().ops[-12:]]
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.standard_normal((2, 3)), "w": rng.standard_normal((2, 3)),
+            "mask": np.array([branch], np.int32)}
+    exe = Executor()
+    if branch == 1:  # w does not reach the loss: its gradient is zeros
+        assert not np.any(exe.run(main, feed=feed, fetch_list=[grads[1]], scope=Scope())[0])
+    _check(main, loss, feed, ["x", "w"], grads)

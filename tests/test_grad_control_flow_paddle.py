@@ -75,3 +75,20 @@ def test_rnn_over_a_tensor_array_gradients_match_paddle():
     wants = _paddle_grads(reference, feed["x"], feed["wx"], feed["wh"], feed["h0"])
     for got, want in zip(ours, wants):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_loop_reading_a_tensor_array_matches_paddle():
+    """read_from_array's gradient (a write_to_array into the array's gradient) in a loop, as
+    PaddlePaddle's autograd differentiates indexing a Python list of tensors."""
+    from test_grad_control_flow import array_loop_program
+    main, loss, grads, feed = array_loop_program()
+    ours = Executor().run(main, feed=feed, fetch_list=grads, scope=Scope())
+    steps = len(feed) - 2
+
+    def reference(*values):
+        *xs, w, h = values
+        for t in range(steps):
+            h = paddle.tanh(paddle.matmul(h, w) + xs[t])
+        return (h * h).sum()
+    for got, want in zip(ours, _paddle_grads(reference, *feed.values())):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

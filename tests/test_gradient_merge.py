@@ -76,6 +76,21 @@ def test_off_steps_leave_the_state_bit_for_bit_and_the_sums_restart():
     assert any(not np.array_equal(np.asarray(scope.get(n)), before[n]) for n in state)
 
 
+def test_the_update_is_a_conditional_block_as_paddle_writes_it():
+    """PaddlePaddle's form: block 0 merges the gradients and counts the step; a
+    conditional_block on gradient_merge_cond holds the 1/k scaling, the update ops and the
+    fill_constant zeroing the merged gradients; no update op runs outside it."""
+    main, _, _, _ = _build(OPTIMIZERS["adam"], K)
+    top = [op.type for op in main.global_block().ops]
+    assert "adam" not in top and top[-1] == "conditional_block"
+    branch = main.global_block().ops[-1]
+    assert branch.input("Cond") == ["gradient_merge_cond"] and branch.attr("is_scalar_condition")
+    inner = [op.type for op in main.block(branch.attr("sub_block")).ops]
+    params = len(main.all_parameters())
+    assert inner.count("adam") == params and inner.count("fill_constant") == params
+    assert inner[:params] == ["scale"] * params  # avg: merged /= k first
+
+
 def test_avg_false_sums_the_gradients():
     """avg=False: SGD at lr/k on the sum equals SGD at lr on the mean."""
     main, loss, exe, scope = _build(lambda: pg.optimizer.SGD(0.1 / K), K, avg=False)
@@ -115,6 +130,18 @@ def test_keel_program_and_paddles_own_gradient_merge_agree_in_paddle(name):
         np.testing.assert_allclose(theirs_final[n], want, rtol=1e-5, atol=1e-6, err_msg=n)
 
     paddle.enable_static()
+    try:
+        losses, params = _paddles_own_gradient_merge(paddle, name, main, initial, feeds)
+    finally:  # later paddle tests in this process (eager autograd) need dynamic mode back
+        paddle.disable_static()
+    np.testing.assert_allclose(losses, ours, rtol=1e-5)
+    for n, want in params.items():
+        np.testing.assert_allclose(final[n], want, rtol=1e-5, atol=1e-6, err_msg=n)
+
+
+def _paddles_own_gradient_merge(paddle, name, main, initial, feeds):
+    """PaddlePaddle's GradientMergeOptimizer on the same net from the same initial values:
+    its losses and final parameters."""
     pmain, pstartup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(pmain, pstartup), paddle.utils.unique_name.guard():
         x = paddle.static.data("x", [-1, 8])
@@ -131,6 +158,4 @@ def test_keel_program_and_paddles_own_gradient_merge_agree_in_paddle(name):
             pscope.find_var(p.name).get_tensor().set(initial[p.name], paddle.CPUPlace())
         losses = [float(np.asarray(pexe.run(pmain, feed=f, fetch_list=[ploss])[0])) for f in feeds]
         params = {p.name: np.array(pscope.find_var(p.name).get_tensor()) for p in main.all_parameters()}
-    np.testing.assert_allclose(losses, ours, rtol=1e-5)
-    for n, want in params.items():
-        np.testing.assert_allclose(final[n], want, rtol=1e-5, atol=1e-6, err_msg=n)
+    return losses, params

@@ -85,3 +85,15 @@ def test_tensor_array_to_tensor_grad_cuts_the_gradient_back(use_stack, axis):
                       {"axis": axis, "use_stack": use_stack})["X@GRAD"]
     assert [g.shape for g in got] == [e.shape for e in entries]
     np.testing.assert_array_equal(np.stack(got, axis) if use_stack else np.concatenate(got, axis), dout)
+
+
+def test_sum_of_tensor_arrays_adds_entry_by_entry():
+    """`sum` of tensor arrays (several reads' gradients of one array), as PaddlePaddle's: the
+    longest array's length, entry k the sum of the entries k present, None where none is."""
+    a = [RNG.standard_normal((2,)).astype(np.float32), None, RNG.standard_normal((2,)).astype(np.float32)]
+    b = [RNG.standard_normal((2,)).astype(np.float32)]
+    c = [None, None, RNG.standard_normal((2,)).astype(np.float32), None]
+    got = call_kernel("sum", {"X": [a, b, c]})["Out"]
+    assert len(got) == 4 and got[1] is None and got[3] is None
+    np.testing.assert_array_equal(got[0], a[0] + b[0])
+    np.testing.assert_array_equal(got[2], a[2] + c[2])

@@ -53,16 +53,19 @@ def inference_program(program: Program, feed_names, fetch_names) -> Program:
         if block.find_var(name) is None:
             raise ProgramError(f"save_inference_model: {name!r} is not a variable of the program"
                                f"{block._suggest_var(name)}")
-    # prune: walk back from the fetch targets, stopping at the feeds
-    # (a conditional_block / while counts as reading and writing what its sub-block does)
+    # prune: walk back from the fetch targets, stopping at the feeds: a feed's producer is
+    # replaced by the feed, but an op updating a feed in place (a dy2static loop whose loop
+    # variable is the fed tensor) runs after it, so it stays. A conditional_block / while
+    # counts as reading and writing what its sub-block does, and as reading its own slots
+    # (dy2static lists loop variables the body only writes, e.g. `undefined_var`s).
     needed, kept, feeds = set(fetch_names), [], set(feed_names)
-    io = {id(op): control_io(test, op) if op.type in CONTROL_FLOW_OPS else
+    io = {id(op): _control_reads_writes(test, op) if op.type in CONTROL_FLOW_OPS else
           (op.input_arg_names, op.output_arg_names) for op in block.ops}
     for op in reversed(block.ops):
         if op.type in (FEED, FETCH):
             continue
-        outs = io[id(op)][1]
-        if any(n in needed and n not in feeds for n in outs):
+        ins, outs = io[id(op)]
+        if any(n in needed and (n not in feeds or n in ins) for n in outs):
             kept.append(op)
             needed.update(io[id(op)][0])
     kept.reverse()
@@ -94,6 +97,11 @@ def inference_program(program: Program, feed_names, fetch_names) -> Program:
         copy.vars.extend(_inference_var(var, False) for var in sub.vars.values())
         desc.blocks.append(copy)
     return Program.from_desc(desc, source="inference program")
+
+
+def _control_reads_writes(program, op):
+    reads, writes = control_io(program, op)
+    return list(dict.fromkeys(reads + op.input_arg_names)), writes
 
 
 def _inference_var(var, is_feed: bool) -> pb.VarDesc:

@@ -188,8 +188,17 @@ def _infer_select_output(ctx):
         ctx.set_output("Out", x.shape, x.dtype, index=i)
 
 
+def _select_output_grad(op, g):
+    """select_output's gradient is a select_input of the branches' gradients, as PaddlePaddle
+    writes it: the taken branch's gradient is X's."""
+    dx = g.inp("X")
+    if not dx or not dx[0]:
+        return []
+    return [GradOp("select_input", {"X": g.out("Out"), "Mask": op.input("Mask")}, {"Out": [dx[0]]})]
+
+
 define("select_output", inputs=["X", "Mask"], outputs=[many("Out")], infer=_infer_select_output,
-       grad=None,
+       grad=grad_maker(_select_output_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out[Mask] = X: routes X to the branch the int32 Mask selects")
 
 
@@ -230,8 +239,19 @@ def _infer_read_from_array(ctx):
     ctx.set_output("Out", x.shape, x.dtype)
 
 
+def _read_from_array_grad(op, g):
+    """read_from_array's gradient is a write_to_array of Out@GRAD into the array's gradient
+    at I, as PaddlePaddle writes it (several reads' gradients add up entrywise: `sum` of
+    tensor arrays)."""
+    dx = g.inp("X")
+    if not dx or not dx[0]:
+        return []
+    return [GradOp("write_to_array", {"X": g.out("Out"), "I": op.input("I")}, {"Out": [dx[0]]})]
+
+
 define("read_from_array", inputs=["X", "I", opt("X_W")], outputs=["Out"],
-       infer=_infer_read_from_array, grad=None,
+       infer=_infer_read_from_array,
+       grad=grad_maker(_read_from_array_grad, inputs=["Out@GRAD"], outputs=["X@GRAD"]),
        doc="Out = X[I], entry I of the tensor array X")
 
 

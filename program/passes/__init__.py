@@ -23,7 +23,9 @@ then lowers precision (../../docs/architecture.md):
     column_major_weights  GEMM weights stored column-major (memory layout only; for a
                           CPU's BLAS, so not for a program that runs on a GPU)  (weight_layout.py)
 
-Each pass is verified after it runs and can be disabled by name. This package never runs
+Each pass is verified after it runs and can be disabled by name. A program with control
+flow is optimized in its global block, the names its sub-blocks use pinned (graph.py); the
+sub-blocks are left as they are, and convert_to_fp16 refuses it. This package never runs
 kernels itself: constant folding calls the `evaluate(op_type, inputs, attrs) -> outputs`
 its caller injects (the tool and the Predictor build it from
 `executor.kernel_call.call_kernel`); without one it is skipped.
@@ -49,7 +51,6 @@ from program.passes.fuse_fc import fuse_fc
 from program.passes.graph import Graph, PassError
 from program.passes.remove_identity import remove_identity_ops
 from program.passes.weight_layout import column_major_weights
-from program.errors import ProgramError
 from program.program import Program
 
 PASSES: dict[str, Pass] = {p.name: p for p in [
@@ -100,16 +101,10 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
     program = Program.from_desc(program.to_desc(), verify=True, source="program to optimize")
     params = dict(params)
     report = Report(params_bytes_before=_nbytes(params))
-    control_flow = program.num_blocks > 1
-    if control_flow and (fp16 or bf16):
-        raise ProgramError(f"{'fp16' if fp16 else 'bf16'} conversion handles one-block programs; this one "
-                           f"has control flow ({program.num_blocks} blocks)")
     for p in PASSES.values():
         record = PassRecord(p.name, "ran")
         report.records.append(record)
-        if control_flow:  # the passes see one block: a sub-block's reads would escape them
-            record.status = "skipped (control flow: the passes handle one-block programs)"
-        elif p.name in disabled:
+        if p.name in disabled:
             record.status = "disabled"
         elif p.group in ("fuse", "fuse_conv") and not fuse:
             record.status = "skipped (fusion not requested)"

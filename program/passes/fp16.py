@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from program.errors import ProgramError
 from program.passes.graph import FEED, FETCH
 from proto import pb
 
@@ -157,6 +158,12 @@ def convert_to_fp16(graph, options) -> dict:
     op sees mixed precision. Not exact: results differ from float32 by float16 round-off
     (about 1e-3 relative per op); callers state and check a tolerance."""
     g = graph
+    if g.program.num_blocks > 1:
+        # a sub-block reads block 0's values by name and runs float32 kernels: converting
+        # them would need casts under those names, or the sub-blocks converted too
+        raise ProgramError(f"fp16 conversion handles one-block programs; this one has control flow "
+                           f"({g.program.num_blocks} blocks), whose sub-blocks read block 0's values "
+                           "by name in float32")
     keep = with_fused_forms(options.keep_fp32 if options.keep_fp32 is not None else DEFAULT_KEEP_FP32)
     always = (options.fp16_ops if options.fp16_ops is not None else FP16_OPS) - keep
     follow = FP16_FOLLOW_OPS - keep

@@ -3,7 +3,13 @@
 A pass looks at the ops of the global block through a `Graph`: who writes each variable
 (`producers`), who reads it (`consumers`), which names are the model's interface (the
 `feed` ops' outputs and the `fetch` ops' inputs) and which are constants (parameters with
-a value in `params` that no op writes). The maps are rebuilt on demand after an edit
+a value in `params` that no op writes).
+
+A program with control flow: a conditional_block / while op of the global block reads and
+writes what its sub-blocks read and write outside themselves (`control_io`, through nested
+blocks). Every such name is *pinned*: counted among `fetches`, so passes treat it as a
+fetch target, live, never renamed, removed, folded, fused away or converted, since the
+sub-blocks refer to it by name. The sub-blocks themselves are left as they are. The maps are rebuilt on demand after an edit
 (`graph.refresh()`), so a pass never reasons on stale structure.
 
 Patterns are matched on this structure, never on variable names: `Graph.chain(op,
@@ -18,6 +24,7 @@ import numpy as np
 
 from program import dtypes, limits
 from program.errors import ProgramError
+from program.ops.control_flow import CONTROL_FLOW_OPS, control_io
 from proto import pb
 
 FEED, FETCH = "feed", "fetch"
@@ -38,6 +45,14 @@ def written_names(op) -> list[str]:
     return outs
 
 
+def op_io(op) -> tuple[list[str], list[str]]:
+    """(reads, writes) of an op of the global block; a control-flow op's include its
+    sub-blocks' reads and writes outside themselves."""
+    if op.type in CONTROL_FLOW_OPS:
+        return control_io(op.block.program, op)
+    return op.input_arg_names, written_names(op)
+
+
 def uses_global_stats(op) -> bool:
     """batch_norm normalizes with its running statistics (the kernel's rule)."""
     return bool((op.attr("is_test", False) and not op.attr("trainable_statistics", False))
@@ -48,9 +63,6 @@ class Graph:
     """Producer/consumer maps of the global block of `program`, with `params` as constants."""
 
     def __init__(self, program, params: dict):
-        if program.num_blocks != 1:
-            raise ProgramError(f"inference passes handle one-block programs; this one has "
-                               f"{program.num_blocks} blocks")
         self.program = program
         self.block = program.global_block()
         self.params = params
@@ -61,15 +73,20 @@ class Graph:
         self.consumers: dict[str, list] = {}
         self.feeds: list[str] = []
         self.fetches: list[str] = []
+        pinned: dict[str, None] = {}
         for op in self.block.ops:
             if op.type == FEED:
                 self.feeds.extend(op.output("Out"))
             elif op.type == FETCH:
                 self.fetches.extend(op.input("X"))
-            for name in written_names(op):
+            reads, writes = op_io(op)
+            if op.type in CONTROL_FLOW_OPS:
+                pinned.update(dict.fromkeys(reads + writes))
+            for name in writes:
                 self.producers.setdefault(name, []).append(op)
-            for name in dict.fromkeys(op.input_arg_names):
+            for name in dict.fromkeys(reads):
                 self.consumers.setdefault(name, []).append(op)
+        self.fetches.extend(n for n in pinned if n not in self.fetches)  # see the module's docstring
 
     # -- questions ------------------------------------------------------------------------
     @property
@@ -80,7 +97,7 @@ class Graph:
         return self.block.var(name)
 
     def is_interface(self, name: str) -> bool:
-        """A feed or fetch target: its name is part of the model's interface."""
+        """A feed or fetch target (or a name a sub-block uses): its name must stay."""
         return name in self.feeds or name in self.fetches
 
     def is_const(self, name: str) -> bool:
@@ -181,7 +198,8 @@ def sweep_unused(program, params: dict) -> int:
     """Drop variables no op names (feed/fetch lists and feed targets kept) and parameters
     with no variable. Returns how many variables were dropped."""
     block = program.global_block()
-    used = {n for op in block.ops for n in op.input_arg_names + op.output_arg_names}
+    used = {n for op in block.ops for names in op_io(op) for n in names}
+    used.update(n for op in block.ops for n in op.input_arg_names + op.output_arg_names)
     dropped = 0
     for name, var in list(block.vars.items()):
         if name in used or var.type in (pb.VarType.FEED_MINIBATCH, pb.VarType.FETCH_LIST):
