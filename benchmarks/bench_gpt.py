@@ -17,7 +17,9 @@ layer's key/value cache in, the logits and the grown caches out), PyTorch the sa
 `torch.no_grad()` with its own cache (torch.cat per step). The time per character is the
 whole loop's divided by the characters; both generate the same text (checked).
 
-Peak memory with and without recompute: not measured here yet (see `recompute_rows`).
+Peak memory: the training step's peak of live arrays (`executor.memory.peak_bytes`) without
+and with recompute (`RecomputeOptimizer`, each block's output a checkpoint), the loss checked
+equal.
 """
 from __future__ import annotations
 
@@ -199,13 +201,41 @@ def limit_threads(n):
         pass
 
 
-def recompute_rows():
-    """Peak training memory of the GPT with and without recompute (issue 18 item 2): to be
-    filled in when RecomputeOptimizer and the executor's memory accounting exist; until then
-    this prints that it was skipped."""
-    print("peak memory with and without recompute: not measured (RecomputeOptimizer and the "
-          "executor's memory accounting are not in this checkout): skipped", flush=True)
-    return []
+def recompute_rows(data, seed=7):
+    """Peak training memory of the GPT without and with recompute (each block's output a
+    checkpoint): rows of (workload, Keel, peer, ratio), the peer column the plain step's."""
+    from executor.memory import peak_bytes
+    from program.incubate.optimizer import RecomputeOptimizer
+
+    peaks, losses = {}, {}
+    for recompute in (False, True):
+        paddle.seed(seed)
+        model = train_gpt.GPT(data.vocab_size, CONTEXT, WIDTH, LAYERS, HEADS)
+        main, startup = paddle.Program(), paddle.Program()
+        startup.random_seed = main.random_seed = seed
+        with paddle.program_guard(main, startup):
+            ids = paddle.static.data("ids", [-1, CONTEXT], "int64")
+            targets = paddle.static.data("targets", [-1, CONTEXT], "int64")
+            logits = model(ids)
+            loss = paddle.mean(paddle.nn.softmax_with_cross_entropy(
+                paddle.reshape(logits, [-1, logits.shape[-1]]), paddle.reshape(targets, [-1, 1])))
+            opt = paddle.optimizer.AdamW(LR, parameters=model.parameters(), weight_decay=DECAY)
+            if recompute:
+                opt = RecomputeOptimizer(opt)
+                opt._set_checkpoints(model.block_outputs)
+            opt.minimize(loss)
+        exe, scope = paddle.Executor(), paddle.Scope()
+        exe.run(startup, scope=scope)
+        x, y = data.batch(np.random.default_rng(seed), BATCH)
+        exe.run(main, feed={"ids": x, "targets": y}, fetch_list=[loss], scope=scope)  # plan made
+        (value,), peaks[recompute] = peak_bytes(exe.run, main, feed={"ids": x, "targets": y},
+                                                fetch_list=[loss], scope=scope)
+        losses[recompute] = float(value)
+    print(f"check, recompute: loss {losses[True]:.6f} (recompute), {losses[False]:.6f} (without)")
+    assert losses[True] == losses[False], "recompute changed the loss"
+    mib = {k: v / 2 ** 20 for k, v in peaks.items()}
+    return [("training step peak memory, recompute vs without", f"{mib[True]:.1f} MiB",
+             f"{mib[False]:.1f} MiB (Keel without)", f"{peaks[True] / peaks[False]:.2f}x")]
 
 
 def main(argv=None):
@@ -262,7 +292,7 @@ def main(argv=None):
     rows.append((f"cached generation, per character (batch 1, {args.tokens} steps)", f"{per['keel'] * 1e3:.2f} ms",
                  f"{per['torch'] * 1e3:.2f} ms" if "torch" in per else "not installed",
                  f"{per['keel'] / per['torch']:.2f}x" if "torch" in per else "-"))
-    rows += recompute_rows()
+    rows += recompute_rows(data)
     what = "CPU seconds, 1 thread" if args.cpu_time else f"wall time, {args.threads or 'default'} threads"
     print(table(f"GPT benchmark (medians of {what}; ratio = Keel / PyTorch eager)", rows,
                 ("workload", "Keel", "PyTorch eager", "ratio")))

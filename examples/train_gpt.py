@@ -139,8 +139,10 @@ class GPT(nn.Layer):
         t = self.context
         x = self.tokens(ids) + self.positions(paddle.arange(t))
         mask = paddle.triu(paddle.full([t, t], -1e9), diagonal=1)  # no attention to later positions
+        self.block_outputs = []  # recompute's natural checkpoints (benchmarks/bench_gpt.py)
         for block in self.blocks:
             x, _ = block(x, mask)
+            self.block_outputs.append(x)
         return self.head(self.norm(x))
 
     def step(self, ids, position, *caches):
