@@ -92,3 +92,38 @@ def test_a_loop_reading_a_tensor_array_matches_paddle():
         return (h * h).sum()
     for got, want in zip(ours, _paddle_grads(reference, *feed.values())):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def _keel_and_paddle_static(main, loss, grads, feed):
+    """The loss and gradients of Keel's training program (its conditional_block_grad /
+    while_grad blocks as Keel wrote them) run by Keel and by PaddlePaddle's executor."""
+    ours = Executor().run(main, feed=feed, fetch_list=[loss] + grads)
+    paddle.enable_static()
+    try:
+        prog = paddle.static.Program.parse_from_string(main.serialize_to_string())
+        theirs = paddle.static.Executor(paddle.CPUPlace()).run(
+            prog, feed=feed, fetch_list=[loss.name] + [g.name for g in grads])
+    finally:
+        paddle.disable_static()
+    return ours, theirs
+
+
+def _training_programs():
+    from test_grad_control_flow import cond_program, power_program, rnn_program
+    rng = np.random.default_rng(4)
+    for shift in (1.5, -1.5):
+        main, loss, grads = cond_program()
+        yield f"cond{shift:+}", main, loss, grads, {"x": rng.standard_normal((2, 3)) + shift, "w": np.ones((2, 3))}
+    main, loss, grads = power_program()
+    yield "power", main, loss, grads, {"x": rng.standard_normal((2, 3)), "w": np.ones((2, 3)), "n": np.array([3])}
+    main, loss, grads, feed = rnn_program()
+    yield "rnn", main, loss, grads, feed
+
+
+def test_keel_control_flow_training_programs_run_in_paddle():
+    """Keel's gradient programs through a branch, a loop and a tensor array are PaddlePaddle's
+    form: its executor runs them to the same loss and gradients."""
+    for name, main, loss, grads, feed in _training_programs():
+        ours, theirs = _keel_and_paddle_static(main, loss, grads, feed)
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-12, atol=1e-12, err_msg=name)
