@@ -51,7 +51,7 @@ def _env():
 
 # -- one rank -----------------------------------------------------------------------------------
 
-def worker(model: str, steps: int) -> None:
+def worker(model: str, steps: int, sharding: bool = False) -> None:
     """Train `steps` steps; rank 0 prints `RESULT {json}` (examples/s, communication shares)."""
     import bench_training
     import program as pg
@@ -63,7 +63,8 @@ def worker(model: str, steps: int) -> None:
     if nranks > 1:
         from distributed import fleet
         rank = fleet.init(is_collective=True).rank
-        wrap = lambda optimizer: fleet.distributed_optimizer(optimizer)  # noqa: E731
+        strategy = fleet.DistributedStrategy(sharding=sharding)
+        wrap = lambda optimizer: fleet.distributed_optimizer(optimizer, strategy)  # noqa: E731
     build = {"mlp": bench_training.build_mlp, "cnn": bench_training.build_cnn}[model]
     main, startup = pg.Program(), pg.Program()
     startup.random_seed = 1
@@ -103,8 +104,8 @@ def _bucket_op(op) -> bool:
 
 # -- the driver ---------------------------------------------------------------------------------
 
-def _run(model: str, steps: int, nproc: int, log_dir: str) -> dict:
-    me = [str(Path(__file__).resolve()), "--worker", model, "--steps", str(steps)]
+def _run(model: str, steps: int, nproc: int, log_dir: str, sharding: bool = False) -> dict:
+    me = [str(Path(__file__).resolve()), "--worker", model, "--steps", str(steps)] + ["--sharding"] * sharding
     cmd = [sys.executable] + me if nproc == 1 else [
         sys.executable, "-m", "distributed.launch", "--nproc_per_node", str(nproc), "--log_dir", log_dir, *me]
     r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
@@ -114,14 +115,14 @@ def _run(model: str, steps: int, nproc: int, log_dir: str) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
-def scaling(repeat: int, steps: int) -> None:
+def scaling(repeat: int, steps: int, sharding: bool = False) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in ("mlp", "cnn"):
             one, two = [], []
             for _ in range(repeat):  # alternate, so machine noise hits both alike
                 one.append(_run(model, steps, 1, tmp))
-                two.append(_run(model, steps, 2, tmp))
+                two.append(_run(model, steps, 2, tmp, sharding))
             e1 = median(r["examples_per_s"] for r in one)
             e2 = median(r["examples_per_s"] for r in two)
             rows.append((model.upper(), f"{BATCH[model]}", f"{e1:,.0f}", f"{e2:,.0f}", f"{e2 / e1:.2f}x",
@@ -130,7 +131,7 @@ def scaling(repeat: int, steps: int) -> None:
                          f"{100 * median(r['cpu_share'] for r in one):.0f}% / "
                          f"{100 * median(r['cpu_share'] for r in two):.0f}%",
                          " ".join(f"{b['examples_per_s'] / a['examples_per_s']:.2f}" for a, b in zip(one, two))))
-    print(table(f"Data-parallel scaling, 1 BLAS thread per process (median of {repeat} alternating runs, "
+    print(table(f"Data-parallel scaling{' with ZeRO-1 sharding' if sharding else ''}, 1 BLAS thread per process (median of {repeat} alternating runs, "
                 f"{steps} steps each)", rows,
                 ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "comm share",
                  "bucket copies", "CPU/wall 1 / 2 ranks", "speed-up per run")))
@@ -191,14 +192,15 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--faults", type=int, default=0, help="run the kill-a-rank loop this many times instead")
     p.add_argument("--stop", action="store_true", help="with --faults: SIGSTOP the rank (a hang), not SIGKILL")
+    p.add_argument("--sharding", action="store_true", help="2 ranks with ZeRO-1 sharding of the optimizer state")
     p.add_argument("--worker", choices=sorted(BATCH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        worker(args.worker, args.steps)
+        worker(args.worker, args.steps, args.sharding)
     elif args.faults:
         faults(args.faults, args.stop)
     else:
-        scaling(args.repeat, args.steps)
+        scaling(args.repeat, args.steps, args.sharding)
 
 
 if __name__ == "__main__":
