@@ -377,7 +377,7 @@ def test_a_damaged_random_state_leaves_the_scope_unchanged(checkpoint):
 
 
 # -- loading never runs code -------------------------------------------------------------------
-SHIPPED = ("program", "executor", "kernels", "proto", "hapi", "keel", "tools")
+SHIPPED = ("program", "executor", "kernels", "proto", "hapi", "keel", "tools", "distributed")
 UNPICKLERS = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle", "joblib", "importlib"}
 
 

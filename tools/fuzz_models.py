@@ -716,6 +716,15 @@ def _child(case: dict, mem_mb: int, timeout: float, fd: int) -> None:
     os.close(fd)
 
 
+def _drain(fd, buf: bytearray) -> None:
+    """Append what a worker's nonblocking pipe holds now to `buf`."""
+    try:
+        while chunk := os.read(fd, 65536):
+            buf += chunk
+    except BlockingIOError:
+        pass
+
+
 def _reap(pid, status, result_text, case_index, seed_name):
     if result_text:
         return json.loads(result_text)
@@ -763,14 +772,7 @@ def campaign(args) -> dict:
 
     def finish(pid, status):
         index, name, r, _, buf = running.pop(pid)
-        try:
-            while True:
-                chunk = os.read(r, 65536)
-                if not chunk:
-                    break
-                buf += chunk
-        except BlockingIOError:
-            pass
+        _drain(r, buf)
         os.close(r)
         result = _reap(pid, status, buf.decode(errors="replace").strip(), index, name)
         counts[result["outcome"]] += 1
@@ -787,14 +789,7 @@ def campaign(args) -> dict:
             launch(next_index)
             next_index = next(pending, None)
         for pid, (index, name, r, t0, buf) in list(running.items()):
-            try:  # drain pipes so a large result never blocks the child
-                while True:
-                    chunk = os.read(r, 65536)
-                    if not chunk:
-                        break
-                    buf += chunk
-            except BlockingIOError:
-                pass
+            _drain(r, buf)  # so a large result never blocks the child
             if time.time() - t0 > args.timeout:
                 os.kill(pid, signal.SIGALRM)
         pid, status = os.waitpid(-1, os.WNOHANG)
