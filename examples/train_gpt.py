@@ -3,6 +3,7 @@ Predictor, which generates text one character at a time with a key/value cache.
 
     python examples/train_gpt.py                      # the full run (about 6 minutes of one core)
     python examples/train_gpt.py --steps 20           # a quick smoke run
+    python examples/train_gpt.py --amp O1             # mixed precision: float16, dynamic loss scaling
 
 The corpus is on every machine with no download: the English text of Python's
 documentation that the standard library ships for `help()` (`pydoc_data/topics.py`), about
@@ -16,10 +17,20 @@ context in, the next character's logits out) and `<out>_step.pdmodel`, one decod
 the caches grown by one position out). Generation runs the step program through
 `paddle.inference`'s Predictor, carrying the caches from each step's outputs to the next
 step's inputs, greedy and with top-k / top-p sampling.
+
+`--amp O1|O2` trains with PaddlePaddle's static automatic mixed precision
+(`paddle.static.amp.decorate` on the AdamW): matmuls in float16 (`--amp-dtype bfloat16`:
+bfloat16) with float32 accumulation, the loss, softmax, layer norms and embeddings in float32,
+and for float16 a dynamic loss scale (printed each epoch) that skips a step whose gradients
+overflow. O2 keeps the parameters themselves in low precision and updates float32 master
+copies. Either way the exported programs hold float32 parameters (O2's master weights), so
+inference and generation are those of a float32 model. On the CPU mixed precision only costs
+time (the casts, and numpy's float16 arithmetic); its point is a GPU's half-precision matmuls.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -171,9 +182,14 @@ class DecodeStep(nn.Layer):
 # -- training ------------------------------------------------------------------------------------
 
 
-def build_programs(model, context, learning_rate, warmup, total_steps, weight_decay):
+def build_programs(model, context, learning_rate, warmup, total_steps, weight_decay, amp=None):
     """The training program (loss, backward, AdamW with warmup and cosine decay) and the
-    evaluation program (loss only), sharing the parameters by name."""
+    evaluation program (loss only), sharing the parameters by name. `amp`: None, or the
+    keyword arguments of `paddle.static.amp.decorate` (level "O1"/"O2", dtype
+    "float16"/"bfloat16", init_loss_scaling...), which rewrites the training program for
+    mixed precision. Returns the startup program, the
+    {mode: (program, loss)} dict, the schedule and the optimizer (the decorated one under AMP,
+    which knows the loss-scale variable and O2's master weights)."""
     schedule = paddle.lr.CosineAnnealingDecay(learning_rate, T_max=max(1, total_steps - warmup),
                                               eta_min=learning_rate / 10)
     if warmup > 0:
@@ -181,7 +197,7 @@ def build_programs(model, context, learning_rate, warmup, total_steps, weight_de
                                           end_lr=learning_rate)
     startup = paddle.Program()
     startup.random_seed = paddle.default.global_seed()
-    programs = {}
+    programs, optimizer = {}, None
     for mode in ("train", "eval"):
         main = paddle.Program()
         main.random_seed = startup.random_seed
@@ -193,10 +209,14 @@ def build_programs(model, context, learning_rate, warmup, total_steps, weight_de
                 paddle.reshape(logits, [-1, logits.shape[-1]]), paddle.reshape(targets, [-1, 1])))
             if mode == "train":
                 no_decay = {p.name for n, p in model.named_parameters() if "norm" in n or n.endswith("bias")}
-                paddle.optimizer.AdamW(schedule, parameters=model.parameters(), weight_decay=weight_decay,
-                                       apply_decay_param_fun=lambda name: name not in no_decay).minimize(loss)
+                optimizer = paddle.optimizer.AdamW(schedule, parameters=model.parameters(),
+                                                   weight_decay=weight_decay,
+                                                   apply_decay_param_fun=lambda name: name not in no_decay)
+                if amp is not None:
+                    optimizer = paddle.static.amp.decorate(optimizer, **amp)
+                optimizer.minimize(loss)
         programs[mode] = (main, loss)
-    return startup, programs, schedule
+    return startup, programs, schedule, optimizer
 
 
 def progress(step, steps, loss, started, width=30):
@@ -222,36 +242,69 @@ def evaluate(exe, program, loss, data, batch_size, scope):
 def train(args, data, model, scope):
     steps_per_epoch = args.steps_per_epoch or len(data.train) // (args.batch_size * args.context)
     total_steps = args.steps or args.epochs * steps_per_epoch
-    startup, programs, schedule = build_programs(model, args.context, args.lr, min(args.warmup, total_steps // 5),
-                                                 total_steps, args.weight_decay)
+    amp = None if args.amp == "off" else {"level": args.amp, "dtype": args.amp_dtype}
+    dynamic_scaling = amp is not None and args.amp_dtype == "float16"   # bfloat16 has float32's range
+    if dynamic_scaling:
+        amp["init_loss_scaling"] = args.init_loss_scaling
+    startup, programs, schedule, optimizer = build_programs(
+        model, args.context, args.lr, min(args.warmup, total_steps // 5), total_steps, args.weight_decay, amp)
     (train_prog, train_loss), (eval_prog, eval_loss) = programs["train"], programs["eval"]
     exe = paddle.Executor()
     exe.run(startup, scope=scope)
+    fetch, scale = [train_loss], None
+    if amp is not None:
+        # O2: the parameters to low precision (their float32 masters stay), and the evaluation
+        # program reads them so; O1: nothing to do
+        optimizer.amp_init(paddle.CPUPlace(), scope=scope, test_program=eval_prog, use_fp16_test=True)
+    if dynamic_scaling:
+        fetch.append(optimizer.get_loss_scaling())
+        scale = float(np.asarray(scope.get(fetch[-1].name)).reshape(-1)[0])
     params = sum(math.prod(p.shape) for p in model.parameters())
     print(f"corpus: {len(data.train):,} training and {len(data.valid):,} validation characters, "
-          f"{data.vocab_size} distinct; model: {params:,} parameters")
+          f"{data.vocab_size} distinct; model: {params:,} parameters"
+          + ("" if amp is None else f"; AMP {args.amp} {args.amp_dtype}"))
     rng = np.random.default_rng(args.seed)
     deadline = time.perf_counter() + args.minutes * 60 if args.minutes else math.inf
     step, epoch, started = 0, 0, time.perf_counter()
-    while step < total_steps and time.perf_counter() < deadline:
-        epoch += 1
-        steps = min(steps_per_epoch, total_steps - step)
-        epoch_start, losses = time.perf_counter(), []
-        for i in range(steps):
-            x, y = data.batch(rng, args.batch_size)
-            value, = exe.run(train_prog, feed={"ids": x, "targets": y}, fetch_list=[train_loss], scope=scope)
-            schedule.step()
-            losses.append(float(value))
-            step += 1
-            progress(i + 1, steps, losses[-1], epoch_start)
-            if time.perf_counter() >= deadline:
-                break
-        seconds = time.perf_counter() - epoch_start
-        valid = evaluate(exe, eval_prog, eval_loss, data, args.batch_size, scope)
-        elapsed = time.perf_counter() - started
-        tokens = len(losses) * args.batch_size * args.context
-        print(f"\repoch {epoch:2d}  step {step:5d}  train loss {np.mean(losses):.4f}  valid loss {valid:.4f}  "
-              f"tokens/s {tokens / seconds:,.0f}  elapsed {elapsed:.0f}s")
+    skipped = 0
+    # float16 overflows in the forward or backward pass are expected: the loss scale sees them
+    # (the step is skipped and the scale shrinks), so numpy's warnings about them are noise
+    with np.errstate(over="ignore", invalid="ignore") if amp else contextlib.nullcontext():
+        while step < total_steps and time.perf_counter() < deadline:
+            epoch += 1
+            steps = min(steps_per_epoch, total_steps - step)
+            epoch_start, losses = time.perf_counter(), []
+            for i in range(steps):
+                x, y = data.batch(rng, args.batch_size)
+                value, *rest = exe.run(train_prog, feed={"ids": x, "targets": y}, fetch_list=fetch, scope=scope)
+                schedule.step()
+                if rest:   # the loss scale shrinks only on a step whose gradients overflowed (skipped)
+                    new_scale = float(np.asarray(rest[0]).reshape(-1)[0])
+                    skipped += new_scale < scale
+                    scale = new_scale
+                losses.append(float(value))
+                step += 1
+                progress(i + 1, steps, losses[-1], epoch_start)
+                if time.perf_counter() >= deadline:
+                    break
+            seconds = time.perf_counter() - epoch_start
+            valid = evaluate(exe, eval_prog, eval_loss, data, args.batch_size, scope)
+            elapsed = time.perf_counter() - started
+            tokens = len(losses) * args.batch_size * args.context
+            amp_note = "" if scale is None else f"  loss scale {scale:g} ({skipped} skipped)"
+            print(f"\repoch {epoch:2d}  step {step:5d}  train loss {np.mean(losses):.4f}  valid loss {valid:.4f}  "
+                  f"tokens/s {tokens / seconds:,.0f}  elapsed {elapsed:.0f}s{amp_note}")
+    if amp is not None:
+        restore_float32_parameters(optimizer, scope)
+
+
+def restore_float32_parameters(optimizer, scope):
+    """Under O2 the scope's parameters are float16/bfloat16 copies of the float32 master
+    weights the optimizer updates: put the masters back under the parameters' names, so that
+    what is exported is the trained float32 model. (O1 keeps float32 parameters: nothing to do.)"""
+    masters = getattr(optimizer._optimizer, "_master_weights", {})   # param name -> master variable
+    for name, master in masters.items():
+        scope.set(name, scope.get(master.name).copy())
 
 
 # -- export and generation -----------------------------------------------------------------------
@@ -333,7 +386,7 @@ def choose(logits, rng, top_k, top_p, temperature):
     return int(order[rng.choice(keep, p=probs)])
 
 
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=10, help="passes over the training text's size")
     parser.add_argument("--steps", type=int, default=0, help="train this many steps in all (a quick run)")
@@ -348,11 +401,20 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--amp", choices=["off", "O1", "O2"], default="off",
+                        help="automatic mixed precision level (paddle.static.amp.decorate)")
+    parser.add_argument("--amp-dtype", choices=["float16", "bfloat16"], default="float16",
+                        help="the low-precision type (float16 uses dynamic loss scaling)")
+    parser.add_argument("--init-loss-scaling", type=float, default=2.0 ** 16,
+                        help="float16's first loss scale (halved on each step whose gradients overflow)")
     parser.add_argument("--prompt", default="The with statement")
     parser.add_argument("--generate", type=int, default=200, help="characters to generate")
     parser.add_argument("--out", default="out/gpt", help="prefix of the exported files")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def main(argv=None):
+    args = parse_args(argv)
     paddle.seed(args.seed)
     data = CharData(corpus(), args.context)
     model = GPT(data.vocab_size, args.context, args.width, args.layers, args.heads)

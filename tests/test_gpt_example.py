@@ -26,7 +26,7 @@ def exported(tmp_path_factory):
     data = train_gpt.CharData("the quick brown fox jumps over the lazy dog. " * 40, CONTEXT)
     model = train_gpt.GPT(data.vocab_size, CONTEXT, WIDTH, LAYERS, HEADS)
     scope = paddle.Scope()
-    startup, _, _ = train_gpt.build_programs(model, CONTEXT, 1e-3, 2, 10, 0.01)
+    startup, _, _, _ = train_gpt.build_programs(model, CONTEXT, 1e-3, 2, 10, 0.01)
     paddle.Executor().run(startup, scope=scope)
     # larger weights than the initializers give, so that every position's logits differ
     rng = np.random.default_rng(0)

@@ -772,6 +772,23 @@ def test_matmul_v2_float16():
                                rtol=1e-2, atol=1e-2)
 
 
+
+@pytest.mark.parametrize("op_type", ["elementwise_add_grad", "elementwise_sub_grad", "elementwise_mul_grad"])
+def test_float16_broadcast_gradients_are_summed_in_float32(op_type):
+    # a bias gradient over 4096 rows (the GPT's batch x time under AMP): float16 addition
+    # along the rows would stop at 2048 + ...; Paddle accumulates in float32 and rounds once
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4096, 8)).astype(np.float16)
+    y = np.ones(8, np.float16)
+    dout = np.ones((4096, 8), np.float16) + rng.uniform(0, 2 ** -8, (4096, 8)).astype(np.float16)
+    grads = call_kernel(op_type, {"X": x, "Y": y, "Out@GRAD": dout}, {"axis": -1})
+    dy = grads["Y@GRAD"]
+    factor = x.astype(np.float64) if op_type == "elementwise_mul_grad" else 1.0
+    sign = -1.0 if op_type == "elementwise_sub_grad" else 1.0
+    ref = sign * (dout.astype(np.float64) * factor).sum(axis=0)
+    assert dy.dtype == np.float16 and dy.shape == (8,)
+    np.testing.assert_allclose(dy.astype(np.float64), ref, rtol=2 ** -10, atol=0.05)
+
 LEGACY_MATMUL_CASES = [  # x shape, y shape, transpose_X, transpose_Y, expected out shape
     ((4,), (4,), False, False, (1,)),
     ((4,), (4, 5), False, False, (5,)),
