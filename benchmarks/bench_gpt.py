@@ -17,6 +17,9 @@ layer's key/value cache in, the logits and the grown caches out), PyTorch the sa
 `torch.no_grad()` with its own cache (torch.cat per step). The time per character is the
 whole loop's divided by the characters; both generate the same text (checked).
 
+AMP: the training step under `--amp O1` (float16, dynamic loss scaling) against float32,
+both Keel's: the CPU's cost of emulating float16 (see `amp_rows`).
+
 Peak memory: the training step's peak of live arrays (`executor.memory.peak_bytes`) without
 and with recompute (`RecomputeOptimizer`, each block's output a checkpoint), the loss checked
 equal.
@@ -45,15 +48,18 @@ LR, DECAY = 3e-3, 0.01
 
 
 # -- Keel ----------------------------------------------------------------------------------------
-def keel_training(data, seed):
-    """(model, scope, one-step callable on a fixed batch, the batch)."""
+def keel_training(data, seed, amp=None):
+    """(model, scope, one-step callable on a fixed batch, the batch); `amp`: the example's
+    mixed-precision options (`paddle.static.amp.decorate`'s keywords), None for float32."""
     paddle.seed(seed)
     model = train_gpt.GPT(data.vocab_size, CONTEXT, WIDTH, LAYERS, HEADS)
-    startup, programs, _ = train_gpt.build_programs(model, CONTEXT, LR, warmup=0, total_steps=10 ** 9,
-                                                    weight_decay=DECAY)
+    startup, programs, _, optimizer = train_gpt.build_programs(model, CONTEXT, LR, warmup=0, total_steps=10 ** 9,
+                                                               weight_decay=DECAY, amp=amp)
     program, loss = programs["train"]
     exe, scope = paddle.Executor(), paddle.Scope()
     exe.run(startup, scope=scope)
+    if amp is not None:
+        optimizer.amp_init(paddle.CPUPlace(), scope=scope)
     x, y = data.batch(np.random.default_rng(seed), BATCH)
 
     def step():
@@ -238,6 +244,21 @@ def recompute_rows(data, seed=7):
              f"{mib[False]:.1f} MiB (Keel without)", f"{peaks[True] / peaks[False]:.2f}x")]
 
 
+def amp_rows(data, repeat, clock, seed=7):
+    """The training step under AMP O1 float16 against the float32 step (both Keel's, timed
+    in alternating blocks): on numpy, float16 is emulated (each matmul converts its operands
+    to float32 and its result back; elementwise float16 arithmetic converts per element),
+    so this is the CPU's cost of running a mixed-precision program, not a speed-up."""
+    _, _, float32_step, _ = keel_training(data, seed)
+    _, _, amp_step, _ = keel_training(data, seed, amp={"level": "O1", "dtype": "float16"})
+    amp_loss, float32_loss = amp_step(), float32_step()
+    print(f"check, AMP O1 float16: first-step loss {amp_loss:.6f} (float32 {float32_loss:.6f})")
+    assert abs(amp_loss - float32_loss) < 1e-2 * float32_loss, "AMP's loss is far from float32's"
+    t = in_blocks({"amp": amp_step, "float32": float32_step}, repeat, clock=clock)
+    return [("training step, AMP O1 float16 vs float32", f"{t['amp'] * 1e3:.1f} ms",
+             f"{t['float32'] * 1e3:.1f} ms (Keel float32)", f"{t['amp'] / t['float32']:.2f}x")]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=10)
@@ -293,6 +314,7 @@ def main(argv=None):
                  f"{per['torch'] * 1e3:.2f} ms" if "torch" in per else "not installed",
                  f"{per['keel'] / per['torch']:.2f}x" if "torch" in per else "-"))
     rows += recompute_rows(data)
+    rows += amp_rows(data, args.repeat, clock)
     what = "CPU seconds, 1 thread" if args.cpu_time else f"wall time, {args.threads or 'default'} threads"
     print(table(f"GPT benchmark (medians of {what}; ratio = Keel / PyTorch eager)", rows,
                 ("workload", "Keel", "PyTorch eager", "ratio")))

@@ -243,9 +243,9 @@ def train(args, data, model, scope):
     steps_per_epoch = args.steps_per_epoch or len(data.train) // (args.batch_size * args.context)
     total_steps = args.steps or args.epochs * steps_per_epoch
     amp = None if args.amp == "off" else {"level": args.amp, "dtype": args.amp_dtype}
-    dynamic_scaling = amp is not None and args.amp_dtype == "float16"   # bfloat16 has float32's range
-    if dynamic_scaling:
-        amp["init_loss_scaling"] = args.init_loss_scaling
+    dynamic_scaling = amp is not None and args.amp_dtype == "float16"
+    if amp is not None:   # bfloat16 has float32's range: no loss scaling (nor its unscaling pass)
+        amp["init_loss_scaling"] = args.init_loss_scaling if dynamic_scaling else 1.0
     startup, programs, schedule, optimizer = build_programs(
         model, args.context, args.lr, min(args.warmup, total_steps // 5), total_steps, args.weight_decay, amp)
     (train_prog, train_loss), (eval_prog, eval_loss) = programs["train"], programs["eval"]
