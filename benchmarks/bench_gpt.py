@@ -244,14 +244,14 @@ def recompute_rows(data, seed=7):
              f"{mib[False]:.1f} MiB (Keel without)", f"{peaks[True] / peaks[False]:.2f}x")]
 
 
-def amp_rows(data, repeat, clock, seed=7):
-    """The training step under AMP O1 float16 against the float32 step (both Keel's, timed
-    in alternating blocks): on numpy, float16 is emulated (each matmul converts its operands
-    to float32 and its result back; elementwise float16 arithmetic converts per element),
-    so this is the CPU's cost of running a mixed-precision program, not a speed-up."""
-    _, _, float32_step, _ = keel_training(data, seed)
+def amp_rows(data, float32_step, float32_loss, repeat, clock, seed=7):
+    """The training step under AMP O1 float16 against `float32_step` (Keel's, whose first
+    step from the same weights gave `float32_loss`), timed in alternating blocks: on numpy,
+    float16 is emulated (each matmul converts its operands to float32 and its result back;
+    elementwise float16 arithmetic converts per element), so this is the CPU's cost of
+    running a mixed-precision program, not a speed-up."""
     _, _, amp_step, _ = keel_training(data, seed, amp={"level": "O1", "dtype": "float16"})
-    amp_loss, float32_loss = amp_step(), float32_step()
+    amp_loss = amp_step()
     print(f"check, AMP O1 float16: first-step loss {amp_loss:.6f} (float32 {float32_loss:.6f})")
     assert abs(amp_loss - float32_loss) < 1e-2 * float32_loss, "AMP's loss is far from float32's"
     t = in_blocks({"amp": amp_step, "float32": float32_step}, repeat, clock=clock)
@@ -281,10 +281,11 @@ def main(argv=None):
     weights = model.state_dict(scope=scope)
     no_decay = {k for k in weights if "norm" in k or k.endswith("bias")}
     peer = torch_training(weights, batch, no_decay)
+    first_loss = keel_step()
     if peer is None:
         peer_skipped("PyTorch", "pip install torch")
     else:
-        k_loss, t_loss = keel_step(), peer[0]()
+        k_loss, t_loss = first_loss, peer[0]()
         print(f"check, one step from the same weights: loss {k_loss:.6f} (Keel), {t_loss:.6f} (PyTorch)")
         assert abs(k_loss - t_loss) < 1e-4 * abs(t_loss), "Keel and PyTorch compute different losses"
 
@@ -314,7 +315,7 @@ def main(argv=None):
                  f"{per['torch'] * 1e3:.2f} ms" if "torch" in per else "not installed",
                  f"{per['keel'] / per['torch']:.2f}x" if "torch" in per else "-"))
     rows += recompute_rows(data)
-    rows += amp_rows(data, args.repeat, clock)
+    rows += amp_rows(data, keel_step, first_loss, args.repeat, clock)
     what = "CPU seconds, 1 thread" if args.cpu_time else f"wall time, {args.threads or 'default'} threads"
     print(table(f"GPT benchmark (medians of {what}; ratio = Keel / PyTorch eager)", rows,
                 ("workload", "Keel", "PyTorch eager", "ratio")))

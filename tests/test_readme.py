@@ -29,7 +29,8 @@ SKIPPED_COMMANDS = {
 # train_digits as written takes 12 epochs (tests/test_examples.py runs that); one makes the files.
 SHORTENED = {"python examples/train_digits.py": ["--epochs", "1"],
              # train_gpt as written trains for about ten minutes; a few steps make its files
-             "python examples/train_gpt.py": ["--steps", "4", "--generate", "20"]}
+             "python examples/train_gpt.py": ["--steps", "4", "--generate", "20"],
+             "python examples/train_gpt.py --amp O1": ["--steps", "4", "--generate", "20"]}
 
 
 def blocks():
