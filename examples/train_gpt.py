@@ -189,9 +189,9 @@ def build_programs(model, context, learning_rate, warmup, total_steps, weight_de
     evaluation program (loss only), sharing the parameters by name. `amp`: None, or the
     keyword arguments of `paddle.static.amp.decorate` (level "O1"/"O2", dtype
     "float16"/"bfloat16", init_loss_scaling...), which rewrites the training program for
-    mixed precision. Returns the startup program, the
-    {mode: (program, loss)} dict, the schedule and the optimizer (the decorated one under AMP,
-    which knows the loss-scale variable and O2's master weights)."""
+    mixed precision. Returns the startup program, {mode: (program, loss)}, the schedule and
+    the optimizer (under AMP the decorated one: it knows the loss-scale variable and O2's
+    master weights)."""
     schedule = paddle.lr.CosineAnnealingDecay(learning_rate, T_max=max(1, total_steps - warmup),
                                               eta_min=learning_rate / 10)
     if warmup > 0:
