@@ -44,7 +44,10 @@ def _parse(argv):
     p = argparse.ArgumentParser(prog="python -m distributed.launch", description=__doc__.split("\n\n")[0])
     p.add_argument("--nproc_per_node", type=int, default=1, help="ranks to start on each machine (default 1)")
     p.add_argument("--log_dir", default="log", help="directory for workerlog.<rank> (default ./log)")
-    p.add_argument("--hostfile", default=None, help="MPI hostfile: one machine per line ('host:slots')")
+    p.add_argument("--hostfile", default=None,
+                   help="MPI hostfile: one machine per line ('host', 'host:slots' or 'host slots=N'); "
+                        "--nproc_per_node ranks start on each, and --log_dir must be on a file system "
+                        "they share (the launcher reads every rank's status there)")
     p.add_argument("--timeout", type=float, default=float(os.environ.get("KEEL_COMM_TIMEOUT", "300")),
                    help="seconds a rank may wait for its peers before the job is ended (default 300)")
     p.add_argument("script")
@@ -76,6 +79,40 @@ def flavor_of(version_text: str) -> str:
 
 
 HOSTFILE_FLAG = {"mpich": "-f", "openmpi": "--hostfile"}
+PER_NODE = {"mpich": lambda n: ["-ppn", str(n)], "openmpi": lambda n: ["--map-by", f"ppr:{n}:node"]}
+_HOST_LINE = re.compile(r"^(?P<host>[^\s:#]+)(?::(?P<colon>\d+)|\s+slots\s*=\s*(?P<slots>\d+))?\s*$")
+
+
+def read_hostfile(path: str) -> list[tuple[str, int | None]]:
+    """(host, slots or None) per machine of a hostfile in either MPI's syntax: MPICH's
+    'host:slots' or Open MPI's 'host slots=N' (or a bare host); '#' starts a comment."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as e:
+        raise SystemExit(f"distributed.launch: cannot read the hostfile {path}: {e.strerror}") from None
+    hosts = []
+    for number, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = _HOST_LINE.match(line)
+        if m is None:
+            raise SystemExit(f"distributed.launch: {path}, line {number}: {line!r} is not 'host', "
+                             f"'host:slots' or 'host slots=N'")
+        slots = m.group("colon") or m.group("slots")
+        hosts.append((m.group("host"), int(slots) if slots else None))
+    if not hosts:
+        raise SystemExit(f"distributed.launch: the hostfile {path} lists no machine")
+    return hosts
+
+
+def write_hostfile(hosts, flavor: str, path: Path) -> None:
+    """The machines in the syntax of the MPI that will read them (slots: as given)."""
+    if flavor == "openmpi":
+        lines = [host if slots is None else f"{host} slots={slots}" for host, slots in hosts]
+    else:
+        lines = [host if slots is None else f"{host}:{slots}" for host, slots in hosts]
+    path.write_text("\n".join(lines) + "\n")
 
 
 def death_in_log(text: str, ranks_by_pid: dict[str, int]) -> tuple[int | None, str]:
@@ -106,7 +143,8 @@ class Job:
     """A running mpiexec job and what its ranks leave in the log directory."""
 
     def __init__(self, args):
-        self.args, self.nranks = args, args.nproc_per_node
+        hosts = read_hostfile(args.hostfile) if args.hostfile else None
+        self.args, self.nranks = args, args.nproc_per_node * (len(hosts) if hosts else 1)
         self.log_dir = Path(args.log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for pattern in ("rank.*.status", "rank.*.pid", "workerlog.*"):  # a previous job's
@@ -114,8 +152,10 @@ class Job:
                 old.unlink()
         mpiexec = find_mpiexec()
         cmd = [mpiexec, "-n", str(self.nranks)]
-        if args.hostfile:
-            cmd += [HOSTFILE_FLAG[mpi_flavor(mpiexec)], args.hostfile]
+        if hosts:  # rewritten in this MPI's syntax, whichever the user wrote
+            flavor, translated = mpi_flavor(mpiexec), self.log_dir / "hostfile"
+            write_hostfile(hosts, flavor, translated)
+            cmd += [HOSTFILE_FLAG[flavor], str(translated), *PER_NODE[flavor](args.nproc_per_node)]
         cmd += [sys.executable, "-m", "distributed.worker", str(self.log_dir), args.script, *args.args]
         env = dict(os.environ, PADDLE_TRAINERS_NUM=str(self.nranks), KEEL_COMM_TIMEOUT=str(args.timeout))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),

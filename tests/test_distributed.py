@@ -173,6 +173,20 @@ def test_exit_code_is_the_failing_ranks(tmp_path):
     assert (tmp_path / "log" / "workerlog.1").read_text().startswith("rank 1 of 2\n")
 
 
+def test_a_hostfile_starts_nproc_per_node_ranks_on_each_machine(tmp_path):
+    (tmp_path / "hello.py").write_text(
+        "import distributed as dist\n"
+        "dist.init_parallel_env()\n"
+        "print('rank', dist.get_rank(), 'of', dist.get_world_size(), flush=True)\n")
+    (tmp_path / "hosts").write_text("localhost slots=2\n")   # Open MPI's syntax, whatever the MPI
+    cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", "2", "--hostfile",
+           str(tmp_path / "hosts"), "--log_dir", str(tmp_path / "log"), "--timeout", "30", str(tmp_path / "hello.py")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S, env=_env(), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "rank 0 of 2"
+    assert (tmp_path / "log" / "workerlog.1").read_text() == "rank 1 of 2\n"
+
+
 def test_train_digits_example_trains_on_two_processes(tmp_path):
     pytest.importorskip("sklearn")
     r = subprocess.run([sys.executable, str(HERE.parent / "examples" / "train_digits.py"), "--nproc", "2",

@@ -3,7 +3,9 @@ MPICH's hydra and of Open MPI's prterun (texts captured from real runs: mpich 4 
 5.0.11 wheels, a rank SIGKILLed or exiting with code 3). No MPI is needed here."""
 from __future__ import annotations
 
-from distributed.launch import HOSTFILE_FLAG, death_in_log, flavor_of
+import pytest
+
+from distributed.launch import HOSTFILE_FLAG, death_in_log, flavor_of, read_hostfile, write_hostfile
 
 HYDRA_KILLED = """
 ===================================================================================
@@ -54,3 +56,25 @@ def test_the_flavor_from_mpiexec_version_picks_the_hostfile_flag():
     openmpi = "mpiexec (Open MPI) 5.0.11\n\nReport bugs to https://www.open-mpi.org/community/help/\n"
     assert HOSTFILE_FLAG[flavor_of(mpich)] == "-f"
     assert HOSTFILE_FLAG[flavor_of(openmpi)] == "--hostfile"
+
+
+def test_a_hostfile_in_either_syntax_is_written_in_the_mpis_own(tmp_path):
+    given = tmp_path / "hosts"
+    given.write_text("# the machines\nnode1:4\nnode2 slots=2\nnode3   # slots: MPI's default\n\n")
+    hosts = read_hostfile(str(given))
+    assert hosts == [("node1", 4), ("node2", 2), ("node3", None)]
+    write_hostfile(hosts, "mpich", tmp_path / "mpich")
+    write_hostfile(hosts, "openmpi", tmp_path / "openmpi")
+    assert (tmp_path / "mpich").read_text() == "node1:4\nnode2:2\nnode3\n"
+    assert (tmp_path / "openmpi").read_text() == "node1 slots=4\nnode2 slots=2\nnode3\n"
+
+
+@pytest.mark.parametrize("text, says", [("node1:four\n", "line 1: 'node1:four' is not"),
+                                         ("\n# nothing\n", "lists no machine")])
+def test_a_bad_hostfile_is_named_with_its_line(tmp_path, text, says):
+    bad = tmp_path / "hosts"
+    bad.write_text(text)
+    with pytest.raises(SystemExit, match=says):
+        read_hostfile(str(bad))
+    with pytest.raises(SystemExit, match="cannot read the hostfile"):
+        read_hostfile(str(tmp_path / "missing"))
