@@ -68,7 +68,9 @@ def momentum(xp, param, grad, velocity, learning_rate, master_param, *, mu, use_
     T = dt.type
     p = _work(param, master_param, multi_precision, dt)
     lr = _scalar(learning_rate, dt)
-    g = grad.astype(dt, copy=False) * T(rescale_grad)
+    g = grad.astype(dt, copy=False)
+    if rescale_grad != 1.0:  # (times 1 is the identity: one pass over Grad saved)
+        g = g * T(rescale_grad)
     if regularization_method == "l2_decay":
         g = g + T(regularization_coeff) * p
     velocity *= T(mu)
