@@ -36,7 +36,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import table  # noqa: E402
+from common import blas_line, table  # noqa: E402
 
 BATCH = {"mlp": 128, "cnn": 64}
 COMM_OPS = {"c_allreduce_sum", "c_sync_comm_stream", "c_broadcast"}
@@ -195,6 +195,8 @@ def main(argv=None):
     p.add_argument("--sharding", action="store_true", help="2 ranks with ZeRO-1 sharding of the optimizer state")
     p.add_argument("--worker", choices=sorted(BATCH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if not args.worker:
+        print(blas_line(), flush=True)
     if args.worker:
         worker(args.worker, args.steps, args.sharding)
     elif args.faults:
