@@ -19,11 +19,16 @@ loaded 2-core machine) and tested against it and a float64 reference
   batched matmul), cropped to ow: [1, 480, 20, 30]: 1.1-1.26x. Taps on small planes are
   one short loop per channel and row: 0.45-0.7x, hence TAPS_MIN_PLANE_*.
 - one group, stride 1, O <= C/2 (3x3 convolutions narrowing the channels, a detector
-  neck's): kh*kw GEMMs over shifted contiguous runs of the flattened padded input, no
-  im2col: 1.12-1.55x.
-- everything else: the general formulation. The flat im2col for dense convolutions
-  measured 0.6-1.0x (the GEMM dominates and the crop costs); Winograd F(2x2, 3x3)
-  0.49-1.09x (docs/architecture.md).
+  neck's): GEMMs over shifted contiguous runs of the flattened padded input, no im2col:
+  1.12-1.55x; all taps and samples as ONE GEMM of the stacked filters
+  (kernels/conv_fold.py `stacked_taps`).
+- everything else: the general formulation; with one group, N > 1 and a GEMM depth
+  C*kh*kw >= 64, the batch folded into one GEMM's N (kernels/conv_fold.py
+  `folded_im2col`). The flat im2col for dense convolutions measured 0.6-1.0x (the GEMM
+  dominates and the crop costs); Winograd F(2x2, 3x3) 0.49-1.09x (docs/architecture.md).
+  1x1 convolutions keep one GEMM per sample: folding them needs a transposing copy of
+  the input as well as of the output, 0.15-0.95x ([64, 32, 7, 7] -> 64, [8, 96, 40, 60]
+  -> 24, [64, 128, 4, 4] -> 256; CPU time, one thread).
 
 Depthwise and grouped work is split by channels across the cores, dense work's epilogue
 by output channels (kernels/parallel.py); GEMMs are left to OpenBLAS's threads.
