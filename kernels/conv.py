@@ -20,8 +20,8 @@ loaded 2-core machine) and tested against it and a float64 reference
   one short loop per channel and row: 0.45-0.7x, hence TAPS_MIN_PLANE_*.
 - one group, stride 1, O <= C/2 (3x3 convolutions narrowing the channels, a detector
   neck's): GEMMs over shifted contiguous runs of the flattened padded input, no im2col:
-  1.12-1.55x; all taps and samples as ONE GEMM of the stacked filters
-  (kernels/conv_fold.py `stacked_taps`).
+  1.12-1.55x; the samples folded into each GEMM and, from 8 M multiply-adds, all taps
+  as ONE GEMM of the stacked filters (kernels/conv_fold.py `stacked_taps`).
 - everything else: the general formulation; with one group, N > 1 and a GEMM depth
   C*kh*kw >= 64, the batch folded into one GEMM's N (kernels/conv_fold.py
   `folded_im2col`). The flat im2col for dense convolutions measured 0.6-1.0x (the GEMM
@@ -239,7 +239,8 @@ def _shifted_gemms(xp, x, w, dh, dw, pads, out, epilogue):
     -> 24 1.12-1.20x, [1, 48, 80, 120] -> 24 1.55x, [8, 96, 40, 60] -> 24 1.49x,
     [1, 96, 80, 120] -> 48 1.22x; but [1, 64, 40, 60] -> 40 1.02x, [1, 32, 40, 60] -> 32
     1.08x, [1, 256, 10, 16] -> 256 0.84x, [64, 16, 14, 14] -> 32 0.90x (CPU time, one
-    thread). Now all taps and samples in one GEMM (kernels/conv_fold.py `stacked_taps`)."""
+    thread). Now the samples folded into each GEMM, and from 8 M multiply-adds all taps
+    stacked into ONE GEMM (kernels/conv_fold.py `stacked_taps`)."""
     stacked_taps(xp, x, w, dh, dw, pads, out)
     _epilogue_by_channels(xp, out, epilogue)
 

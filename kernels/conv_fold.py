@@ -33,6 +33,12 @@ FOLD_BLOCK_BYTES = 4 << 20
 # The stacked taps' GEMM result (bytes) computed at a time: beyond it, blocks of output
 # columns ([1, 96, 80, 120] -> 24 3x3, 8.6 MB: 0.99x of the per-tap GEMMs in one piece).
 STACKED_BLOCK_BYTES = 16 << 20
+# Multiply-adds from which the taps are stacked into one GEMM; below it, a GEMM per tap.
+# A small stacked GEMM is big enough for OpenBLAS to thread where the per-tap ones are
+# not: on the loaded machine (2 threads, wall time) [1, 96, 10, 15] -> 24 3x3 (3.5 M)
+# ran 0.09-0.32x and [4, 16, 14, 14] -> 8 (1.1 M) 0.26-0.56x, each join waiting for a
+# core, while [1, 96, 20, 30] -> 24 (13 M) ran 3.5-7.8x. In CPU time both are within noise.
+STACKED_MIN_WORK = 8_000_000
 
 
 def folded_im2col(xp, win, w, out):
@@ -64,13 +70,14 @@ def stacked_taps(xp, x, w, dh, dw, pads, out):
     F [C, N*Hp*Wp] (samples one after another), offset t's operand is ONE contiguous run
     of F starting at a*dh*Wp + b*dw, so R = W_all [kh*kw*O, C] x F is one GEMM (its M is
     kh*kw*O: 216 for a 3x3 24-channel neck, where one GEMM per tap had 24 rows), and
-    out[n, :, i, j] = sum over t of R[t*O:(t+1)*O, n*Hp*Wp + i*Wp + j + start_t]: each
-    tap's block read through a strided view with the output's shape, added into the
-    output (no accumulator to crop). CPU time of one thread against one GEMM per tap and
-    sample (accumulated, then cropped): [1, 96, 80, 120] -> 24 3x3: 0.99x, [1, 96, 40, 60]
-    -> 24: 1.10x, [1, 96, 20, 30] / [10, 15] -> 24: 0.96-1.0x, [1, 48, 80, 120] -> 24:
-    1.03x, [8, 96, 40, 60] -> 24: 1.07x, [1, 96, 80, 120] -> 48: 0.96x; wall time with
-    OpenBLAS's 2 threads on the loaded machine: 2.2x, 3.5x, 7.8x on the first three."""
+    out[n, :, i, j] = sum over t of R[t*O:(t+1)*O, n*Hp*Wp + i*Wp + j + start_t]: the taps'
+    row blocks, shifted, summed contiguously on the padded width, then cropped into the
+    output through a strided view. CPU time of one thread against one GEMM per tap and
+    sample: [1, 96, 80, 120] -> 24 3x3: 0.99-1.09x, [1, 96, 40, 60] -> 24: 0.90-1.10x,
+    [1, 96, 20, 30] -> 24: 1.0-1.02x, [1, 48, 80, 120] -> 24: 1.03-1.06x, [8, 96, 40, 60]
+    -> 24: 1.07-1.11x, [1, 96, 80, 120] -> 48: 0.96x; wall time with OpenBLAS's 2 threads
+    on the loaded machine: 2.2-2.5x, 2.2-3.5x, 3.5-7.8x, 5.7x, 4.6x, 2.3x. Below
+    STACKED_MIN_WORK the taps keep a GEMM each (see there)."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     oh, ow = out.shape[2:]
@@ -88,21 +95,30 @@ def stacked_taps(xp, x, w, dh, dw, pads, out):
     wall = w.transpose(2, 3, 0, 1).reshape(taps * o, c)
     # the output's sample n, row i is R's columns n*plane + i*wp + [0, ow) (plus start_t)
     span = (n - 1) * plane + (oh - 1) * wp + ow
+    group = taps if taps * o * c * span >= STACKED_MIN_WORK else 1   # taps per GEMM
     item = x.itemsize
-    rows = max(1, min(oh, STACKED_BLOCK_BYTES // (taps * o * wp * item))) if n == 1 else oh
-    samples = 1 if n == 1 else max(1, min(n, STACKED_BLOCK_BYTES // (taps * o * plane * item)))
+    rows = max(1, min(oh, STACKED_BLOCK_BYTES // (group * o * wp * item))) if n == 1 else oh
+    samples = 1 if n == 1 else max(1, min(n, STACKED_BLOCK_BYTES // (group * o * plane * item)))
     for s0 in range(0, n, samples):
         s1 = min(n, s0 + samples)
         for i0 in range(0, oh, rows):
             i1 = min(oh, i0 + rows)
             first = s0 * plane + i0 * wp
             last = min(span, (s1 - 1) * plane + (i1 - 1) * wp + ow)
-            res = xp.matmul(wall, flat[:, first:last + starts[-1]])        # [taps*O, cols]
             length = last - first
-            acc = res[:o, :length]                     # taps > 1: a fresh sum of the first two
-            for t in range(1, taps):
-                tap = res[t * o:(t + 1) * o, starts[t]:starts[t] + length]
-                acc = xp.add(acc, tap) if t == 1 else xp.add(acc, tap, out=acc)
+            acc = None
+            for t0 in range(0, taps, group):
+                t1 = min(taps, t0 + group)
+                res = xp.matmul(wall[t0 * o:t1 * o], flat[:, first + starts[t0]:last + starts[t1 - 1]])
+                for t in range(t0, t1):
+                    shift = starts[t] - starts[t0]
+                    tap = res[(t - t0) * o:(t - t0 + 1) * o, shift:shift + length]
+                    if acc is None:
+                        acc, fresh = tap, False          # a view of R: the next tap makes the sum
+                    elif not fresh:
+                        acc, fresh = xp.add(acc, tap), True
+                    else:
+                        xp.add(acc, tap, out=acc)
             dst = out[s0:s1, :, i0:i1].transpose(1, 0, 2, 3)                # [O, n', i', ow]
             dst[...] = xp.lib.stride_tricks.as_strided(
                 acc, shape=dst.shape, strides=(acc.strides[0], plane * item, wp * item, item))

@@ -170,13 +170,20 @@ def test_case_takes_its_path(case, monkeypatch):
 FOLDED = [c for c in CASES if c[1] in ("folded", "shifted")]
 
 
-@pytest.mark.parametrize("blocks", ["one sample or row", "two samples or rows"])
-@pytest.mark.parametrize("case", FOLDED, ids=[c[0] for c in FOLDED])
-def test_folded_paths_in_blocks(case, blocks, monkeypatch):
+BLOCKED = [pytest.param(case, blocks, taps, id=f"{case[0]}, {blocks}, {taps} tap(s) a GEMM")
+           for case in FOLDED for blocks in ("one sample or row", "two samples or rows")
+           for taps in (("all", "one") if case[1] == "shifted" else ("all",))]
+
+
+@pytest.mark.parametrize("case, blocks, taps_per_gemm", BLOCKED)
+def test_folded_paths_in_blocks(case, blocks, taps_per_gemm, monkeypatch):
     """The folded GEMMs computed a block of samples (or, for one sample's stacked taps, of
-    output rows) at a time, uneven blocks included, give the one-piece result."""
+    output rows) at a time, uneven blocks included, give the one-piece result; the
+    shifted path with all taps stacked in one GEMM and with a GEMM per tap alike."""
     _, path, xs, ws, strides, pads, dilations, g = case
     x, w = _data(case, seed=4)
+    stacked = taps_per_gemm == "all"
+    monkeypatch.setattr(conv_fold, "STACKED_MIN_WORK", 0 if stacked else float("inf"))
     whole = _run("conv2d", x, w, strides, pads, dilations, g)
     units = 1 if blocks.startswith("one") else 2
     oh, ow = _out_size(xs, ws, strides, pads, dilations)
@@ -184,15 +191,18 @@ def test_folded_paths_in_blocks(case, blocks, monkeypatch):
         monkeypatch.setattr(conv_fold, "FOLD_BLOCK_BYTES", units * xs[1] * ws[2] * ws[3] * oh * ow * x.itemsize)
     else:
         wp = xs[3] + pads[2] + pads[3]
-        per = ws[0] * ws[2] * ws[3] * x.itemsize * (wp if xs[0] == 1 else wp * (xs[2] + pads[0] + pads[1]))
+        group = ws[2] * ws[3] if stacked else 1
+        per = ws[0] * group * x.itemsize * (wp if xs[0] == 1 else wp * (xs[2] + pads[0] + pads[1]))
         monkeypatch.setattr(conv_fold, "STACKED_BLOCK_BYTES", units * per)
     got = _run("conv2d", x, w, strides, pads, dilations, g)
     np.testing.assert_allclose(got, whole, rtol=1e-6, atol=1e-5)
     _check(case, x, w, got)
 
 
+@pytest.mark.parametrize("stacked", [True, False])
 @pytest.mark.parametrize("case", FOLDED, ids=[c[0] for c in FOLDED])
-def test_folded_paths_float64(case):
+def test_folded_paths_float64(case, stacked, monkeypatch):
+    monkeypatch.setattr(conv_fold, "STACKED_MIN_WORK", 0 if stacked else float("inf"))
     _, _, _, _, strides, pads, dilations, g = case
     x, w = _data(case, dtype=np.float64, seed=5)
     got = _run("conv2d", x, w, strides, pads, dilations, g)
