@@ -7,14 +7,18 @@
 
 `minimize` appends the backward pass, then the gradient all-reduce, then the updates:
 
+- the backward pass is seeded with 1/N instead of 1 (a `scale` after the loss gradient's
+  `fill_constant`, as PaddlePaddle's fleet writes it), so each rank's gradients are its
+  share of the average and the all-reduce's sum is the average: no pass over them scales;
 - the gradients are grouped, in the order backward produces them, into buckets of up to
   `fuse_grad_size_in_MB` (one dtype each); right after the op that completes a bucket come
-  `reshape2` (each gradient flattened), `concat` and `c_allreduce_sum` with
-  `use_calc_stream=False`, so the bucket's all-reduce runs while the rest of the backward
-  pass computes (MPI's nonblocking Iallreduce; NCCL's communication stream);
+  `coalesce_tensor` (the bucket's gradients copied into one flat buffer: one copy) and
+  `c_allreduce_sum` with `use_calc_stream=False`, so the bucket's all-reduce is started
+  while the rest of the backward pass computes (MPI's nonblocking Iallreduce; NCCL's
+  communication stream);
 - after the backward pass, one `c_sync_comm_stream` completes them all, and per bucket
-  `scale` (1/N: the average), `split` and `reshape2` write each gradient back under its
-  own name, so the optimizer's ops are the single-process ones;
+  `split` and `reshape2` write each gradient back under its own name (views of the
+  buffer, not copies), so the optimizer's ops are the single-process ones;
 - the startup program broadcasts every parameter from rank 0 (`c_broadcast`), so all
   ranks start from the same values whatever their seeds.
 
@@ -105,10 +109,11 @@ class DistributedOptimizer:
             return self.inner.apply_gradients(params_grads, startup), params_grads
         block = loss.block
         _broadcast_from(startup.global_block(), [p.name for p, _ in params_grads], lambda name: 0)
-        buckets = _buckets(block, [g for _, g in params_grads], self._bucket_bytes())
         with op_role.role_guard(block.program, op_role.BACKWARD):
+            _scale_loss_gradient(block, nranks)
+            buckets = _buckets(block, [g for _, g in params_grads], self._bucket_bytes())
             fused = _start_allreduces(block, buckets)
-            _finish_allreduces(block, buckets, fused, nranks)
+            _finish_allreduces(block, buckets, fused)
         if not self.strategy.sharding:
             return self.inner.apply_gradients(params_grads, startup), params_grads
         if isinstance(self.inner._grad_clip, ClipGradByGlobalNorm):
@@ -154,8 +159,12 @@ def _last_writer(block, names) -> dict[str, int]:
     return last
 
 
+def _numel(var) -> int:
+    return int(np.prod(var.shape))
+
+
 def _nbytes(var) -> int:
-    return int(np.prod(var.shape)) * np.dtype(dtypes.to_numpy(var.dtype)).itemsize
+    return _numel(var) * np.dtype(dtypes.to_numpy(var.dtype)).itemsize
 
 
 def _buckets(block, grads, limit: int) -> list[tuple[int, list]]:
@@ -175,40 +184,45 @@ def _buckets(block, grads, limit: int) -> list[tuple[int, list]]:
     return buckets
 
 
+def _scale_loss_gradient(block, nranks: int) -> None:
+    """Seed the backward pass with 1/N instead of 1 (PaddlePaddle's fleet does the same):
+    every gradient is then this rank's share of the average, so the all-reduce's sum is
+    the average itself and no pass over the gradients scales them."""
+    for i, op in enumerate(block.ops):
+        if op.attr("op_role") == op_role.BACKWARD | op_role.LOSS and op.type in ("fill_constant", "fill_any_like"):
+            seed = op.output("Out")[0]
+            block.insert_op(i + 1, "scale", {"X": [seed]}, {"Out": [seed]},
+                            {"scale": 1.0 / nranks, "bias": 0.0, "op_role": op_role.BACKWARD})
+            return
+    raise RuntimeError("distributed_optimizer: the backward pass has no loss gradient seed to scale")
+
+
 def _start_allreduces(block, buckets) -> list:
-    """Insert after each bucket's last gradient: flatten, concat, nonblocking all-reduce.
-    Inserted from the last bucket back so earlier positions stay valid."""
+    """Insert after each bucket's last gradient: coalesce_tensor (the bucket's gradients
+    copied into one flat buffer), nonblocking all-reduce. Inserted from the last bucket
+    back so earlier positions stay valid."""
     fused = []
     for after, grads in reversed(buckets):
-        name = unique_name.generate("fused_grad")
-        total = sum(int(np.prod(g.shape)) for g in grads)
-        out = block.create_var(name, [total], grads[0].dtype, stop_gradient=True)
-        pos = after + 1
-        flats = []
-        for g in grads:
-            flat = block.create_var(unique_name.generate(f"{g.name}@FLAT"), [-1], g.dtype, stop_gradient=True)
-            xshape = block.create_var(unique_name.generate(f"{g.name}@XSHAPE"), [0] + list(g.shape), g.dtype,
-                                      stop_gradient=True)
-            block.insert_op(pos, "reshape2", {"X": [g]}, {"Out": [flat], "XShape": [xshape]}, {"shape": [-1]})
-            pos += 1
-            flats.append(flat)
-        block.insert_op(pos, "concat", {"X": flats}, {"Out": [out]}, {"axis": 0})
-        block.insert_op(pos + 1, "c_allreduce_sum", {"X": [out]}, {"Out": [out]},
+        out = block.create_var(unique_name.generate("fused_grad"), [sum(_numel(g) for g in grads)],
+                               grads[0].dtype, stop_gradient=True)
+        block.insert_op(after + 1, "coalesce_tensor", {"Input": grads}, {"Output": grads, "FusedOutput": [out]},
+                        {"dtype": dtypes.to_code(grads[0].dtype), "copy_data": True, "use_align": False})
+        block.insert_op(after + 2, "c_allreduce_sum", {"X": [out]}, {"Out": [out]},
                         {"ring_id": RING, "use_calc_stream": False})
         fused.append(out)
     fused.reverse()
     return fused
 
 
-def _finish_allreduces(block, buckets, fused, nranks: int) -> None:
-    """Wait for the all-reduces, average, and write each gradient back under its name."""
+def _finish_allreduces(block, buckets, fused) -> None:
+    """Wait for the all-reduces and write each gradient back under its name: split and
+    reshape2, views of the bucket's buffer (the executor's donated-input fast path)."""
     block.append_op("c_sync_comm_stream", {"X": fused}, {"Out": fused}, {"ring_id": RING})
     for out, (_, grads) in zip(fused, buckets):
-        block.append_op("scale", {"X": [out]}, {"Out": [out]}, {"scale": 1.0 / nranks, "bias": 0.0})
-        flats = [block.create_var(unique_name.generate(f"{g.name}@AVG"), [int(np.prod(g.shape))], g.dtype,
-                                  stop_gradient=True) for g in grads]
+        flats = [block.create_var(unique_name.generate(f"{g.name}@AVG"), [_numel(g)], g.dtype, stop_gradient=True)
+                 for g in grads]
         block.append_op("split", {"X": [out]}, {"Out": flats},
-                        {"sections": [int(np.prod(g.shape)) for g in grads], "axis": 0, "num": 0})
+                        {"sections": [_numel(g) for g in grads], "axis": 0, "num": 0})
         for flat, g in zip(flats, grads):
             xshape = block.create_var(unique_name.generate(f"{g.name}@XSHAPE"), [0, -1], g.dtype,
                                       stop_gradient=True)

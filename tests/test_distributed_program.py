@@ -50,18 +50,25 @@ def test_gradients_are_bucketed_and_all_reduced_as_backward_produces_them(two_ra
         op = ops[i]
         assert op.attr("use_calc_stream") is False and op.attr("ring_id") == 0
         assert op.attr("op_role") == op_role.BACKWARD
-        assert ops[i - 1].type == "concat"
-        fused = ops[i - 1].input("X")
-        # each flattened gradient was complete when its bucket started: nothing after writes it
-        grads = [ops[j].input("X")[0] for j in range(i - 1 - len(fused), i - 1)]
-        assert all(ops[j].type == "reshape2" for j in range(i - 1 - len(fused), i - 1))
+        coalesce = ops[i - 1]
+        assert coalesce.type == "coalesce_tensor" and coalesce.attr("copy_data") is True
+        assert coalesce.output("FusedOutput") == op.input("X") == op.output("Out")
+        grads = coalesce.input("Input")
+        assert coalesce.output("Output") == grads and all(g.endswith("@GRAD") for g in grads)
+        # each gradient was complete when its bucket started: only the write-back writes it again
         assert not any(set(grads) & set(o.output_arg_names) for o in ops[i:] if o.type != "reshape2")
     # the buckets start inside the backward pass, not after it
     last_backward = max(i for i, op in enumerate(ops) if op.type.endswith("_grad"))
     assert starts[0] < last_backward
     sync = _types(main).index("c_sync_comm_stream")
     assert sync > last_backward and sync < _types(main).index("adam")
-    assert _types(main).count("scale") >= 3 and _types(main).count("split") == 3
+    assert _types(main).count("split") == 3
+    # no pass over the gradients averages them: the loss gradient seed is scaled by 1/N instead
+    scales = [op for op in ops if op.type == "scale"]
+    assert len(scales) == 1 and scales[0].attr("scale") == 0.5
+    seed = ops[ops.index(scales[0]) - 1]
+    assert seed.type == "fill_constant" and seed.output("Out") == scales[0].input("X") == scales[0].output("Out")
+    assert seed.attr("op_role") == op_role.BACKWARD | op_role.LOSS and seed.attr("value") == 1.0
     # every parameter starts from rank 0's values; evaluation clones have no collectives
     assert _types(startup).count("c_broadcast") == 6
     assert not {"c_allreduce_sum", "c_sync_comm_stream", "c_broadcast"} & set(_types(test))
