@@ -107,24 +107,28 @@ class DistributedOptimizer:
         params_grads = [(p, g) for p, g in params_grads if g is not None]
         if nranks == 1:
             return self.inner.apply_gradients(params_grads, startup), params_grads
+        sharding = self.strategy.sharding
+        if sharding and isinstance(self.inner._grad_clip, ClipGradByGlobalNorm):
+            raise NotImplementedError("sharding with ClipGradByGlobalNorm: the global norm needs every "
+                                      "gradient, which a rank's shard does not have")
         block = loss.block
         _broadcast_from(startup.global_block(), [p.name for p, _ in params_grads], lambda name: 0)
         with op_role.role_guard(block.program, op_role.BACKWARD):
             _scale_loss_gradient(block, nranks)
             buckets = _buckets(block, [g for _, g in params_grads], self._bucket_bytes())
-            fused = _start_allreduces(block, buckets)
-            _finish_allreduces(block, buckets, fused)
-        if not self.strategy.sharding:
+            if not sharding:
+                _finish_allreduces(block, _start_allreduces(block, buckets))
+        if not sharding:
             return self.inner.apply_gradients(params_grads, startup), params_grads
-        if isinstance(self.inner._grad_clip, ClipGradByGlobalNorm):
-            raise NotImplementedError("sharding with ClipGradByGlobalNorm: the global norm needs every "
-                                      "gradient, which a rank's shard does not have")
         self.owners = _assign_owners([p for p, _ in params_grads], nranks)
         rank = parallel.get_rank()
+        grad_owner = {g.name: self.owners[p.name] for p, g in params_grads}
+        with op_role.role_guard(block.program, op_role.BACKWARD):
+            _finish_reduce_scatters(block, _start_reduce_scatters(block, buckets, grad_owner, nranks), rank)
         mine = [(p, g) for p, g in params_grads if self.owners[p.name] == rank]
         ops = self.inner.apply_gradients(mine, startup) if mine else []
         with op_role.role_guard(block.program, op_role.OPTIMIZE):
-            _broadcast_from(block, [p.name for p, _ in params_grads], self.owners.__getitem__)
+            _gather_parameters(block, [p for p, _ in params_grads], self.owners, nranks, rank)
         return ops, params_grads
 
     def _bucket_bytes(self) -> int:
@@ -199,35 +203,112 @@ def _scale_loss_gradient(block, nranks: int) -> None:
 
 def _start_allreduces(block, buckets) -> list:
     """Insert after each bucket's last gradient: coalesce_tensor (the bucket's gradients
-    copied into one flat buffer), nonblocking all-reduce. Inserted from the last bucket
-    back so earlier positions stay valid."""
-    fused = []
-    for after, grads in reversed(buckets):
-        out = block.create_var(unique_name.generate("fused_grad"), [sum(_numel(g) for g in grads)],
-                               grads[0].dtype, stop_gradient=True)
-        block.insert_op(after + 1, "coalesce_tensor", {"Input": grads}, {"Output": grads, "FusedOutput": [out]},
-                        {"dtype": dtypes.to_code(grads[0].dtype), "copy_data": True, "use_align": False})
-        block.insert_op(after + 2, "c_allreduce_sum", {"X": [out]}, {"Out": [out]},
+    copied into one flat buffer), nonblocking all-reduce. Returns [(buffer, gradients)]."""
+    started = []
+    for after, grads in reversed(buckets):  # from the last back: earlier positions stay valid
+        fused = _coalesce(block, after + 1, grads, "fused_grad")
+        block.insert_op(after + 2, "c_allreduce_sum", {"X": [fused]}, {"Out": [fused]},
                         {"ring_id": RING, "use_calc_stream": False})
-        fused.append(out)
-    fused.reverse()
+        started.append((fused, grads))
+    return started[::-1]
+
+
+def _finish_allreduces(block, started) -> None:
+    """Wait for the all-reduces and write each gradient back under its name."""
+    block.append_op("c_sync_comm_stream", {"X": [f for f, _ in started]}, {"Out": [f for f, _ in started]},
+                    {"ring_id": RING})
+    for fused, grads in started:
+        _write_back(block, fused, grads)
+
+
+def _coalesce(block, pos: int, inputs, name: str, outputs=None):
+    """Insert at `pos` a coalesce_tensor of `inputs` (one dtype) into a new flat buffer
+    named after `name` (its Output: `outputs`, by default the inputs themselves)."""
+    fused = block.create_var(unique_name.generate(name), [sum(_numel(v) for v in inputs)], inputs[0].dtype,
+                             stop_gradient=True)
+    block.insert_op(pos, "coalesce_tensor", {"Input": inputs}, {"Output": outputs or inputs, "FusedOutput": [fused]},
+                    {"dtype": dtypes.to_code(inputs[0].dtype), "copy_data": True, "use_align": False})
     return fused
 
 
-def _finish_allreduces(block, buckets, fused) -> None:
-    """Wait for the all-reduces and write each gradient back under its name: split and
-    reshape2, views of the bucket's buffer (the executor's donated-input fast path)."""
-    block.append_op("c_sync_comm_stream", {"X": fused}, {"Out": fused}, {"ring_id": RING})
-    for out, (_, grads) in zip(fused, buckets):
-        flats = [block.create_var(unique_name.generate(f"{g.name}@AVG"), [_numel(g)], g.dtype, stop_gradient=True)
-                 for g in grads]
-        block.append_op("split", {"X": [out]}, {"Out": flats},
-                        {"sections": [_numel(g) for g in grads], "axis": 0, "num": 0})
-        for flat, g in zip(flats, grads):
-            xshape = block.create_var(unique_name.generate(f"{g.name}@XSHAPE"), [0, -1], g.dtype,
-                                      stop_gradient=True)
-            block.append_op("reshape2", {"X": [flat]}, {"Out": [g], "XShape": [xshape]},
-                            {"shape": list(g.shape)})
+def _write_back(block, buffer, targets) -> None:
+    """Append split + reshape2: `buffer`'s consecutive parts under the names of the
+    variables `targets`, views of the buffer (the executor's donated-input fast path),
+    not copies."""
+    flats = [block.create_var(unique_name.generate(f"{t.name}@PART"), [_numel(t)], t.dtype, stop_gradient=True)
+             for t in targets]
+    block.append_op("split", {"X": [buffer]}, {"Out": flats},
+                    {"sections": [_numel(t) for t in targets], "axis": 0, "num": 0})
+    for flat, t in zip(flats, targets):
+        xshape = block.create_var(unique_name.generate(f"{t.name}@XSHAPE"), [0, -1], t.dtype, stop_gradient=True)
+        block.append_op("reshape2", {"X": [flat]}, {"Out": [t], "XShape": [xshape]}, {"shape": list(t.shape)})
+
+
+# -- sharding (ZeRO-1): reduce-scatter the gradients, update a shard, all-gather the parameters --
+
+def _shards(variables, owner, nranks: int, block, pos: int | None):
+    """The variables laid out rank by rank (each rank's own, in the given order), every
+    rank's segment padded with zeros to the longest: [segment of rank r], the segment
+    length and the number of fill_constant ops making the padding, inserted at `pos`
+    (None: appended)."""
+    segments = [[v for v in variables if owner[v.name] == r] for r in range(nranks)]
+    length = max(sum(_numel(v) for v in seg) for seg in segments)
+    padded = 0
+    for seg in segments:
+        pad = length - sum(_numel(v) for v in seg)
+        if pad:
+            var = block.create_var(unique_name.generate("shard_padding"), [pad], variables[0].dtype,
+                                   stop_gradient=True)
+            attrs = {"shape": [pad], "value": 0.0, "dtype": dtypes.to_code(var.dtype)}
+            if pos is None:
+                block.append_op("fill_constant", {}, {"Out": [var]}, attrs)
+            else:
+                block.insert_op(pos, "fill_constant", {}, {"Out": [var]}, attrs)
+            seg.append(var)
+            padded += 1
+    return segments, length, padded
+
+
+def _start_reduce_scatters(block, buckets, owner, nranks: int) -> list:
+    """After each bucket's last gradient: its gradients coalesced rank by rank, each
+    rank's segment padded to the same length, and a nonblocking reduce-scatter that leaves
+    each rank the sum of its own segment: [(this rank's part, the bucket's segments)]."""
+    started = []
+    for after, grads in reversed(buckets):
+        segments, length, padded = _shards(grads, owner, nranks, block, after + 1)
+        pos = after + 1 + padded
+        fused = _coalesce(block, pos, [v for seg in segments for v in seg], "fused_grad")
+        part = block.create_var(unique_name.generate("fused_grad_shard"), [length], grads[0].dtype,
+                                stop_gradient=True)
+        block.insert_op(pos + 1, "c_reducescatter", {"X": [fused]}, {"Out": [part]},
+                        {"ring_id": RING, "nranks": nranks, "use_calc_stream": False})
+        started.append((part, segments))
+    return started[::-1]
+
+
+def _finish_reduce_scatters(block, started, rank: int) -> None:
+    """Wait for the reduce-scatters; write this rank's gradients back under their names."""
+    block.append_op("c_sync_comm_stream", {"X": [p for p, _ in started]}, {"Out": [p for p, _ in started]},
+                    {"ring_id": RING})
+    for part, segments in started:
+        _write_back(block, part, segments[rank])
+
+
+def _gather_parameters(block, params, owner, nranks: int, rank: int) -> None:
+    """After the updates: every parameter from its owner, as one all-gather per dtype of
+    the owners' segments (coalesced, padded alike), split back under the parameters' names."""
+    for dtype in sorted({p.dtype for p in params}, key=str):
+        group = sorted((p for p in params if p.dtype == dtype), key=lambda p: p.name)
+        segments, length, _ = _shards(group, owner, nranks, block, None)
+        own = segments[rank]
+        copies = [block.create_var(unique_name.generate(f"{v.name}@SHARD"), list(v.shape), v.dtype,
+                                   stop_gradient=True) for v in own]
+        send = _coalesce(block, len(block.ops), own, "shard_params", outputs=copies)
+        gathered = block.create_var(unique_name.generate("gathered_params"), [length * nranks], dtype,
+                                    stop_gradient=True)
+        block.append_op("c_allgather", {"X": [send]}, {"Out": [gathered]},
+                        {"ring_id": RING, "nranks": nranks, "use_calc_stream": True})
+        _write_back(block, gathered, [v for seg in segments for v in seg])
 
 
 def _assign_owners(params, nranks: int) -> dict[str, int]:

@@ -33,6 +33,21 @@ for _op in communicators.REDUCE_OPS:
     _allreduce(_op)
 
 
+def _reduce(op: str):
+    op_type = f"c_reduce_{op}"
+
+    @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=["ring_id", "root_id", "use_calc_stream"],
+            inplace={"Out": "X"})
+    def reduce(xp, x, *, ring_id, root_id, use_calc_stream):
+        comm = communicators.lookup(ring_id, xp, op_type)
+        return comm.reduce(x, op, root_id, f"{op_type} (ring {ring_id}, root {root_id})", wait=use_calc_stream)
+    return reduce
+
+
+for _op in communicators.REDUCE_OPS:
+    _reduce(_op)
+
+
 @kernel("c_broadcast", inputs=["X"], outputs=["Out"], attrs=["ring_id", "root", "use_calc_stream"],
         inplace={"Out": "X"})
 def c_broadcast(xp, x, *, ring_id, root, use_calc_stream):

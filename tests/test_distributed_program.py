@@ -82,15 +82,33 @@ def test_one_bucket_by_default_and_one_per_gradient_without_fusion(two_ranks):
     assert _types(main).count("c_allreduce_sum") == 6
 
 
-def test_sharding_updates_the_owned_parameters_and_broadcasts_all(two_ranks):
+def test_sharding_reduce_scatters_updates_the_owned_parameters_and_gathers_all(two_ranks):
     main, startup, _, optimizer = _mlp(fleet.DistributedStrategy(sharding=True), sizes=(10, 64, 64, 4))
     owners = optimizer.owners
     assert sorted(set(owners.values())) == [0, 1]
-    mine = sorted(op.input("Param")[0] for op in main.global_block().ops if op.type == "adam")
+    ops = main.global_block().ops
+    types = _types(main)
+    mine = sorted(op.input("Param")[0] for op in ops if op.type == "adam")
     assert mine == sorted(p for p, r in owners.items() if r == 0)
-    broadcasts = [op for op in main.global_block().ops if op.type == "c_broadcast"]
-    assert sorted(op.input("X")[0] for op in broadcasts) == sorted(owners)
-    assert all(op.attr("root") == owners[op.input("X")[0]] for op in broadcasts)
+    # one bucket: the gradients coalesced rank by rank (rank 0's, padding, rank 1's), reduce-scattered
+    assert "c_allreduce_sum" not in types and "c_broadcast" not in types
+    coalesce, scatter = ops[types.index("c_reducescatter") - 1], ops[types.index("c_reducescatter")]
+    assert coalesce.type == "coalesce_tensor" and scatter.input("X") == coalesce.output("FusedOutput")
+    assert scatter.attr("nranks") == 2 and scatter.attr("use_calc_stream") is False
+    block = main.global_block()
+    layout = coalesce.input("Input")
+    grads = [n for n in layout if n.endswith("@GRAD")]
+    ranks_in_order = [owners[n[:-len("@GRAD")]] for n in grads]
+    assert ranks_in_order == sorted(ranks_in_order) and sorted(grads) == sorted(f"{p}@GRAD" for p in owners)
+    sizes = [sum(int(np.prod(block.var(n).shape)) for n in layout[:layout.index(grads[ranks_in_order.index(1)])]),
+             sum(int(np.prod(block.var(n).shape)) for n in layout[layout.index(grads[ranks_in_order.index(1)]):])]
+    assert sizes[0] == sizes[1]  # the segments are padded to one length
+    # after the updates, every parameter comes back from its owner through one all-gather
+    gather = ops[types.index("c_allgather")]
+    assert types.index("c_allgather") > max(i for i, t in enumerate(types) if t == "adam")
+    assert ops[types.index("c_allgather") - 1].type == "coalesce_tensor"
+    written = {n for op in ops[types.index("c_allgather"):] if op.type == "reshape2" for n in op.output("Out")}
+    assert set(owners) <= written and gather.attr("nranks") == 2
     # accumulators (moments, beta powers) exist for the owned parameters only
     accumulators = [v for v in startup.global_block().vars if "moment" in v]
     assert sorted({a.rsplit("_moment", 1)[0] for a in accumulators}) == mine

@@ -40,6 +40,12 @@ for _op in ("sum", "max", "min", "prod"):
            attrs={**_STREAM, "use_model_parallel": BOOL(False)}, infer=_same, grad=NOT_DIFFERENTIABLE,
            doc=f"Out: the elementwise {_op} of X over the ranks of ring `ring_id`.")
 
+for _op in ("sum", "max", "min", "prod"):
+    define(f"c_reduce_{_op}", inputs=["X"], outputs=["Out"], attrs={**_STREAM, "root_id": INT(0)},
+           infer=_same, grad=NOT_DIFFERENTIABLE,
+           doc=f"Out: on rank `root_id`, the elementwise {_op} of X over the ranks of ring `ring_id`; "
+               f"X on the other ranks.")
+
 define("c_broadcast", inputs=["X"], outputs=["Out"], attrs={**_STREAM, "root": INT(0)},
        infer=_same, grad=NOT_DIFFERENTIABLE, doc="Out: rank `root`'s X, on every rank.")
 
