@@ -5,13 +5,16 @@
 
 Scaling: the MLP and CNN of bench_training.py at their global batch (128, 64), one process
 with one BLAS thread against 2 ranks x 1 thread each (`distributed.launch`, half the batch
-per rank), alternating the two runs `--repeat` times; examples/s (global), the ratio, and
-the communication share of the 2-rank step from the executor's per-op profile: the
-all-reduce ops and the wait for them (c_allreduce_sum, c_sync_comm_stream, c_broadcast)
-and, apart, the bucket copies around them (reshape2/concat/split/scale of the fused
-gradients). "CPU/wall" is the CPU time rank 0 got over its wall time: under 100% it
-waited for a core (a loaded machine), so the speed-up then says more about the load than
-about Keel; rerun on a quiet machine.
+per rank; `--sharding`: with ZeRO-1), alternating the two runs `--repeat` times;
+examples/s (global), the ratio, and the communication share of the 2-rank step from the
+executor's per-op profile: the collectives and the wait for them (c_allreduce_sum,
+c_reducescatter, c_allgather, c_sync_comm_stream, c_broadcast) and, apart, the bucket
+copies around them (coalesce_tensor, the write-back split/reshape2, the shards' padding).
+"CPU/wall" is the CPU time rank 0 got over its wall time: under 100% it waited for a core
+(a loaded machine), so the wall-time speed-up then says more about the load than about
+Keel; "CPU speed-up" is rank 0's CPU time per step on 1 rank over that on 2 ranks (what a
+quiet machine would show if no rank waited for the other; a wait that spins counts as
+CPU). Rerun on a quiet machine for the wall-time figure.
 
 Faults: `--faults N` runs N 2-rank trainings and SIGKILLs a random rank at a random moment
 of each (0.3-4 s after the start), or with `--stop` SIGSTOPs it (a hang: the peer's
@@ -39,7 +42,7 @@ sys.path.insert(0, str(HERE))
 from common import table  # noqa: E402
 
 BATCH = {"mlp": 128, "cnn": 64}
-COMM_OPS = {"c_allreduce_sum", "c_sync_comm_stream", "c_broadcast"}
+COMM_OPS = {"c_allreduce_sum", "c_reducescatter", "c_allgather", "c_sync_comm_stream", "c_broadcast"}
 FAULT_BOUND_S = 60.0
 
 
@@ -92,14 +95,16 @@ def worker(model: str, steps: int, sharding: bool = False) -> None:
         total.append(sum(s for _, _, s in profiler.last_profile))
     if rank == 0:
         print("RESULT " + json.dumps({"examples_per_s": BATCH[model] * steps / seconds,
-                                      "cpu_share": cpu / seconds,
+                                      "cpu_share": cpu / seconds, "cpu_per_step": cpu / steps,
                                       "comm_share": median(comm) / median(total),
                                       "copy_share": median(copies) / median(total)}), flush=True)
 
 
 def _bucket_op(op) -> bool:
-    """An op fleet added around the all-reduce (flatten/concat/scale/split of a bucket)."""
-    return any("fused_grad" in n or "@FLAT" in n or "@AVG" in n for n in op.output_arg_names)
+    """An op fleet added around the collectives: a bucket's coalesce_tensor, the split and
+    reshape2 writing its parts back (names ending @PART), a shard's padding."""
+    names = op.input_arg_names + op.output_arg_names
+    return op.type == "coalesce_tensor" or any("@PART" in n or n.startswith("shard_padding") for n in names)
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -126,6 +131,7 @@ def scaling(repeat: int, steps: int, sharding: bool = False) -> None:
             e1 = median(r["examples_per_s"] for r in one)
             e2 = median(r["examples_per_s"] for r in two)
             rows.append((model.upper(), f"{BATCH[model]}", f"{e1:,.0f}", f"{e2:,.0f}", f"{e2 / e1:.2f}x",
+                         f"{median(a['cpu_per_step'] / b['cpu_per_step'] for a, b in zip(one, two)):.2f}x",
                          f"{100 * median(r['comm_share'] for r in two):.1f}%",
                          f"{100 * median(r['copy_share'] for r in two):.1f}%",
                          f"{100 * median(r['cpu_share'] for r in one):.0f}% / "
@@ -133,7 +139,7 @@ def scaling(repeat: int, steps: int, sharding: bool = False) -> None:
                          " ".join(f"{b['examples_per_s'] / a['examples_per_s']:.2f}" for a, b in zip(one, two))))
     print(table(f"Data-parallel scaling{' with ZeRO-1 sharding' if sharding else ''}, 1 BLAS thread per process (median of {repeat} alternating runs, "
                 f"{steps} steps each)", rows,
-                ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "comm share",
+                ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "CPU speed-up", "comm share",
                  "bucket copies", "CPU/wall 1 / 2 ranks", "speed-up per run")))
 
 

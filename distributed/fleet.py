@@ -26,10 +26,14 @@ With `strategy.sync_batch_norm` the forward pass's batch_norm ops become sync_ba
 first (the global batch's statistics; kernels/collective.py).
 
 With `strategy.sharding` (ZeRO stage 1) each parameter gets an owner rank (greedily, the
-largest first, to the least loaded rank); a rank appends the update ops, and so holds the
-accumulators (moments, velocities), of the parameters it owns only, then every parameter
-is broadcast from its owner. The arithmetic is the same as without sharding, so is the
-trajectory; each rank's optimizer state is about 1/N.
+largest first, to the least loaded rank). Each bucket's gradients are coalesced owner by
+owner (each rank's segment zero-padded to the longest) and reduce-scattered
+(`c_reducescatter`): a rank receives the sums of its own gradients only. It appends the
+update ops, and so holds the accumulators (moments, velocities), of the parameters it
+owns only; then one `c_allgather` per dtype of the owners' parameters (coalesced and
+padded alike) brings every parameter back from its owner. The arithmetic is the same as
+without sharding, so is the trajectory; each rank's optimizer state and update work are
+about 1/N, its communication that of one all-reduce.
 """
 from __future__ import annotations
 

@@ -114,6 +114,30 @@ def test_sharding_reduce_scatters_updates_the_owned_parameters_and_gathers_all(t
     assert sorted({a.rsplit("_moment", 1)[0] for a in accumulators}) == mine
 
 
+def test_sharding_with_a_rank_that_owns_nothing(monkeypatch):
+    """One parameter, two ranks: rank 1 updates nothing, its segments are all padding, and it
+    still takes part in every collective (the same ones, in the same order, as rank 0)."""
+    programs = {}
+    for rank in (0, 1):
+        monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=rank, world_size=2, local_rank=rank,
+                                                                   device_id=-1))
+        main, startup = pg.Program(), pg.Program()
+        with pg.program_guard(main, startup), pg.unique_name.guard():
+            x = pg.data("x", [-1, 3])
+            loss = pg.mean(pg.nn.fc(x, 1, bias_attr=False))
+            fleet.distributed_optimizer(pg.optimizer.Adam(0.01), fleet.DistributedStrategy(sharding=True)).minimize(loss)
+        main.verify()
+        programs[rank] = main
+    collectives = {r: [(op.type, op.attr("nranks")) for op in p.global_block().ops if op.type.startswith("c_")]
+                   for r, p in programs.items()}
+    assert collectives[0] == collectives[1] == [("c_reducescatter", 2), ("c_sync_comm_stream", None),
+                                                ("c_allgather", 2)]
+    assert "adam" in _types(programs[0]) and "adam" not in _types(programs[1])
+    gather = next(op for op in programs[1].global_block().ops if op.type == "coalesce_tensor"
+                  and op.attr("op_role") == op_role.OPTIMIZE)
+    assert [programs[1].global_block().var(n).shape for n in gather.input("Input")] == [(3,)]  # padding only
+
+
 def test_owners_balance_the_optimizer_state():
     sizes = {"a": 1000, "b": 600, "c": 500, "d": 100}
     params = [type("P", (), {"name": n, "shape": [s], "dtype": 5})() for n, s in sizes.items()]
