@@ -125,7 +125,8 @@ def test_sharding_with_a_rank_that_owns_nothing(monkeypatch):
         with pg.program_guard(main, startup), pg.unique_name.guard():
             x = pg.data("x", [-1, 3])
             loss = pg.mean(pg.nn.fc(x, 1, bias_attr=False))
-            fleet.distributed_optimizer(pg.optimizer.Adam(0.01), fleet.DistributedStrategy(sharding=True)).minimize(loss)
+            strategy = fleet.DistributedStrategy(sharding=True)
+            fleet.distributed_optimizer(pg.optimizer.Adam(0.01), strategy).minimize(loss)
         main.verify()
         programs[rank] = main
     collectives = {r: [(op.type, op.attr("nranks")) for op in p.global_block().ops if op.type.startswith("c_")]
