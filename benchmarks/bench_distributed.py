@@ -1,6 +1,6 @@
 """Data-parallel scaling and fault handling (issue: distributed training).
 
-    python benchmarks/bench_distributed.py [--repeat 3] [--steps 30]     # scaling table
+    python benchmarks/bench_distributed.py [--repeat 3] [--steps 30] [--sharding] [--ops]  # scaling table
     python benchmarks/bench_distributed.py --faults 20                    # kill-a-rank loop
 
 Scaling: the MLP and CNN of bench_training.py at their global batch (128, 64), one process
@@ -14,7 +14,8 @@ copies around them (coalesce_tensor, the write-back split/reshape2, the shards' 
 (a loaded machine), so the wall-time speed-up then says more about the load than about
 Keel; "CPU speed-up" is rank 0's CPU time per step on 1 rank over that on 2 ranks (what a
 quiet machine would show if no rank waited for the other; a wait that spins counts as
-CPU). Rerun on a quiet machine for the wall-time figure.
+CPU). Rerun on a quiet machine for the wall-time figure. `--ops` adds rank 0's step by op
+type, 1 rank against 2 ranks (where the 2-rank step's time goes).
 
 Faults: `--faults N` runs N 2-rank trainings and SIGKILLs a random rank at a random moment
 of each (0.3-4 s after the start), or with `--stop` SIGSTOPs it (a hang: the peer's
@@ -86,18 +87,24 @@ def worker(model: str, steps: int, sharding: bool = False) -> None:
         exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     profiler = Executor(profile=True)
-    comm, copies, total = [], [], []
+    comm, copies, total, by_type = [], [], [], {}
     for _ in range(5):
         profiler.run(main, feed=feed, fetch_list=[loss], scope=scope)
         ops = main.global_block().ops
         comm.append(sum(s for i, t, s in profiler.last_profile if t in COMM_OPS))
         copies.append(sum(s for i, t, s in profiler.last_profile if t not in COMM_OPS and _bucket_op(ops[i])))
         total.append(sum(s for _, _, s in profiler.last_profile))
+        run = {}
+        for _, t, s in profiler.last_profile:
+            run[t] = run.get(t, 0.0) + s
+        for t, s in run.items():
+            by_type.setdefault(t, []).append(s)
     if rank == 0:
         print("RESULT " + json.dumps({"examples_per_s": BATCH[model] * steps / seconds,
                                       "cpu_share": cpu / seconds, "cpu_per_step": cpu / steps,
                                       "comm_share": median(comm) / median(total),
-                                      "copy_share": median(copies) / median(total)}), flush=True)
+                                      "copy_share": median(copies) / median(total),
+                                      "op_ms": {t: 1e3 * median(v) for t, v in by_type.items()}}), flush=True)
 
 
 def _bucket_op(op) -> bool:
@@ -120,8 +127,20 @@ def _run(model: str, steps: int, nproc: int, log_dir: str, sharding: bool = Fals
     return json.loads(line[len("RESULT "):])
 
 
-def scaling(repeat: int, steps: int, sharding: bool = False) -> None:
-    rows = []
+def _op_table(model: str, one: list, two: list) -> str:
+    """Rank 0's step by op type (ms, the executor's per-op profile; medians), 1 rank vs 2."""
+    ms = [{t: median(r["op_ms"].get(t, 0.0) for r in runs) for t in {t for r in runs for t in r["op_ms"]}}
+          for runs in (one, two)]
+    kinds = sorted(set(ms[0]) | set(ms[1]), key=lambda t: -max(ms[0].get(t, 0.0), ms[1].get(t, 0.0)))
+    rows = [(t, f"{ms[0].get(t, 0.0):.2f}", f"{ms[1].get(t, 0.0):.2f}") for t in kinds
+            if max(ms[0].get(t, 0.0), ms[1].get(t, 0.0)) >= 0.05]
+    rows.append(("(all ops)", f"{sum(ms[0].values()):.2f}", f"{sum(ms[1].values()):.2f}"))
+    return table(f"{model.upper()}: rank 0's step by op type, ms (ops under 0.05 ms left out)", rows,
+                 ("op type", "1 rank", "2 ranks"))
+
+
+def scaling(repeat: int, steps: int, sharding: bool = False, ops: bool = False) -> None:
+    rows, op_tables = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for model in ("mlp", "cnn"):
             one, two = [], []
@@ -137,10 +156,13 @@ def scaling(repeat: int, steps: int, sharding: bool = False) -> None:
                          f"{100 * median(r['cpu_share'] for r in one):.0f}% / "
                          f"{100 * median(r['cpu_share'] for r in two):.0f}%",
                          " ".join(f"{b['examples_per_s'] / a['examples_per_s']:.2f}" for a, b in zip(one, two))))
+            op_tables.append(_op_table(model, one, two))
     print(table(f"Data-parallel scaling{' with ZeRO-1 sharding' if sharding else ''}, 1 BLAS thread per process (median of {repeat} alternating runs, "
                 f"{steps} steps each)", rows,
                 ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "CPU speed-up", "comm share",
                  "bucket copies", "CPU/wall 1 / 2 ranks", "speed-up per run")))
+    if ops:
+        print("\n\n".join(op_tables))
 
 
 def faults(runs: int, stop: bool = False) -> None:
@@ -199,6 +221,7 @@ def main(argv=None):
     p.add_argument("--faults", type=int, default=0, help="run the kill-a-rank loop this many times instead")
     p.add_argument("--stop", action="store_true", help="with --faults: SIGSTOP the rank (a hang), not SIGKILL")
     p.add_argument("--sharding", action="store_true", help="2 ranks with ZeRO-1 sharding of the optimizer state")
+    p.add_argument("--ops", action="store_true", help="also rank 0's step by op type, 1 rank vs 2 ranks")
     p.add_argument("--worker", choices=sorted(BATCH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
@@ -206,7 +229,7 @@ def main(argv=None):
     elif args.faults:
         faults(args.faults, args.stop)
     else:
-        scaling(args.repeat, args.steps, args.sharding)
+        scaling(args.repeat, args.steps, args.sharding, args.ops)
 
 
 if __name__ == "__main__":
