@@ -18,9 +18,10 @@ CPU). Rerun on a quiet machine for the wall-time figure. `--ops` adds rank 0's s
 type, 1 rank against 2 ranks (where the 2-rank step's time goes).
 
 Faults: `--faults N` runs N 2-rank trainings and SIGKILLs a random rank at a random moment
-of each (0.3-4 s after the start), or with `--stop` SIGSTOPs it (a hang: the peer's
-collective times out after the launcher's --timeout, 10 s here); each run must end
-(non-zero exit, the rank named) within the bound, never hang.
+of each (0.3-4 s after the start, in a training of 6000 steps that lasts longer), or with
+`--stop` SIGSTOPs it (a hang: the peer's collective times out after the launcher's
+--timeout, 10 s here); each run must end (non-zero exit, the rank named) within the
+bound, never hang.
 """
 from __future__ import annotations
 
@@ -174,7 +175,7 @@ def faults(runs: int, stop: bool = False) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             log = Path(tmp) / "log"
             cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", "2", "--log_dir", str(log),
-                   "--timeout", "10", str(script), "train", str(Path(tmp) / "out"), "--steps", "2000"]
+                   "--timeout", "10", str(script), "train", str(Path(tmp) / "out"), "--steps", "6000"]
             env = dict(_env(), PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE.parent / "tests")]))
             start = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
