@@ -121,14 +121,14 @@ class DistributedOptimizer:
             _scale_loss_gradient(block, nranks)
             buckets = _buckets(block, [g for _, g in params_grads], self._bucket_bytes())
             if not sharding:
-                _finish_allreduces(block, _start_allreduces(block, buckets))
+                _finish(block, _start_allreduces(block, buckets))
         if not sharding:
             return self.inner.apply_gradients(params_grads, startup), params_grads
         self.owners = _assign_owners([p for p, _ in params_grads], nranks)
         rank = parallel.get_rank()
         grad_owner = {g.name: self.owners[p.name] for p, g in params_grads}
         with op_role.role_guard(block.program, op_role.BACKWARD):
-            _finish_reduce_scatters(block, _start_reduce_scatters(block, buckets, grad_owner, nranks), rank)
+            _finish(block, _start_reduce_scatters(block, buckets, grad_owner, nranks, rank))
         mine = [(p, g) for p, g in params_grads if self.owners[p.name] == rank]
         ops = self.inner.apply_gradients(mine, startup) if mine else []
         with op_role.role_guard(block.program, op_role.OPTIMIZE):
@@ -217,12 +217,13 @@ def _start_allreduces(block, buckets) -> list:
     return started[::-1]
 
 
-def _finish_allreduces(block, started) -> None:
-    """Wait for the all-reduces and write each gradient back under its name."""
-    block.append_op("c_sync_comm_stream", {"X": [f for f, _ in started]}, {"Out": [f for f, _ in started]},
-                    {"ring_id": RING})
-    for fused, grads in started:
-        _write_back(block, fused, grads)
+def _finish(block, started) -> None:
+    """Wait for the buckets' collectives, started as [(buffer, gradients)], and write each
+    buffer's gradients back under their names."""
+    buffers = [buffer for buffer, _ in started]
+    block.append_op("c_sync_comm_stream", {"X": buffers}, {"Out": buffers}, {"ring_id": RING})
+    for buffer, grads in started:
+        _write_back(block, buffer, grads)
 
 
 def _coalesce(block, pos: int, inputs, name: str, outputs=None):
@@ -273,10 +274,10 @@ def _shards(variables, owner, nranks: int, block, pos: int | None):
     return segments, length, padded
 
 
-def _start_reduce_scatters(block, buckets, owner, nranks: int) -> list:
+def _start_reduce_scatters(block, buckets, owner, nranks: int, rank: int) -> list:
     """After each bucket's last gradient: its gradients coalesced rank by rank, each
     rank's segment padded to the same length, and a nonblocking reduce-scatter that leaves
-    each rank the sum of its own segment: [(this rank's part, the bucket's segments)]."""
+    each rank the sum of its own segment: [(this rank's part, its gradients and padding)]."""
     started = []
     for after, grads in reversed(buckets):
         segments, length, padded = _shards(grads, owner, nranks, block, after + 1)
@@ -286,16 +287,8 @@ def _start_reduce_scatters(block, buckets, owner, nranks: int) -> list:
                                 stop_gradient=True)
         block.insert_op(pos + 1, "c_reducescatter", {"X": [fused]}, {"Out": [part]},
                         {"ring_id": RING, "nranks": nranks, "use_calc_stream": False})
-        started.append((part, segments))
+        started.append((part, segments[rank]))
     return started[::-1]
-
-
-def _finish_reduce_scatters(block, started, rank: int) -> None:
-    """Wait for the reduce-scatters; write this rank's gradients back under their names."""
-    block.append_op("c_sync_comm_stream", {"X": [p for p, _ in started]}, {"Out": [p for p, _ in started]},
-                    {"ring_id": RING})
-    for part, segments in started:
-        _write_back(block, part, segments[rank])
 
 
 def _gather_parameters(block, params, owner, nranks: int, rank: int) -> None:
