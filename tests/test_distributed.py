@@ -62,6 +62,8 @@ def results(prefix, rank=0):
 def _reference(key, n):
     op, dtype = key.split("/")[:2]
     xs = [script.rank_input(r, dtype, () if key.endswith("/0d") else (2, 3)) for r in range(n)]
+    if op.startswith("reduce_"):  # rank 0 is not the root (rank n - 1): its own X
+        return xs[0]
     if op in script.REDUCE:
         return {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}[op](np.stack(xs), axis=0).astype(dtype)
     if op == "broadcast":
@@ -78,12 +80,16 @@ def test_every_collective_op_and_dtype_on_two_ranks(tmp_path):
     r, _ = launch(tmp_path, "collectives", tmp_path / "out")
     assert r.returncode == 0, r.stderr
     got0, got1 = results(tmp_path / "out", 0), results(tmp_path / "out", 1)
-    assert len(got0) == len(script.DTYPES) * (2 * len(script.REDUCE) + 7)
+    assert len(got0) == len(script.DTYPES) * (4 * len(script.REDUCE) + 7)
     for key, value in got0.items():
         want = _reference(key, 2)
         assert value.dtype == want.dtype and value.shape == want.shape, key
         np.testing.assert_array_equal(value, want, err_msg=key)
-        if not key.startswith(("reducescatter", "identity", "barrier")):
+        if key.startswith("reduce_"):  # the root, rank 1, has the reduction
+            want = _reference(key[len("reduce_"):], 2)
+            assert got1[key].dtype == want.dtype, key
+            np.testing.assert_array_equal(got1[key], want, err_msg=f"{key} on rank 1")
+        elif not key.startswith(("reducescatter", "identity", "barrier")):
             np.testing.assert_array_equal(got1[key], want, err_msg=f"{key} on rank 1")
     np.testing.assert_array_equal(got1["reducescatter/int64"], _full_reducescatter("int64", 2)[2:])
 
