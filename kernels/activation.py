@@ -16,6 +16,7 @@ import numpy as np
 
 from kernels.blocked import elementwise, in_blocks
 from kernels.registry import UfuncCall, kernel
+from kernels.sums import last_axis_sums
 
 # -- dtype plumbing --------------------------------------------------------------------------
 
@@ -438,14 +439,14 @@ def _softmax(xp, x, *, axis):
         return xp.ones_like(x)
     if x.size == 0:
         return x.copy()
-    # array methods, not xp.max/xp.sum: numpy's function wrappers cost more than a small
-    # row's arithmetic. Measured and left out ([1, 80, 6625], one thread): the row sums as a
-    # product with ones (BLAS) 3.3x faster than numpy's sum, but 12x slower with two BLAS
-    # threads on a busy machine; times the inverse of the sum (PaddlePaddle's) instead of
-    # dividing, and writing into a donated X: within 1.07x, slower on small rows.
+    # array methods, not xp.max: numpy's function wrappers cost more than a small row's
+    # arithmetic. Along the last axis the sums are einsum's (kernels/sums.py: 3x numpy's sum
+    # on [1, 80, 6625]). Measured and left out: times the inverse of the sum (PaddlePaddle's)
+    # instead of dividing, and writing into a donated X: within 1.07x, slower on small rows.
     e = x - x.max(axis=axis, keepdims=True)
     xp.exp(e, out=e)
-    e /= e.sum(axis=axis, keepdims=True)
+    last = axis in (-1, x.ndim - 1)
+    e /= last_axis_sums(xp, e, keepdims=True) if last else e.sum(axis=axis, keepdims=True)
     return e
 
 
