@@ -29,6 +29,7 @@ the thread that computed it: fused_conv2d's bias, residual add and activation
 """
 from __future__ import annotations
 
+from kernels import conv_depthwise  # (it builds on this module's helpers, read when called)
 from kernels.parallel import split_run
 
 
@@ -117,15 +118,10 @@ def conv2d_nchw(xp, x, w, strides, dilations, pads, g, oh, ow, epilogue=None):
     elif g == 1 and sh == sw == 1 and 2 * o <= c:
         _shifted_gemms(xp, x, w, dh, dw, pads, out, epilogue)
     elif cg == 1 and g == c > 1:  # one input channel (c == 1) is a small GEMM, not depthwise
-        _depthwise(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+        conv_depthwise.depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
     else:
         _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue)
     return out
-
-
-def _depthwise(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
-    from kernels.conv_depthwise import depthwise_nchw  # built on this module's helpers: imported late
-    depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
 
 
 def _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue):
