@@ -33,7 +33,7 @@ from kernels import conv  # (conv.py dispatches to this module: its helpers are 
 from kernels.parallel import split_run
 
 # Bytes of columns built and multiplied at a time (a block of channels). On the mobile CNNs'
-# maps 1-4 MiB measured alike (512 KiB: 0.8-0.95x); the whole tensor at once 0.55-0.7x on
+# maps 1-4 MiB measured alike (512 KiB: 0.8-0.95x); the whole tensor at once 0.55-0.75x on
 # the detector's large planes ([1, 40, 80, 120] 3x3: 1.55 vs 0.87 ms), whose columns then
 # leave the cache before the GEMM reads them.
 BLOCK_BYTES = 2 << 20
@@ -77,12 +77,15 @@ def band_filter(xp, w, h, oh, sh, dh, top):
 
 @functools.lru_cache(maxsize=256)
 def _band_rows(h, oh, sh, dh, top, kh):
-    """[oh, h] host array: the kernel row output row i reads input row r with, kh (the
-    filter's row of zeros) where none does. Cached: building it is most of the band's
-    cost on small maps (7 of 10 us on [40, 3, 96] 5x5)."""
+    """[oh, h] host array (read-only, shared): for output row i and input row r, the
+    kernel row a with r = i*sh + a*dh - top, or kh (the filter's row of zeros) where no
+    row fits. Cached: building it was most of the band's cost on small maps (7 of 10 us
+    on [40, 3, 96] 5x5)."""
     offset = np.arange(h)[None, :] + top - np.arange(oh)[:, None] * sh   # a * dh, where a fits
     fits = (offset >= 0) & (offset < kh * dh) & (offset % dh == 0)
-    return np.where(fits, offset // dh, kh)
+    rows = np.where(fits, offset // dh, kh)
+    rows.flags.writeable = False
+    return rows
 
 
 def _banded(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
