@@ -218,7 +218,7 @@ def _relu(xp, x, out):
 
 def _relu6(xp, x, out, *, threshold=6.0):
     # Paddle: min(max(x, 0), threshold); clip is one pass (max + min with scalars: 6x slower)
-    xp.clip(x, _zero(xp, x), _const(xp, threshold, x), out=out)
+    x.clip(_zero(xp, x), _const(xp, threshold, x), out=out)
 
 
 relu = _in_place_unary("relu", _relu, any_dtype=True)
@@ -285,13 +285,13 @@ def _hard_sigmoid(xp, x, out, *, slope, offset):
     # Paddle: min(max(x * slope + offset, 0), 1)
     xp.multiply(x, slope, out=out)
     out += offset
-    xp.clip(out, 0, 1, out=out)
+    out.clip(0, 1, out=out)   # (the method: np.clip's wrapper costs more on SE-block maps)
 
 
 def _hard_swish(xp, x, out, *, threshold, scale, offset):
     # Paddle: x * min(max(x + offset, 0), threshold) / scale: 4 passes, one array written
     t = xp.add(x, offset, out=_scratch(xp, x, out))
-    xp.clip(t, 0, threshold, out=t)
+    t.clip(0, threshold, out=t)
     xp.multiply(x, t, out=out)
     out /= scale
 
