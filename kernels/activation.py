@@ -213,7 +213,8 @@ def _relu(xp, x, out):
     zeros = _scratch(xp, x, out)
     zeros.fill(0)
     xp.fmax(zeros, x, out=out)
-    out += 0
+    if out.dtype.kind == "f":
+        out += 0
 
 
 def _relu6(xp, x, out, *, threshold=6.0):

@@ -73,3 +73,13 @@ def test_donated_buffer_on_the_device(op, attrs, fake_cupy):
     got = registry.get(op).specialize(fake_cupy, attrs, (np.dtype(np.float32),), True)(dev)
     assert got is dev and standin.host_syncs() == before
     np.testing.assert_array_equal(standin.to_host(got), want)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int8, np.int64, np.float16])
+def test_relu_and_relu6_on_other_dtypes(dtype):
+    """Computed in X's own dtype (exact there): bool stays bool, unsigned values stay."""
+    x = np.array([[-1, 0, 2, 9]]).astype(dtype)
+    for op, want in [("relu", np.where(x > 0, x, 0)), ("relu6", np.clip(x, 0, 6))]:
+        got = call_kernel(op, {"X": x}, {"threshold": 6.0} if op == "relu6" else {})["Out"]
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(got, want.astype(dtype), err_msg=f"{op} {np.dtype(dtype)}")
