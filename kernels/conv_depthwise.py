@@ -1,9 +1,10 @@
 """Depthwise convolution, NCHW (groups == input channels > 1, any channel multiplier m:
-output channel c*m + j reads input channel c), by one of two formulations chosen by shape.
-Both hand the multiply-adds to BLAS in one batched product per block of channels: numpy's
-elementwise passes (a multiply and an add per window offset) measured 1.5-3x slower than
-copying the operands into columns and multiplying, even with each offset computed only
-where its input is in bounds.
+output channel c*m + j reads input channel c), by one of three formulations chosen by
+shape. Two hand the multiply-adds to BLAS in one batched product per block of channels:
+on 2-D rectangles numpy's elementwise passes (a multiply and an add per window offset)
+measured 1.5-3x slower than copying the operands into columns and multiplying, even with
+each offset computed only where its input is in bounds; only the long flat runs of a large
+plane at stride 1 keep the taps worth it.
 
 - banded, for planes no taller than the kernel (h <= kh: a text recognizer's [C, 2-3, W]
   maps under 5x5 kernels): output row i is a band over the input rows, so per channel
@@ -14,6 +15,10 @@ where its input is in bounds.
   [h*kw, ow] per channel: one copy of the width-padded input at the kw column offsets
   (kw times the input, instead of kh*kw times the output). One batched
   [m*oh, h*kw] x [h*kw, ow] product per channel, written straight into NCHW.
+- flat taps (stride 1, output planes of TAPS_MIN_PLANE and up: a detector's large maps):
+  per window offset one multiply and one add over a contiguous run of each channel's
+  flattened padded plane, on the padded width, then cropped; blocks of channels of
+  TAPS_BLOCK_BYTES of output, in cache across the offsets.
 - im2col in blocks (every other shape): the general formulation (kernels/conv.py
   `general_nchw`: the window view of the padded input copied into columns, one
   [m, kh*kw] x [kh*kw, oh*ow] product per channel) over blocks of channels whose columns
@@ -37,6 +42,11 @@ from kernels.parallel import split_run
 # the detector's large planes ([1, 40, 80, 120] 3x3: 1.55 vs 0.87 ms), whose columns then
 # leave the cache before the GEMM reads them.
 BLOCK_BYTES = 2 << 20
+# Stride 1 and output planes from this size: the flat taps (their blocks: TAPS_BLOCK_BYTES of
+# output), 1.03-1.15x the blocked im2col on the detector's [8, 160, 240] and [40, 80, 120]
+# 3x3 maps, whose columns (9 x the plane) no longer fit the cache.
+TAPS_MIN_PLANE = 8192
+TAPS_BLOCK_BYTES = 256 << 10
 
 
 def depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out, epilogue=None):
@@ -46,6 +56,8 @@ def depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out, epilogue=None):
     once it is computed."""
     if x.shape[2] <= w.shape[2]:
         _banded(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+    elif sh == sw == 1 and out.shape[2] * out.shape[3] >= TAPS_MIN_PLANE:
+        _flat_taps(xp, x, w, dh, dw, pads, out, epilogue)
     else:
         _im2col_blocks(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
 
@@ -64,6 +76,39 @@ def _im2col_blocks(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
             epilogue(part, lo * m, hi * m)
     columns = n * kh * kw * oh * ow * x.itemsize
     split_run(xp, c, _in_blocks(xp, channels, columns), out.size * kh * kw)
+
+
+def _flat_taps(xp, x, w, dh, dw, pads, out, epilogue):
+    """Stride 1: out[c*m + j] = sum over (a, b) of W[c*m + j, 0, a, b] times the run of
+    input channel c's flattened padded plane starting at offset (a, b): one contiguous run
+    per channel and offset (long inner loops), computed on the padded width, then cropped."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    m = o // c
+    flat, wp = conv._flat_padded(xp, x, pads)
+    run = (oh - 1) * wp + ow
+    starts = conv._offsets(kh, kw, dh, dw, wp)
+    wt = w.reshape(c, m, kh * kw)
+
+    def channels(lo, hi):
+        acc = xp.empty((n, hi - lo, m, oh * wp), dtype=x.dtype)
+        buf = xp.empty((n, hi - lo, m, run), dtype=x.dtype)
+        dst = acc[..., :run]
+        for t, start in enumerate(starts):
+            tap = flat[:, lo:hi, None, start:start + run]
+            weight = wt[lo:hi, :, t, None]
+            if t == 0:
+                xp.multiply(tap, weight, out=dst)
+            else:
+                xp.multiply(tap, weight, out=buf)
+                dst += buf
+        part = out[:, lo * m:hi * m]
+        part[...] = acc.reshape(n, (hi - lo) * m, oh, wp)[:, :, :, :ow]
+        if epilogue is not None:
+            epilogue(part, lo * m, hi * m)
+    per_channel = n * m * oh * wp * x.itemsize
+    split_run(xp, c, _in_blocks(xp, channels, per_channel, TAPS_BLOCK_BYTES), out.size * kh * kw)
 
 
 def band_filter(xp, w, h, oh, sh, dh, top):
@@ -111,12 +156,12 @@ def _banded(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
     split_run(xp, c, _in_blocks(xp, channels, columns), out.size * h * kw)
 
 
-def _in_blocks(xp, body, bytes_per_item):
-    """body(lo, hi) over consecutive sub-ranges of about BLOCK_BYTES each (numpy; cupy
-    takes the whole range at once)."""
+def _in_blocks(xp, body, bytes_per_item, budget=None):
+    """body(lo, hi) over consecutive sub-ranges of about `budget` bytes (BLOCK_BYTES) each
+    (numpy; cupy takes the whole range at once)."""
     if xp is not np:
         return body
-    step = max(1, BLOCK_BYTES // max(bytes_per_item, 1))
+    step = max(1, (budget or BLOCK_BYTES) // max(bytes_per_item, 1))
 
     def blocks(lo, hi):
         for start in range(lo, hi, step):

@@ -1,7 +1,7 @@
 """Depthwise convolution (kernels/conv_depthwise.py: banded GEMMs for planes no taller than
-the kernel, im2col in blocks of channels otherwise) against a direct float64 reference: a
-plain loop over window offsets reading the UNPADDED input with explicit bounds, so it
-shares no padding or window code with the kernel. Odd shapes, strides 1, 2 and (2, 1),
+the kernel, flat taps for large planes at stride 1, im2col in blocks of channels otherwise)
+against a direct float64 reference: a plain loop over window offsets reading the UNPADDED
+input with explicit bounds, so it shares no padding or window code with the kernel. Odd shapes, strides 1, 2 and (2, 1),
 dilations, symmetric and asymmetric paddings, padding that whole kernel rows and columns
 read, SAME/VALID, channel multipliers, batches of 1 and 3, float32 and float64; each case
 names the path it takes and a test checks that it does."""
@@ -28,6 +28,11 @@ CASES = [
     ("asymmetric pads dilation (2, 3)", "im2col_blocks", (1, 4, 12, 17), (3, 3), 1, (1, 2), (3, 0, 1, 4), (2, 3)),
     ("unpadded stride (1, 2)", "im2col_blocks", (1, 3, 9, 10), (3, 2), 1, (1, 2), (0, 0, 0, 0), (1, 1)),
     ("many channels, several blocks", "im2col_blocks", (1, 40, 40, 60), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("large plane 3x3", "flat_taps", (1, 3, 91, 101), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("large plane 5x3 x2 multiplier, asymmetric pads, dilation (2, 1), batch 2", "flat_taps", (2, 2, 95, 97),
+     (5, 3), 2, (1, 1), (3, 1, 0, 2), (2, 1)),
+    ("large plane unpadded, several blocks", "flat_taps", (1, 12, 100, 120), (3, 3), 1, (1, 1), (0, 0, 0, 0),
+     (1, 1)),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -87,7 +92,7 @@ def test_matches_direct_reference(case, dtype):
 def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, _, strides, pads, dilations = case
     taken = []
-    for name in ("_banded", "_im2col_blocks"):
+    for name in ("_banded", "_flat_taps", "_im2col_blocks"):
         real = getattr(conv_depthwise, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -134,6 +139,7 @@ def test_band_filter_places_each_weight_at_its_input_row():
 def test_epilogue_applied_once_per_channel(monkeypatch):
     """Blocks of channels (forced small) each get the epilogue with their channel range."""
     monkeypatch.setattr(conv_depthwise, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(conv_depthwise, "TAPS_BLOCK_BYTES", 1)
     for case in CASES:
         _, _, _, _, _, strides, pads, dilations = case
         x, w = _data(case, np.float32, seed=5)

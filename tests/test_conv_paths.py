@@ -38,8 +38,8 @@ CASES = [
     ("depthwise small wide plane, dilation 2", "im2col_blocks", (1, 2, 20, 60), (2, 1, 3, 3), (1, 1), (2, 2, 2, 2),
      (2, 2), 2),
     ("depthwise strided small plane", "im2col_blocks", (1, 4, 9, 9), (8, 1, 5, 5), (2, 2), (2, 2, 2, 2), (1, 1), 4),
-    ("depthwise large plane", "im2col_blocks", (1, 3, 96, 100), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
-    ("depthwise large plane x2, dilation 2", "im2col_blocks", (1, 2, 96, 100), (4, 1, 3, 3), (1, 1), (2, 2, 2, 2),
+    ("depthwise large plane", "flat_taps", (1, 3, 96, 100), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
+    ("depthwise large plane x2, dilation 2", "flat_taps", (1, 2, 96, 100), (4, 1, 3, 3), (1, 1), (2, 2, 2, 2),
      (2, 2), 2),
     ("depthwise large plane strided 5x5", "im2col_blocks", (2, 3, 140, 150), (3, 1, 5, 5), (2, 2), (2, 2, 2, 2),
      (1, 1), 3),
@@ -145,7 +145,8 @@ def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, strides, pads, dilations, g = case
     taken = []
     for module, name in [(conv, "_pointwise"), (conv, "_shifted_gemms"), (conv, "general_nchw"),
-                         (conv_depthwise, "_banded"), (conv_depthwise, "_im2col_blocks")]:
+                         (conv_depthwise, "_banded"), (conv_depthwise, "_flat_taps"),
+                         (conv_depthwise, "_im2col_blocks")]:
         real = getattr(module, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -155,7 +156,7 @@ def test_case_takes_its_path(case, monkeypatch):
     x, w = _data(case)
     out_hw = _out_size(x.shape, w.shape, strides, pads, dilations)
     conv.conv2d_nchw(np, x, w, strides, dilations, list(pads), g, *out_hw)
-    want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "banded": "_banded",
+    want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "banded": "_banded", "flat_taps": "_flat_taps",
             "im2col_blocks": "_im2col_blocks", "general": "general_nchw"}[path]
     assert taken and taken[0] == want, f"{case[0]} took {taken}"
 
