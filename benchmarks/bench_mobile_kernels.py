@@ -2,8 +2,8 @@
 convolutions, activations, squeeze-excitation pooling, softmax and nearest upsampling of
 `benchmarks/mobile_cnns.py`'s three models, on their own shapes.
 
-    git -C /path/to/keel archive <old commit> | tar -x -C /tmp/keel-old
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_mobile_kernels.py --base /tmp/keel-old
+    mkdir ../keel-old && git archive <old commit> | tar -x -C ../keel-old
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_mobile_kernels.py --base ../keel-old
 
 Each kernel runs on the same inputs in one process, old and new alternating in blocks,
 timed by process CPU time (the kernels are single-threaded; one BLAS thread keeps
