@@ -1,22 +1,27 @@
 """Data-parallel scaling and fault handling (issue: distributed training).
 
-    python benchmarks/bench_distributed.py [--repeat 3] [--steps 30]     # scaling table
+    python benchmarks/bench_distributed.py [--repeat 3] [--steps 30] [--sharding] [--ops]  # scaling table
     python benchmarks/bench_distributed.py --faults 20                    # kill-a-rank loop
 
 Scaling: the MLP and CNN of bench_training.py at their global batch (128, 64), one process
 with one BLAS thread against 2 ranks x 1 thread each (`distributed.launch`, half the batch
-per rank), alternating the two runs `--repeat` times; examples/s (global), the ratio, and
-the communication share of the 2-rank step from the executor's per-op profile: the
-all-reduce ops and the wait for them (c_allreduce_sum, c_sync_comm_stream, c_broadcast)
-and, apart, the bucket copies around them (reshape2/concat/split/scale of the fused
-gradients). "CPU/wall" is the CPU time rank 0 got over its wall time: under 100% it
-waited for a core (a loaded machine), so the speed-up then says more about the load than
-about Keel; rerun on a quiet machine.
+per rank; `--sharding`: with ZeRO-1), alternating the two runs `--repeat` times;
+examples/s (global), the ratio, and the communication share of the 2-rank step from the
+executor's per-op profile: the collectives and the wait for them (c_allreduce_sum,
+c_reducescatter, c_allgather, c_sync_comm_stream, c_broadcast) and, apart, the bucket
+copies around them (coalesce_tensor, the write-back split/reshape2, the shards' padding).
+"CPU/wall" is the CPU time rank 0 got over its wall time: under 100% it waited for a core
+(a loaded machine), so the wall-time speed-up then says more about the load than about
+Keel; "CPU speed-up" is rank 0's CPU time per step on 1 rank over that on 2 ranks (what a
+quiet machine would show if no rank waited for the other; a wait that spins counts as
+CPU). Rerun on a quiet machine for the wall-time figure. `--ops` adds rank 0's step by op
+type, 1 rank against 2 ranks (where the 2-rank step's time goes).
 
 Faults: `--faults N` runs N 2-rank trainings and SIGKILLs a random rank at a random moment
-of each (0.3-4 s after the start), or with `--stop` SIGSTOPs it (a hang: the peer's
-collective times out after the launcher's --timeout, 10 s here); each run must end
-(non-zero exit, the rank named) within the bound, never hang.
+of each (0.3-4 s after the start, in a training of 6000 steps that lasts longer), or with
+`--stop` SIGSTOPs it (a hang: the peer's collective times out after the launcher's
+--timeout, 10 s here); each run must end (non-zero exit, the rank named) within the
+bound, never hang.
 """
 from __future__ import annotations
 
@@ -36,10 +41,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import table  # noqa: E402
+from common import blas_line, table  # noqa: E402
 
 BATCH = {"mlp": 128, "cnn": 64}
-COMM_OPS = {"c_allreduce_sum", "c_sync_comm_stream", "c_broadcast"}
+COMM_OPS = {"c_allreduce_sum", "c_reducescatter", "c_allgather", "c_sync_comm_stream", "c_broadcast"}
 FAULT_BOUND_S = 60.0
 
 
@@ -83,23 +88,31 @@ def worker(model: str, steps: int, sharding: bool = False) -> None:
         exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     profiler = Executor(profile=True)
-    comm, copies, total = [], [], []
+    comm, copies, total, by_type = [], [], [], {}
     for _ in range(5):
         profiler.run(main, feed=feed, fetch_list=[loss], scope=scope)
         ops = main.global_block().ops
         comm.append(sum(s for i, t, s in profiler.last_profile if t in COMM_OPS))
         copies.append(sum(s for i, t, s in profiler.last_profile if t not in COMM_OPS and _bucket_op(ops[i])))
         total.append(sum(s for _, _, s in profiler.last_profile))
+        run = {}
+        for _, t, s in profiler.last_profile:
+            run[t] = run.get(t, 0.0) + s
+        for t, s in run.items():
+            by_type.setdefault(t, []).append(s)
     if rank == 0:
         print("RESULT " + json.dumps({"examples_per_s": BATCH[model] * steps / seconds,
-                                      "cpu_share": cpu / seconds,
+                                      "cpu_share": cpu / seconds, "cpu_per_step": cpu / steps,
                                       "comm_share": median(comm) / median(total),
-                                      "copy_share": median(copies) / median(total)}), flush=True)
+                                      "copy_share": median(copies) / median(total),
+                                      "op_ms": {t: 1e3 * median(v) for t, v in by_type.items()}}), flush=True)
 
 
 def _bucket_op(op) -> bool:
-    """An op fleet added around the all-reduce (flatten/concat/scale/split of a bucket)."""
-    return any("fused_grad" in n or "@FLAT" in n or "@AVG" in n for n in op.output_arg_names)
+    """An op fleet added around the collectives: a bucket's coalesce_tensor, the split and
+    reshape2 writing its parts back (names ending @PART), a shard's padding."""
+    names = op.input_arg_names + op.output_arg_names
+    return op.type == "coalesce_tensor" or any("@PART" in n or n.startswith("shard_padding") for n in names)
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -115,8 +128,20 @@ def _run(model: str, steps: int, nproc: int, log_dir: str, sharding: bool = Fals
     return json.loads(line[len("RESULT "):])
 
 
-def scaling(repeat: int, steps: int, sharding: bool = False) -> None:
-    rows = []
+def _op_table(model: str, one: list, two: list) -> str:
+    """Rank 0's step by op type (ms, the executor's per-op profile; medians), 1 rank vs 2."""
+    ms = [{t: median(r["op_ms"].get(t, 0.0) for r in runs) for t in {t for r in runs for t in r["op_ms"]}}
+          for runs in (one, two)]
+    kinds = sorted(set(ms[0]) | set(ms[1]), key=lambda t: -max(ms[0].get(t, 0.0), ms[1].get(t, 0.0)))
+    rows = [(t, f"{ms[0].get(t, 0.0):.2f}", f"{ms[1].get(t, 0.0):.2f}") for t in kinds
+            if max(ms[0].get(t, 0.0), ms[1].get(t, 0.0)) >= 0.05]
+    rows.append(("(all ops)", f"{sum(ms[0].values()):.2f}", f"{sum(ms[1].values()):.2f}"))
+    return table(f"{model.upper()}: rank 0's step by op type, ms (ops under 0.05 ms left out)", rows,
+                 ("op type", "1 rank", "2 ranks"))
+
+
+def scaling(repeat: int, steps: int, sharding: bool = False, ops: bool = False) -> None:
+    rows, op_tables = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for model in ("mlp", "cnn"):
             one, two = [], []
@@ -126,15 +151,19 @@ def scaling(repeat: int, steps: int, sharding: bool = False) -> None:
             e1 = median(r["examples_per_s"] for r in one)
             e2 = median(r["examples_per_s"] for r in two)
             rows.append((model.upper(), f"{BATCH[model]}", f"{e1:,.0f}", f"{e2:,.0f}", f"{e2 / e1:.2f}x",
+                         f"{median(a['cpu_per_step'] / b['cpu_per_step'] for a, b in zip(one, two)):.2f}x",
                          f"{100 * median(r['comm_share'] for r in two):.1f}%",
                          f"{100 * median(r['copy_share'] for r in two):.1f}%",
                          f"{100 * median(r['cpu_share'] for r in one):.0f}% / "
                          f"{100 * median(r['cpu_share'] for r in two):.0f}%",
                          " ".join(f"{b['examples_per_s'] / a['examples_per_s']:.2f}" for a, b in zip(one, two))))
+            op_tables.append(_op_table(model, one, two))
     print(table(f"Data-parallel scaling{' with ZeRO-1 sharding' if sharding else ''}, 1 BLAS thread per process (median of {repeat} alternating runs, "
                 f"{steps} steps each)", rows,
-                ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "comm share",
+                ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "CPU speed-up", "comm share",
                  "bucket copies", "CPU/wall 1 / 2 ranks", "speed-up per run")))
+    if ops:
+        print("\n\n".join(op_tables))
 
 
 def faults(runs: int, stop: bool = False) -> None:
@@ -146,7 +175,7 @@ def faults(runs: int, stop: bool = False) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             log = Path(tmp) / "log"
             cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", "2", "--log_dir", str(log),
-                   "--timeout", "10", str(script), "train", str(Path(tmp) / "out"), "--steps", "2000"]
+                   "--timeout", "10", str(script), "train", str(Path(tmp) / "out"), "--steps", "6000"]
             env = dict(_env(), PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE.parent / "tests")]))
             start = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
@@ -193,14 +222,17 @@ def main(argv=None):
     p.add_argument("--faults", type=int, default=0, help="run the kill-a-rank loop this many times instead")
     p.add_argument("--stop", action="store_true", help="with --faults: SIGSTOP the rank (a hang), not SIGKILL")
     p.add_argument("--sharding", action="store_true", help="2 ranks with ZeRO-1 sharding of the optimizer state")
+    p.add_argument("--ops", action="store_true", help="also rank 0's step by op type, 1 rank vs 2 ranks")
     p.add_argument("--worker", choices=sorted(BATCH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if not args.worker:
+        print(blas_line(), flush=True)
     if args.worker:
         worker(args.worker, args.steps, args.sharding)
     elif args.faults:
         faults(args.faults, args.stop)
     else:
-        scaling(args.repeat, args.steps, args.sharding)
+        scaling(args.repeat, args.steps, args.sharding, args.ops)
 
 
 if __name__ == "__main__":

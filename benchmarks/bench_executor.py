@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import measure, table  # noqa: E402
+from common import blas_line, measure, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
@@ -140,6 +140,7 @@ def peak_memory(layers: int = 50, rows: int = 256, cols: int = 4096):
 
 def main(argv=None):
     argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
+    print(blas_line(), flush=True)
     rows = per_op_overhead() + mlp_forward() + peak_memory()
     print(table("Executor benchmarks (medians; ratio = Keel / floor)", rows,
                 ("workload", "Keel", "floor", "ratio", "target")))

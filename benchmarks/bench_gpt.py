@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "examples"))
-from common import measure, peer_skipped, table  # noqa: E402
+from common import blas_line, measure, peer_skipped, table  # noqa: E402
 
 import train_gpt  # noqa: E402  (the example's model, data and generator: the same code)
 import keel as paddle  # noqa: E402
@@ -248,6 +248,7 @@ def main(argv=None):
                         help="time CPU seconds of the process, not the wall's (with --threads 1: what "
                              "an idle core would take, on a machine busy with other work)")
     args = parser.parse_args(argv)
+    print(blas_line(), flush=True)
     if args.threads:
         limit_threads(args.threads)
     if not 1 <= args.tokens <= CONTEXT:

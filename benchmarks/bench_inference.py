@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mobile_cnns  # noqa: E402
 import onnx_export  # noqa: E402
 import paddle_peer  # noqa: E402
-from common import peer_skipped, predictor_call as keel_call, table  # noqa: E402
+from common import blas_line, peer_skipped, predictor_call as keel_call, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Config, Executor, Profiler, Scope, create_predictor  # noqa: E402
@@ -357,6 +357,7 @@ def main(argv=None):
                         help="the batch sizes (default: 1, 8 and 64; the Transformer's largest is "
                              "--transformer-batch)")
     args = parser.parse_args(argv)
+    print(blas_line(), flush=True)
     if ort is None:
         peer_skipped("ONNX Runtime", "pip install onnx onnxruntime")
     with_ort = ort is not None and not args.passes_only

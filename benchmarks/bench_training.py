@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paddle_peer  # noqa: E402
-from common import measure, peer_cell, peer_skipped, table  # noqa: E402
+from common import blas_line, measure, peer_cell, peer_skipped, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
@@ -236,6 +236,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args(argv)
+    print(blas_line(), flush=True)
     mlp_x = RNG.standard_normal((128, 784)).astype(np.float32)
     mlp_y = RNG.integers(0, 10, 128)
     cnn_x = RNG.standard_normal((64, 1, 28, 28)).astype(np.float32)

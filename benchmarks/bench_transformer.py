@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paddle_peer  # noqa: E402
-from common import measure, peer_cell, peer_skipped, table  # noqa: E402
+from common import blas_line, measure, peer_cell, peer_skipped, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
@@ -275,6 +275,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args(argv)
+    print(blas_line(), flush=True)
     x = RNG.standard_normal((B, T, D)).astype(np.float32)
     y = RNG.integers(0, C, B)
     main_prog, startup = pg.Program(), pg.Program()

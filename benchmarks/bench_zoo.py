@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "zoo"))
 from bench_inference import measure_blocks  # noqa: E402
-from common import peer_skipped, table  # noqa: E402
+from common import blas_line, peer_skipped, table  # noqa: E402
 from zoo_files import NAMES, feeds, unpack  # noqa: E402
 
 from executor.inference import Config, create_predictor  # noqa: E402
@@ -71,6 +71,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
+    print(blas_line(), flush=True)
     try:
         import paddle
     except ImportError:

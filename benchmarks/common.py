@@ -2,6 +2,7 @@
 contenders alternate within one process) and a small table printer."""
 from __future__ import annotations
 
+import os
 import time
 from statistics import median
 
@@ -55,3 +56,23 @@ def peer_skipped(peer: str, install: str) -> None:
 def peer_cell(t: dict, peer: str) -> str:
     """A table cell for a peer's median in `t` and Keel's ratio to it."""
     return f"{t[peer] * 1e3:.1f} ms ({t['keel'] / t[peer]:.2f}x)" if peer in t else "not installed"
+
+
+def blas_line() -> str:
+    """Which BLAS numpy runs and with which kernels: OpenBLAS picks its kernels by CPU
+    unless OPENBLAS_CORETYPE forces a type (some machines here set Haswell, AVX2, on
+    AVX-512 CPUs, which makes numpy's GEMMs 1.6-1.8x slower than its own choice: unset
+    OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE in the benchmark's command to compare runtimes
+    on the machine's best kernels, as the peers use theirs). threadpoolctl, where
+    installed, reports what was loaded; it is no dependency."""
+    forced = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
+    try:
+        import threadpoolctl
+        libs = [f"{i['internal_api']} {i.get('version') or ''} {i.get('architecture') or ''} kernels, "
+                f"{i['num_threads']} threads".replace("  ", " ")
+                for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
+        found = "; ".join(libs) or "none found"
+    except ImportError:
+        found = "(pip install threadpoolctl to show which kernels)"
+    extra = f"; forced by {', '.join(f'{k}={v}' for k, v in forced.items())}" if forced else ""
+    return f"numpy's BLAS: {found}{extra}"

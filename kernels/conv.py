@@ -13,11 +13,16 @@ loaded 2-core machine) and tested against it and a float64 reference
   (a banded GEMM per channel for planes no taller than the kernel, else this general
   formulation over blocks of channels whose columns stay in cache).
 - one group, stride 1, O <= C/2 (3x3 convolutions narrowing the channels, a detector
-  neck's): kh*kw GEMMs over shifted contiguous runs of the flattened padded input, no
-  im2col: 1.12-1.55x.
-- everything else: the general formulation. The flat im2col for dense convolutions
-  measured 0.6-1.0x (the GEMM dominates and the crop costs); Winograd F(2x2, 3x3)
-  0.49-1.09x (docs/architecture.md).
+  neck's): GEMMs over shifted contiguous runs of the flattened padded input, no im2col:
+  1.12-1.55x; the samples folded into each GEMM and, from 8 M multiply-adds, all taps
+  as ONE GEMM of the stacked filters (kernels/conv_fold.py `stacked_taps`).
+- everything else: the general formulation; with one group, N > 1 and a GEMM depth
+  C*kh*kw >= 64, the batch folded into one GEMM's N (kernels/conv_fold.py
+  `folded_im2col`). The flat im2col for dense convolutions measured 0.6-1.0x (the GEMM
+  dominates and the crop costs); Winograd F(2x2, 3x3) 0.49-1.09x (docs/architecture.md).
+  1x1 convolutions keep one GEMM per sample: folding them needs a transposing copy of
+  the input as well as of the output, 0.15-0.95x ([64, 32, 7, 7] -> 64, [8, 96, 40, 60]
+  -> 24, [64, 128, 4, 4] -> 256; CPU time, one thread).
 
 Depthwise and grouped work is split by channels across the cores, dense work's epilogue
 by output channels (kernels/parallel.py); GEMMs are left to OpenBLAS's threads.
@@ -29,7 +34,12 @@ the thread that computed it: fused_conv2d's bias, residual add and activation
 """
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
 from kernels import conv_depthwise  # (it builds on this module's helpers, read when called)
+from kernels.conv_fold import FOLD_MIN_DEPTH, folded_im2col, stacked_taps
 from kernels.parallel import split_run
 
 
@@ -38,15 +48,25 @@ def pad_spatial(xp, x, pads, channel_last, value=0.0):
     if not any(pads):
         return x
     top, bottom, left, right = pads
+    # zeros: 0.9 us where full takes 4 us (numpy 2.4), a batch-1 convolution's whole budget
+    fill = xp.zeros if value == 0 else functools.partial(xp.full, fill_value=value)
     if channel_last:
         n, h, w, c = x.shape
-        out = xp.full((n, h + top + bottom, w + left + right, c), value, dtype=x.dtype)
+        out = fill((n, h + top + bottom, w + left + right, c), dtype=x.dtype)
         out[:, top:top + h, left:left + w, :] = x
     else:
         n, c, h, w = x.shape
-        out = xp.full((n, c, h + top + bottom, w + left + right), value, dtype=x.dtype)
+        out = fill((n, c, h + top + bottom, w + left + right), dtype=x.dtype)
         out[:, :, top:top + h, left:left + w] = x
     return out
+
+
+def strided_view(xp, a, shape, strides):
+    """as_strided(a, shape, strides); for a C-contiguous numpy array through the ndarray
+    constructor over its buffer: 0.9 us where as_strided takes 6 us (numpy 2.4)."""
+    if xp is np and a.flags.c_contiguous:
+        return np.ndarray(shape, a.dtype, a, 0, strides)
+    return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
 
 
 def windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channel_last):
@@ -62,7 +82,7 @@ def windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channel_last):
         s0, s1, s2, s3 = xpad.strides
         shape = (n, c, oh, ow, kh, kw)
         strides = (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw)
-    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
+    return strided_view(xp, xpad, shape, strides)
 
 
 def general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, out=None):
@@ -108,30 +128,41 @@ def _apply(epilogue, part, lo, hi):
 def conv2d_nchw(xp, x, w, strides, dilations, pads, g, oh, ow, epilogue=None):
     """Convolution of NCHW x [N, C, H, W] (unpadded) with Filter w [O, C/g, kh, kw] by
     the path its shape takes (module docstring); [N, O, oh, ow], contiguous."""
-    n, c = x.shape[:2]
-    o, cg, kh, kw = w.shape
-    sh, sw = strides
-    dh, dw = dilations
-    out = xp.empty((n, o, oh, ow), dtype=x.dtype)
-    if kh == kw == 1 and not any(pads):
-        _pointwise(xp, x, w, sh, sw, g, out, epilogue)
-    elif g == 1 and sh == sw == 1 and 2 * o <= c:
-        _shifted_gemms(xp, x, w, dh, dw, pads, out, epilogue)
-    elif cg == 1 and g == c > 1:  # one input channel (c == 1) is a small GEMM, not depthwise
-        conv_depthwise.depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
-    else:
-        _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue)
+    out = xp.empty((x.shape[0], w.shape[0], oh, ow), dtype=x.dtype)
+    nchw_path(x.shape, w.shape, strides, dilations, pads, g)(xp, x, w, out, epilogue)
     return out
 
 
+def nchw_path(x_shape, w_shape, strides, dilations, pads, g):
+    """The path an NCHW convolution of these shapes takes, as path(xp, x, w, out,
+    epilogue) writing into `out` [N, O, oh, ow]: chosen once per shape by a specialized
+    kernel (kernels/nn.py `_specialize_conv`), per call by conv2d_nchw."""
+    c = x_shape[1]
+    o, cg, kh, kw = w_shape
+    sh, sw = strides
+    dh, dw = dilations
+    if kh == kw == 1 and not any(pads):
+        return lambda xp, x, w, out, epilogue: _pointwise(xp, x, w, sh, sw, g, out, epilogue)
+    if g == 1 and sh == sw == 1 and 2 * o <= c:
+        return lambda xp, x, w, out, epilogue: _shifted_gemms(xp, x, w, dh, dw, pads, out, epilogue)
+    if cg == 1 and g == c > 1:  # one input channel (c == 1) is a small GEMM, not depthwise
+        return lambda xp, x, w, out, epilogue: conv_depthwise.depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out,
+                                                                              epilogue)
+    return lambda xp, x, w, out, epilogue: _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue)
+
+
 def _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue):
-    """The general formulation, its groups split across the cores."""
+    """The general formulation, its groups split across the cores; one group of more than
+    one sample with a deep enough GEMM folds the batch into it (kernels/conv_fold.py)."""
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     oh, ow = out.shape[2:]
     xpad = pad_spatial(xp, x, pads, False)
     if g == 1:
-        general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, 1, out=out)
+        if n > 1 and cg * kh * kw >= FOLD_MIN_DEPTH:
+            folded_im2col(xp, windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, False), w, out)
+        else:
+            general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, 1, out=out)
         _epilogue_by_channels(xp, out, epilogue)
         return
     og = o // g
@@ -169,31 +200,15 @@ def _pointwise(xp, x, w, sh, sw, g, out, epilogue):
 def _shifted_gemms(xp, x, w, dh, dw, pads, out, epilogue):
     """One group, stride 1: no im2col. On the padded width, window offset (a, b) reads ONE
     contiguous run of each flattened padded plane (starting at a*dh*Wp + b*dw), which a GEMM
-    takes as it is (a view with the plane's row stride): out = sum over (a, b) of
-    W[:, :, a, b] [O, C] times that run [C, oh*Wp], per sample, accumulated, then cropped to
-    ow. It writes and adds kh*kw products of O rows where im2col copies kh*kw x C rows, so
-    it pays when O <= C/2: the detector's neck [1, 96, 80, 120] -> 24 3x3 1.47x, [1, 96,
-    40, 60] / [20, 30] / [10, 15] -> 24 1.12-1.20x, [1, 48, 80, 120] -> 24 1.55x,
-    [8, 96, 40, 60] -> 24 1.49x, [1, 96, 80, 120] -> 48 1.22x; but [1, 64, 40, 60] -> 40
-    1.02x, [1, 32, 40, 60] -> 32 1.08x, [1, 256, 10, 16] -> 256 0.84x, [64, 16, 14, 14] -> 32
-    0.90x (CPU time, one thread)."""
-    n, c = x.shape[:2]
-    o, _, kh, kw = w.shape
-    oh, ow = out.shape[2:]
-    flat, wp = _flat_padded(xp, x, pads)
-    run = (oh - 1) * wp + ow          # the last row needs only ow: the run ends at Hp*Wp
-    acc = xp.empty((n, o, run), dtype=x.dtype)
-    buf = xp.empty((n, o, run), dtype=x.dtype)
-    for t, start in enumerate(_offsets(kh, kw, dh, dw, wp)):
-        tap = w[:, :, t // kw, t % kw]
-        if t == 0:
-            xp.matmul(tap, flat[:, :, start:start + run], out=acc)
-        else:
-            xp.matmul(tap, flat[:, :, start:start + run], out=buf)
-            acc += buf
-    item = acc.itemsize
-    out[...] = xp.lib.stride_tricks.as_strided(acc, shape=(n, o, oh, ow),
-                                               strides=(o * run * item, run * item, wp * item, item))
+    takes as it is. It writes and adds kh*kw products of O rows where im2col copies kh*kw x C
+    rows, so it pays when O <= C/2: with one GEMM per tap (accumulated, then cropped), the
+    detector's neck [1, 96, 80, 120] -> 24 3x3 1.47x, [1, 96, 40, 60] / [20, 30] / [10, 15]
+    -> 24 1.12-1.20x, [1, 48, 80, 120] -> 24 1.55x, [8, 96, 40, 60] -> 24 1.49x,
+    [1, 96, 80, 120] -> 48 1.22x; but [1, 64, 40, 60] -> 40 1.02x, [1, 32, 40, 60] -> 32
+    1.08x, [1, 256, 10, 16] -> 256 0.84x, [64, 16, 14, 14] -> 32 0.90x (CPU time, one
+    thread). Now the samples folded into each GEMM, and from 8 M multiply-adds all taps
+    stacked into ONE GEMM (kernels/conv_fold.py `stacked_taps`)."""
+    stacked_taps(xp, x, w, dh, dw, pads, out)
     _epilogue_by_channels(xp, out, epilogue)
 
 

@@ -1,4 +1,4 @@
-"""Optimizer kernels: sgd, momentum, adam, adamw, lamb, rmsprop, adagrad.
+"""Optimizer kernels: sgd, momentum, adamw, lamb, rmsprop, adagrad (adam: kernels/adam_chunked.py).
 
 Every kernel updates its state in place (`inplace` maps each *Out slot to its input)
 and returns the same array objects. Formulas are PaddlePaddle's (phi kernels); where its
@@ -68,7 +68,9 @@ def momentum(xp, param, grad, velocity, learning_rate, master_param, *, mu, use_
     T = dt.type
     p = _work(param, master_param, multi_precision, dt)
     lr = _scalar(learning_rate, dt)
-    g = grad.astype(dt, copy=False) * T(rescale_grad)
+    g = grad.astype(dt, copy=False)
+    if rescale_grad != 1.0:  # (times 1 is the identity: one pass over Grad saved)
+        g = g * T(rescale_grad)
     if regularization_method == "l2_decay":
         g = g + T(regularization_coeff) * p
     velocity *= T(mu)
@@ -134,24 +136,7 @@ _ADAM_INPLACE = {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Mo
                  "Beta2PowOut": "Beta2Pow", "MasterParamOut": "MasterParam"}
 
 
-@kernel("adam", inputs=_ADAM_INPUTS, outputs=_ADAM_OUTPUTS,
-        attrs=["beta1", "beta2", "epsilon", "multi_precision", "use_global_beta_pow", "amsgrad"],
-        inplace=_ADAM_INPLACE)
-def adam(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow, beta2_pow,
-         master_param, skip_update, beta1_t, beta2_t, epsilon_t, *, beta1=0.9, beta2=0.999,
-         epsilon=1e-8, multi_precision=False, use_global_beta_pow=False, amsgrad=False):
-    """PaddlePaddle's Adam, with b1p/b2p the beta powers BEFORE this step (Beta1Pow starts
-    at beta1):
-        m1 = beta1 m1 + (1 - beta1) g;   m2 = beta2 m2 + (1 - beta2) g g
-        lr_t = lr sqrt(1 - b2p) / (1 - b1p);   eps_t = epsilon sqrt(1 - b2p)
-        p -= lr_t m1 / (sqrt(m2) + eps_t)       (amsgrad: max(m2max, m2) under the sqrt)
-        Beta1PowOut = b1p beta1, Beta2PowOut = b2p beta2 (unless use_global_beta_pow).
-    Beta1Tensor/Beta2Tensor/EpsilonTensor override the attributes; a true SkipUpdate
-    leaves everything unchanged."""
-    return _adam_update(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow,
-                        beta2_pow, master_param, skip_update, beta1_t, beta2_t, epsilon_t,
-                        beta1=beta1, beta2=beta2, epsilon=epsilon, multi_precision=multi_precision,
-                        use_global_beta_pow=use_global_beta_pow, amsgrad=amsgrad)
+# `adam` is kernels/adam_chunked.py's (the same arithmetic, cache-sized chunks).
 
 
 @kernel("adamw", inputs=_ADAM_INPUTS, outputs=_ADAM_OUTPUTS,

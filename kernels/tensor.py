@@ -280,28 +280,36 @@ def concat(xp, xs, axis_t, *, axis=0):
     return xp.concatenate(xs, axis=_axis(axis, xs[0].ndim))
 
 
-@kernel("split", inputs=["X", "AxisTensor", "SectionsTensorList"], outputs=["Out"],
-        attrs=["sections", "num", "axis"])
-def split(xp, x, axis_t, sections_list, *, sections=(), num=0, axis=0):
-    if present(axis_t):
-        axis = host_int(axis_t)
+def _split_view(x, *, sections=(), num=0, axis=0):
+    """split's outputs as views of x (slices along `axis`)."""
     axis = _axis(axis, x.ndim)
     size = x.shape[axis]
-    if present(sections_list):
-        sections = [host_int(t) for t in sections_list]
+    sections = [int(s) for s in sections]
     if num > 0 and not sections:
         if size % num:
             raise ValueError(f"split: dimension {size} is not divisible by num={num}")
         sections = [size // num] * num
-    sections = [int(s) for s in sections]
     if sections.count(-1) > 1:
         raise ValueError(f"split: only one section can be -1, got {sections}")
     if -1 in sections:
         sections[sections.index(-1)] = size - (sum(sections) + 1)
     if sum(sections) != size or any(s < 0 for s in sections):
         raise ValueError(f"split: sections {sections} do not add up to dimension {size}")
-    bounds = np.cumsum(sections)[:-1].tolist()
-    return [part.copy() for part in xp.split(x, bounds, axis=axis)]
+    lead = (slice(None),) * axis
+    bounds = np.cumsum([0] + sections).tolist()
+    return [x[lead + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@kernel("split", inputs=["X", "AxisTensor", "SectionsTensorList"], outputs=["Out"],
+        attrs=["sections", "num", "axis"], specialize=_view_when_donated(_split_view))
+def split(xp, x, axis_t, sections_list, *, sections=(), num=0, axis=0):
+    """Copies; views of X when X is donated (an intermediate read by nobody else: the
+    gradient buckets fleet.distributed_optimizer splits after their all-reduce)."""
+    if present(axis_t):
+        axis = host_int(axis_t)
+    if present(sections_list):
+        sections = [host_int(t) for t in sections_list]
+    return [part.copy() for part in _split_view(x, sections=sections, num=num, axis=axis)]
 
 
 @kernel("stack", inputs=["X"], outputs=["Y"], attrs=["axis"])

@@ -58,10 +58,14 @@ def collectives(out_path: str) -> None:
         for op in REDUCE:
             results[f"{op}/{dtype}"] = _run_op(exe, f"c_allreduce_{op}", x, {"use_calc_stream": True})
             results[f"{op}/{dtype}/async"] = _run_op(exe, f"c_allreduce_{op}", x, {}, sync=True)
+            # c_reduce_*: the reduction on the last rank, each rank's own X elsewhere
+            results[f"reduce_{op}/{dtype}"] = _run_op(exe, f"c_reduce_{op}", x, {"root_id": n - 1,
+                                                                                 "use_calc_stream": True})
+            results[f"reduce_{op}/{dtype}/async"] = _run_op(exe, f"c_reduce_{op}", x, {"root_id": n - 1}, sync=True)
         results[f"broadcast/{dtype}"] = _run_op(exe, "c_broadcast", x, {"root": n - 1, "use_calc_stream": True})
         results[f"allgather/{dtype}"] = _run_op(exe, "c_allgather", x, {"nranks": n, "use_calc_stream": True})
         big = rank_input(rank, dtype, (2 * n, 3))
-        results[f"reducescatter/{dtype}"] = _run_op(exe, "c_reducescatter", big, {"nranks": n})
+        results[f"reducescatter/{dtype}"] = _run_op(exe, "c_reducescatter", big, {"nranks": n}, sync=True)
         scalar = rank_input(rank, dtype, ())
         results[f"broadcast/{dtype}/0d"] = _run_op(exe, "c_broadcast", scalar, {"root": n - 1, "use_calc_stream": True})
         results[f"allgather/{dtype}/0d"] = _run_op(exe, "c_allgather", scalar, {"nranks": n, "use_calc_stream": True})

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from executor.kernel_call import call_kernel
-from kernels import conv, conv_depthwise, parallel
+from kernels import conv, conv_depthwise, conv_fold, parallel
 from kernels.conv import general_nchw, pad_spatial
 
 # (name, path, x shape [N, C, H, W], filter shape [O, C/g, kh, kw], strides, paddings
@@ -21,11 +21,20 @@ CASES = [
     ("1x1 stride (2, 3) grouped", "pointwise", (2, 6, 7, 10), (4, 3, 1, 1), (2, 3), (0, 0, 0, 0), (1, 1), 2),
     ("1x1 padded", "general", (1, 3, 4, 5), (2, 3, 1, 1), (1, 1), (1, 0, 2, 1), (1, 1), 1),
     ("3x3 stride 1", "general", (2, 3, 9, 11), (5, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("3x3 deep, batch 1", "general", (1, 8, 9, 11), (5, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("3x3 deep, batch 3: folded", "folded", (3, 8, 9, 11), (5, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("5x3 stride (2, 1), dilation (1, 2), odd pads: folded", "folded", (2, 7, 11, 13), (6, 7, 5, 3), (2, 1),
+     (2, 1, 0, 3), (1, 2), 1),
+    ("3x3 stride 2 unpadded, batch 4: folded", "folded", (4, 9, 8, 7), (16, 9, 3, 3), (2, 2), (0, 0, 0, 0), (1, 1), 1),
     ("3x3 stride 1 unpadded", "general", (1, 4, 8, 6), (3, 4, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
     ("3x3 asymmetric pads, dilation 2", "general", (1, 2, 10, 9), (3, 2, 3, 3), (1, 1), (2, 0, 1, 3), (2, 2), 1),
     ("5x3 grouped", "general", (2, 6, 8, 9), (6, 2, 5, 3), (1, 1), (2, 2, 1, 1), (1, 1), 3),
     ("3x3 stride 1 narrowing", "shifted", (2, 8, 9, 11), (3, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
     ("3x3 narrowing unpadded", "shifted", (1, 8, 7, 6), (4, 8, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("3x3 narrowing unpadded, batch 3", "shifted", (3, 8, 7, 6), (4, 8, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("1x1 padded narrowing (one tap)", "shifted", (2, 8, 5, 6), (3, 8, 1, 1), (1, 1), (1, 0, 2, 1), (1, 1), 1),
+    ("3x2 narrowing, dilation (2, 1), batch 2", "shifted", (2, 9, 10, 7), (4, 9, 3, 2), (1, 1), (1, 2, 0, 1),
+     (2, 1), 1),
     ("5x3 narrowing, asymmetric pads, dilation 2", "shifted", (1, 6, 10, 9), (3, 6, 5, 3), (1, 1), (2, 0, 1, 3),
      (2, 2), 1),
     ("3x3 stride 2", "general", (2, 3, 9, 10), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
@@ -145,7 +154,7 @@ def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, strides, pads, dilations, g = case
     taken = []
     for module, name in [(conv, "_pointwise"), (conv, "_shifted_gemms"), (conv, "general_nchw"),
-                         (conv_depthwise, "_banded"), (conv_depthwise, "_flat_taps"),
+                         (conv, "folded_im2col"), (conv_depthwise, "_banded"), (conv_depthwise, "_flat_taps"),
                          (conv_depthwise, "_im2col_blocks")]:
         real = getattr(module, name)
 
@@ -157,8 +166,51 @@ def test_case_takes_its_path(case, monkeypatch):
     out_hw = _out_size(x.shape, w.shape, strides, pads, dilations)
     conv.conv2d_nchw(np, x, w, strides, dilations, list(pads), g, *out_hw)
     want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "banded": "_banded", "flat_taps": "_flat_taps",
-            "im2col_blocks": "_im2col_blocks", "general": "general_nchw"}[path]
+            "im2col_blocks": "_im2col_blocks", "general": "general_nchw", "folded": "folded_im2col"}[path]
     assert taken and taken[0] == want, f"{case[0]} took {taken}"
+
+
+FOLDED = [c for c in CASES if c[1] in ("folded", "shifted")]
+
+
+BLOCKED = [pytest.param(case, blocks, taps, id=f"{case[0]}, {blocks}, {taps} tap(s) a GEMM")
+           for case in FOLDED for blocks in ("one sample or row", "two samples or rows")
+           for taps in (("all", "one") if case[1] == "shifted" else ("all",))]
+
+
+@pytest.mark.parametrize("case, blocks, taps_per_gemm", BLOCKED)
+def test_folded_paths_in_blocks(case, blocks, taps_per_gemm, monkeypatch):
+    """The folded GEMMs computed a block of samples (or, for one sample's stacked taps, of
+    output rows) at a time, uneven blocks included, give the one-piece result; the
+    shifted path with all taps stacked in one GEMM and with a GEMM per tap alike."""
+    _, path, xs, ws, strides, pads, dilations, g = case
+    x, w = _data(case, seed=4)
+    stacked = taps_per_gemm == "all"
+    monkeypatch.setattr(conv_fold, "STACKED_MIN_WORK", 0 if stacked else float("inf"))
+    whole = _run("conv2d", x, w, strides, pads, dilations, g)
+    units = 1 if blocks.startswith("one") else 2
+    oh, ow = _out_size(xs, ws, strides, pads, dilations)
+    if path == "folded":
+        monkeypatch.setattr(conv_fold, "FOLD_BLOCK_BYTES", units * xs[1] * ws[2] * ws[3] * oh * ow * x.itemsize)
+    else:
+        wp = xs[3] + pads[2] + pads[3]
+        group = ws[2] * ws[3] if stacked else 1
+        per = ws[0] * group * x.itemsize * (wp if xs[0] == 1 else wp * (xs[2] + pads[0] + pads[1]))
+        monkeypatch.setattr(conv_fold, "STACKED_BLOCK_BYTES", units * per)
+    got = _run("conv2d", x, w, strides, pads, dilations, g)
+    np.testing.assert_allclose(got, whole, rtol=1e-6, atol=1e-5)
+    _check(case, x, w, got)
+
+
+@pytest.mark.parametrize("stacked", [True, False])
+@pytest.mark.parametrize("case", FOLDED, ids=[c[0] for c in FOLDED])
+def test_folded_paths_float64(case, stacked, monkeypatch):
+    monkeypatch.setattr(conv_fold, "STACKED_MIN_WORK", 0 if stacked else float("inf"))
+    _, _, _, _, strides, pads, dilations, g = case
+    x, w = _data(case, dtype=np.float64, seed=5)
+    got = _run("conv2d", x, w, strides, pads, dilations, g)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, reference(x, w, strides, pads, dilations, g), rtol=1e-12, atol=1e-12)
 
 
 def test_float64_and_float16_keep_their_dtype():

@@ -50,18 +50,25 @@ def test_gradients_are_bucketed_and_all_reduced_as_backward_produces_them(two_ra
         op = ops[i]
         assert op.attr("use_calc_stream") is False and op.attr("ring_id") == 0
         assert op.attr("op_role") == op_role.BACKWARD
-        assert ops[i - 1].type == "concat"
-        fused = ops[i - 1].input("X")
-        # each flattened gradient was complete when its bucket started: nothing after writes it
-        grads = [ops[j].input("X")[0] for j in range(i - 1 - len(fused), i - 1)]
-        assert all(ops[j].type == "reshape2" for j in range(i - 1 - len(fused), i - 1))
+        coalesce = ops[i - 1]
+        assert coalesce.type == "coalesce_tensor" and coalesce.attr("copy_data") is True
+        assert coalesce.output("FusedOutput") == op.input("X") == op.output("Out")
+        grads = coalesce.input("Input")
+        assert coalesce.output("Output") == grads and all(g.endswith("@GRAD") for g in grads)
+        # each gradient was complete when its bucket started: only the write-back writes it again
         assert not any(set(grads) & set(o.output_arg_names) for o in ops[i:] if o.type != "reshape2")
     # the buckets start inside the backward pass, not after it
     last_backward = max(i for i, op in enumerate(ops) if op.type.endswith("_grad"))
     assert starts[0] < last_backward
     sync = _types(main).index("c_sync_comm_stream")
     assert sync > last_backward and sync < _types(main).index("adam")
-    assert _types(main).count("scale") >= 3 and _types(main).count("split") == 3
+    assert _types(main).count("split") == 3
+    # no pass over the gradients averages them: the loss gradient seed is scaled by 1/N instead
+    scales = [op for op in ops if op.type == "scale"]
+    assert len(scales) == 1 and scales[0].attr("scale") == 0.5
+    seed = ops[ops.index(scales[0]) - 1]
+    assert seed.type == "fill_constant" and seed.output("Out") == scales[0].input("X") == scales[0].output("Out")
+    assert seed.attr("op_role") == op_role.BACKWARD | op_role.LOSS and seed.attr("value") == 1.0
     # every parameter starts from rank 0's values; evaluation clones have no collectives
     assert _types(startup).count("c_broadcast") == 6
     assert not {"c_allreduce_sum", "c_sync_comm_stream", "c_broadcast"} & set(_types(test))
@@ -75,18 +82,61 @@ def test_one_bucket_by_default_and_one_per_gradient_without_fusion(two_ranks):
     assert _types(main).count("c_allreduce_sum") == 6
 
 
-def test_sharding_updates_the_owned_parameters_and_broadcasts_all(two_ranks):
+def test_sharding_reduce_scatters_updates_the_owned_parameters_and_gathers_all(two_ranks):
     main, startup, _, optimizer = _mlp(fleet.DistributedStrategy(sharding=True), sizes=(10, 64, 64, 4))
     owners = optimizer.owners
     assert sorted(set(owners.values())) == [0, 1]
-    mine = sorted(op.input("Param")[0] for op in main.global_block().ops if op.type == "adam")
+    ops = main.global_block().ops
+    types = _types(main)
+    mine = sorted(op.input("Param")[0] for op in ops if op.type == "adam")
     assert mine == sorted(p for p, r in owners.items() if r == 0)
-    broadcasts = [op for op in main.global_block().ops if op.type == "c_broadcast"]
-    assert sorted(op.input("X")[0] for op in broadcasts) == sorted(owners)
-    assert all(op.attr("root") == owners[op.input("X")[0]] for op in broadcasts)
+    # one bucket: the gradients coalesced rank by rank (rank 0's, padding, rank 1's), reduce-scattered
+    assert "c_allreduce_sum" not in types and "c_broadcast" not in types
+    coalesce, scatter = ops[types.index("c_reducescatter") - 1], ops[types.index("c_reducescatter")]
+    assert coalesce.type == "coalesce_tensor" and scatter.input("X") == coalesce.output("FusedOutput")
+    assert scatter.attr("nranks") == 2 and scatter.attr("use_calc_stream") is False
+    block = main.global_block()
+    layout = coalesce.input("Input")
+    grads = [n for n in layout if n.endswith("@GRAD")]
+    ranks_in_order = [owners[n[:-len("@GRAD")]] for n in grads]
+    assert ranks_in_order == sorted(ranks_in_order) and sorted(grads) == sorted(f"{p}@GRAD" for p in owners)
+    sizes = [sum(int(np.prod(block.var(n).shape)) for n in layout[:layout.index(grads[ranks_in_order.index(1)])]),
+             sum(int(np.prod(block.var(n).shape)) for n in layout[layout.index(grads[ranks_in_order.index(1)]):])]
+    assert sizes[0] == sizes[1]  # the segments are padded to one length
+    # after the updates, every parameter comes back from its owner through one all-gather
+    gather = ops[types.index("c_allgather")]
+    assert types.index("c_allgather") > max(i for i, t in enumerate(types) if t == "adam")
+    assert ops[types.index("c_allgather") - 1].type == "coalesce_tensor"
+    written = {n for op in ops[types.index("c_allgather"):] if op.type == "reshape2" for n in op.output("Out")}
+    assert set(owners) <= written and gather.attr("nranks") == 2
     # accumulators (moments, beta powers) exist for the owned parameters only
     accumulators = [v for v in startup.global_block().vars if "moment" in v]
     assert sorted({a.rsplit("_moment", 1)[0] for a in accumulators}) == mine
+
+
+def test_sharding_with_a_rank_that_owns_nothing(monkeypatch):
+    """One parameter, two ranks: rank 1 updates nothing, its segments are all padding, and it
+    still takes part in every collective (the same ones, in the same order, as rank 0)."""
+    programs = {}
+    for rank in (0, 1):
+        monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=rank, world_size=2, local_rank=rank,
+                                                                   device_id=-1))
+        main, startup = pg.Program(), pg.Program()
+        with pg.program_guard(main, startup), pg.unique_name.guard():
+            x = pg.data("x", [-1, 3])
+            loss = pg.mean(pg.nn.fc(x, 1, bias_attr=False))
+            strategy = fleet.DistributedStrategy(sharding=True)
+            fleet.distributed_optimizer(pg.optimizer.Adam(0.01), strategy).minimize(loss)
+        main.verify()
+        programs[rank] = main
+    collectives = {r: [(op.type, op.attr("nranks")) for op in p.global_block().ops if op.type.startswith("c_")]
+                   for r, p in programs.items()}
+    assert collectives[0] == collectives[1] == [("c_reducescatter", 2), ("c_sync_comm_stream", None),
+                                                ("c_allgather", 2)]
+    assert "adam" in _types(programs[0]) and "adam" not in _types(programs[1])
+    gather = next(op for op in programs[1].global_block().ops if op.type == "coalesce_tensor"
+                  and op.attr("op_role") == op_role.OPTIMIZE)
+    assert [programs[1].global_block().var(n).shape for n in gather.input("Input")] == [(3,)]  # padding only
 
 
 def test_owners_balance_the_optimizer_state():

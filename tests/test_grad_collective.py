@@ -8,6 +8,7 @@ import pytest
 
 from executor.kernel_call import call_kernel
 from gradcheck import Case, rand, run_case
+from kernels.collective import coalesce_tensor as coalesce_kernel
 from kernels.communicators import CommError
 from test_grad_nn import _bn_inputs
 
@@ -62,3 +63,58 @@ def test_a_collective_without_a_process_group_says_how_to_make_one(op_type):
     with pytest.raises(CommError, match=rf"{op_type}: no (MPI|NCCL) communicator for ring_id 3 .*"
                                         r"init_parallel_env\(\).*distributed.launch"):
         call_kernel(op_type, {"X": [x] if op_type == "c_sync_comm_stream" else x}, attrs)
+
+
+# -- coalesce_tensor: the buffer a bucket of gradients is all-reduced in ---------------------------
+# Expected layouts as PaddlePaddle 3.3.1 gives them (a [3, 5] and b [7] float32 on the CPU).
+
+def _two_inputs():
+    return [np.arange(1, 16, dtype=np.float32).reshape(3, 5), np.arange(100, 107, dtype=np.float32)]
+
+
+def _coalesce(inputs, **attrs):
+    out = call_kernel("coalesce_tensor", {"Input": inputs}, {"dtype": 5, **attrs})
+    return out["Output"], out["FusedOutput"]
+
+
+def test_coalesce_tensor_copies_the_inputs_into_one_flat_buffer():
+    a, b = _two_inputs()
+    outputs, fused = _coalesce([a, b], copy_data=True, use_align=False)
+    np.testing.assert_array_equal(fused, np.concatenate([a.ravel(), b]))
+    for got, want in zip(outputs, [a, b]):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_coalesce_tensor_pads_each_input_to_the_alignment():
+    a, b = _two_inputs()
+    _, fused = _coalesce([a, b], copy_data=True, use_align=True, align_size=64)  # 16 floats per part
+    want = np.zeros(32, np.float32)
+    want[:15], want[16:23] = a.ravel(), b
+    np.testing.assert_array_equal(fused, want)
+    _, filled = _coalesce([a, b], set_constant=True, constant=2.5, use_align=False)
+    np.testing.assert_array_equal(filled, np.full(22, 2.5, np.float32))
+    _, zeros = _coalesce([a, b], use_align=False)  # neither copied nor set: PaddlePaddle leaves it unset
+    np.testing.assert_array_equal(zeros, np.zeros(22, np.float32))
+
+
+def test_coalesce_tensor_outputs_are_views_of_the_fused_buffer_aligned_to_4k_on_the_cpu():
+    a, b = _two_inputs()
+    outputs, fused = coalesce_kernel(np, [a, b], dtype=5, copy_data=True)  # numpy: CpuMinChunkSize
+    assert fused.shape == (2048,)
+    np.testing.assert_array_equal(fused[1024:1031], b)
+    assert all(np.shares_memory(o, fused) for o in outputs)
+    np.testing.assert_array_equal(outputs[0], a)
+
+
+@pytest.mark.parametrize("inputs, attrs, message", [
+    ([np.zeros(3, np.float64)], {}, r"Input 0 is float64, not the fused dtype float32"),
+    ([np.zeros((2, 0), np.float32)], {}, r"Input 0 has no elements \(shape \[2, 0\]\)"),
+    ([np.zeros((2, 3), np.float32)], {"concated_shapes": [3, 2], "concated_ranks": [2]},
+     r"Input 0 has shape \[2, 3\], concated_shapes says \[3, 2\]"),
+    ([np.zeros((2, 3), np.float32)], {"concated_shapes": [2, 3], "concated_ranks": [1]},
+     r"concated_ranks \[1\] and concated_shapes \[2, 3\] do not describe 1 inputs"),
+])
+def test_coalesce_tensor_refuses_inputs_it_cannot_fuse(inputs, attrs, message):
+    with pytest.raises((TypeError, ValueError), match=f"coalesce_tensor: {message}"):
+        _coalesce(inputs, copy_data=True, **attrs)

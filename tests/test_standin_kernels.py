@@ -31,6 +31,7 @@ import test_conv_depthwise
 import test_conv_grad_paths
 import test_conv_paths
 import test_fuse_conv
+import test_kernel_plans
 import test_fused_ops
 import test_kernels_control_flow
 import test_grad_activation
@@ -42,8 +43,10 @@ import test_grad_manip
 import test_grad_math
 import test_grad_nn
 import test_grad_rnn
+import test_grad_sum_paths
 import test_grad_tensor
 import test_grad_vision
+import test_kernels_adam_chunked
 import test_kernels_detection
 import test_kernels_in_place
 import test_kernels_manip
@@ -60,8 +63,9 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_fused_ops, test_grad_activation, test_grad_elementwise, test_grad_loss,
                        test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn,
                        test_kernels_detection, test_grad_detection, test_kernels_vision, test_grad_vision,
-                       test_kernels_manip, test_grad_manip, test_conv_paths, test_conv_depthwise, test_conv_grad_paths,
-                       test_fuse_conv, test_kernels_control_flow, test_grad_collective, test_kernels_in_place]
+                       test_kernels_manip, test_grad_manip, test_conv_paths, test_conv_depthwise,
+                       test_conv_grad_paths, test_fuse_conv, test_kernels_control_flow, test_grad_collective,
+                       test_grad_sum_paths, test_kernel_plans, test_kernels_adam_chunked, test_kernels_in_place]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
                 test_grad_collective]
@@ -73,8 +77,8 @@ NOT_ON_DEVICE: dict = {
     "select_output": "how many outputs it has comes from the op (the kernel's `counts`), which a "
                      "kernel call outside a program does not carry; test_kernels_control_flow.py binds it with its counts",
     **dict.fromkeys(["c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod",
-                     "c_broadcast", "c_allgather", "c_reducescatter", "c_sync_comm_stream",
-                     "barrier"], _NO_NCCL),
+                     "c_reduce_sum", "c_reduce_max", "c_reduce_min", "c_reduce_prod", "c_broadcast",
+                     "c_allgather", "c_reducescatter", "c_sync_comm_stream", "barrier"], _NO_NCCL),
 }
 
 # Kernels that may read values back from the device (the stand-in counts every read back:

@@ -15,10 +15,12 @@ optimizer appends them after backward). PaddlePaddle's model-parallel gradients
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from program.ops import nn  # noqa: F401  (defines batch_norm, which sync_batch_norm mirrors)
-from program.ops.registry import BOOL, INT, NOT_DIFFERENTIABLE, STRING, STRINGS, define, get, grad_maker, many
+from program.ops.registry import (BOOL, FLOAT, INT, LONGS, NOT_DIFFERENTIABLE, STRING, STRINGS, define, get,
+                                  grad_maker, many)
 
 
 def _same(ctx):
@@ -37,6 +39,12 @@ for _op in ("sum", "max", "min", "prod"):
     define(f"c_allreduce_{_op}", inputs=["X"], outputs=["Out"],
            attrs={**_STREAM, "use_model_parallel": BOOL(False)}, infer=_same, grad=NOT_DIFFERENTIABLE,
            doc=f"Out: the elementwise {_op} of X over the ranks of ring `ring_id`.")
+
+for _op in ("sum", "max", "min", "prod"):
+    define(f"c_reduce_{_op}", inputs=["X"], outputs=["Out"], attrs={**_STREAM, "root_id": INT(0)},
+           infer=_same, grad=NOT_DIFFERENTIABLE,
+           doc=f"Out: on rank `root_id`, the elementwise {_op} of X over the ranks of ring `ring_id`; "
+               f"X on the other ranks.")
 
 define("c_broadcast", inputs=["X"], outputs=["Out"], attrs={**_STREAM, "root": INT(0)},
        infer=_same, grad=NOT_DIFFERENTIABLE, doc="Out: rank `root`'s X, on every rank.")
@@ -90,6 +98,37 @@ define("c_sync_comm_stream", inputs=[many("X")], outputs=[many("Out")], attrs={"
 
 define("barrier", inputs=["X"], outputs=["Out"], attrs={"ring_id": INT(0)}, infer=_same,
        grad=NOT_DIFFERENTIABLE, doc="Out = X once every rank of the ring has reached it.")
+
+# -- coalesce_tensor: the one buffer a bucket of gradients is all-reduced in ----------------------
+
+def _infer_coalesce_tensor(ctx):
+    """Output[i] is Input[i]; FusedOutput is 1-D, its length known here without padding
+    (use_align=False; the default alignment depends on the place, as in PaddlePaddle,
+    which leaves it unknown too unless align_size is given)."""
+    inputs, dtype = ctx.inputs("Input"), ctx.attr("dtype")
+    if not inputs:
+        ctx.fail("Input is empty: nothing to coalesce")
+    if ctx.num_outputs("Output") != len(inputs):
+        ctx.fail(f"{len(inputs)} Input but {ctx.num_outputs('Output')} Output variables")
+    for name, x in zip(ctx.output_names("Output"), inputs):
+        if x.dtype != dtype:
+            ctx.fail(f"Input {x.name} has dtype {x.dtype}, not the fused dtype {dtype}")
+        ctx.set_var(name, x.shape, x.dtype)
+    sizes = [math.prod(x.shape) if all(d >= 0 for d in x.shape) else -1 for x in inputs]
+    numel = -1 if ctx.attr("use_align") or -1 in sizes else sum(sizes)
+    ctx.set_output("FusedOutput", [numel], dtype)
+
+
+define("coalesce_tensor", inputs=[many("Input")], outputs=[many("Output"), "FusedOutput"],
+       attrs={"dtype": INT(), "copy_data": BOOL(False), "set_constant": BOOL(False),
+              "persist_output": BOOL(False), "constant": FLOAT(0.0), "use_align": BOOL(True),
+              "align_size": INT(-1), "user_defined_size_of_dtype": INT(-1), "concated_shapes": LONGS([]),
+              "concated_ranks": LONGS([])},
+       infer=_infer_coalesce_tensor, grad=NOT_DIFFERENTIABLE,
+       doc="FusedOutput: one 1-D buffer of `dtype` holding every Input flattened, in order (each "
+           "padded to the alignment when use_align), filled with the inputs (copy_data, "
+           "persist_output), `constant` (set_constant) or zeros; Output[i]: Input[i]'s part of it, "
+           "in Input[i]'s shape.")
 
 define("c_gen_nccl_id", outputs=["Out"],
        attrs={"endpoint": STRING(), "other_endpoints": STRINGS([]), "rank": INT(0), "ring_id": INT(0)},

@@ -1,0 +1,79 @@
+"""kernels/adam_chunked.py: the `adam` kernel over arrays of several chunks (the small
+cases of tests/test_kernels_optimizer.py fit in one) against the textbook float64 Adam,
+and bitwise against the whole-array arrangement of kernels/optimizer.py's _adam_update
+(adamw's, with the same operand order)."""
+import numpy as np
+import pytest
+
+from executor.kernel_call import call_kernel
+from kernels import adam_chunked
+from kernels.optimizer import _adam_update
+from test_kernels_optimizer import _adam_reference, _adam_state, _lr
+
+SHAPE = (3, adam_chunked.CHUNK // 2 + 17)  # 1.5 chunks and a ragged last one
+STEPS = 3
+B1, B2, EPS, LR = 0.9, 0.999, 1e-8, 0.01
+
+
+def _data(dtype, shape=SHAPE, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape).astype(dtype),
+            [rng.standard_normal(shape).astype(dtype) for _ in range(STEPS)])
+
+
+def _whole_array(state, grad, attrs):
+    """The same step by _adam_update, on copies of the state."""
+    s = {k: v.copy() for k, v in state.items()}
+    _adam_update(np, s["Param"], grad, _lr(LR, state["Moment1"].dtype), s["Moment1"], s["Moment2"],
+                 s.get("Moment2Max"), s["Beta1Pow"], s["Beta2Pow"], s.get("MasterParam"), None, None, None, None,
+                 beta1=B1, beta2=B2, epsilon=EPS, multi_precision=attrs.get("multi_precision", False),
+                 use_global_beta_pow=False, amsgrad=attrs.get("amsgrad", False))
+    return s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_several_chunks_match_the_whole_array_bitwise_and_textbook_adam(dtype, amsgrad):
+    param, grads = _data(dtype)
+    state = _adam_state(param, B1, B2, amsgrad)
+    attrs = {"beta1": B1, "beta2": B2, "epsilon": EPS, "amsgrad": amsgrad}
+    for g in grads:
+        want = _whole_array(state, g, attrs)
+        res = call_kernel("adam", {**state, "Grad": g, "LearningRate": _lr(LR, dtype)}, attrs)
+        assert res["ParamOut"] is state["Param"] and res["Moment1Out"] is state["Moment1"]  # in place
+        for slot in want:
+            np.testing.assert_array_equal(state[slot], want[slot], err_msg=slot)
+    b1, b2, eps = (float(dtype(v)) for v in (B1, B2, EPS))  # attributes travel as float32
+    p, m, v, *_ = _adam_reference(_data(dtype)[0], grads, LR, b1, b2, eps, amsgrad=amsgrad)
+    tol = dict(rtol=1e-12, atol=1e-14) if dtype == np.float64 else dict(rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(state["Param"], p, **tol)
+    np.testing.assert_allclose(state["Moment1"], m, **tol)
+    np.testing.assert_allclose(state["Moment2"], v, **tol)
+
+
+def test_a_strided_parameter_is_updated_in_place_through_its_view():
+    base, grads = _data(np.float64, shape=(SHAPE[1], SHAPE[0]))
+    param = base.T  # not C-contiguous: one chunk, the arrays as they are
+    state = _adam_state(param, B1, B2)
+    state["Param"] = param
+    attrs = {"beta1": B1, "beta2": B2, "epsilon": EPS}
+    for g in grads:
+        want = _whole_array(state, np.ascontiguousarray(g.T), attrs)
+        call_kernel("adam", {**state, "Grad": np.ascontiguousarray(g.T), "LearningRate": _lr(LR, np.float64)},
+                    attrs)
+        np.testing.assert_array_equal(base.T, want["Param"])
+
+
+def test_master_weights_and_low_precision_gradients_across_chunks():
+    master, grads = _data(np.float32, seed=4)
+    param = master.astype(np.float16)
+    state = {"Param": param, "Moment1": np.zeros_like(master), "Moment2": np.zeros_like(master),
+             "Beta1Pow": np.array([B1], np.float32), "Beta2Pow": np.array([B2], np.float32), "MasterParam": master}
+    attrs = {"beta1": B1, "beta2": B2, "epsilon": EPS, "multi_precision": True}
+    for g in grads:
+        want = _whole_array(state, g.astype(np.float16), attrs)
+        call_kernel("adam", {**state, "Grad": g.astype(np.float16), "LearningRate": _lr(LR)}, attrs)
+        for slot in ("Param", "MasterParam", "Moment1", "Moment2"):
+            np.testing.assert_array_equal(state[slot], want[slot], err_msg=slot)
+    assert param.dtype == np.float16
+    np.testing.assert_array_equal(param, master.astype(np.float16))
