@@ -41,3 +41,19 @@ def elementwise(fn):
         return out.reshape(first.shape)
     blocked.per_element = True  # for tests to find the kernels evaluated in blocks
     return blocked
+
+
+def in_blocks(xp, formula, x, out, **attrs):
+    """formula(xp, x_part, out_part, **attrs), a formula that writes its result into
+    out_part in a few in-place passes (out may be x itself), over blocks of BLOCK_BYTES of
+    C-contiguous x and out on numpy, so every pass after the first rereads cache; on the
+    whole arrays otherwise. Returns out."""
+    block = BLOCK_BYTES // max(x.itemsize, 1)
+    if xp is not numpy or x.size < 2 * block or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        formula(xp, x, out, **attrs)
+        return out
+    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    for start in range(0, x.size, block):
+        part = flat_x[start:start + block]
+        formula(xp, part, part if out is x else flat_out[start:start + block], **attrs)  # `out is x` holds
+    return out

@@ -9,15 +9,9 @@ loaded 2-core machine) and tested against it and a float64 reference
 - pointwise (1x1, no padding): one GEMM W[O, C] @ X[n][C, H*W] per group written into the
   output, no window view; a stride subsamples X first (one strided copy, 1/s^2 of X).
   1.00-1.06x: the general path's column "copy" was already a view for 1x1.
-- depthwise (groups == input channels > 1, any channel multiplier), large output plane:
-  k*k shifted multiply-adds over blocks of channels of about BLOCK_BYTES of output (in
-  cache): at stride 1 on the padded width, each window offset ONE contiguous run of the
-  flattened padded plane per channel; otherwise strided taps. [1, 16, 160, 240] 3x3:
-  1.6-2.0x; [1, 64, 160, 240] 3x3 s2: 1.1-1.3x.
-- depthwise, small plane, stride 1: "flat" im2col, the same contiguous runs copied into
-  columns [N, C, k*k, oh*Wp] and one [1, k*k] x [k*k, oh*Wp] product per channel (a
-  batched matmul), cropped to ow: [1, 480, 20, 30]: 1.1-1.26x. Taps on small planes are
-  one short loop per channel and row: 0.45-0.7x, hence TAPS_MIN_PLANE_*.
+- depthwise (groups == input channels > 1, any channel multiplier): kernels/conv_depthwise.py
+  (a banded GEMM per channel for planes no taller than the kernel, else this general
+  formulation over blocks of channels whose columns stay in cache).
 - one group, stride 1, O <= C/2 (3x3 convolutions narrowing the channels, a detector
   neck's): GEMMs over shifted contiguous runs of the flattened padded input, no im2col:
   1.12-1.55x; the samples folded into each GEMM and, from 8 M multiply-adds, all taps
@@ -44,24 +38,9 @@ import functools
 
 import numpy as np
 
+from kernels import conv_depthwise  # (it builds on this module's helpers, read when called)
 from kernels.conv_fold import FOLD_MIN_DEPTH, folded_im2col, stacked_taps
 from kernels.parallel import split_run
-
-# Depthwise: output planes (oh * ow) from which k*k shifted multiply-adds beat the flat
-# im2col's per-channel products (stride 1) or the general path (other strides); measured
-# crossovers on [1, C, H, W] 3x3/5x5 between 2,400 (taps slower) and 9,600 (taps faster).
-TAPS_MIN_PLANE_STRIDE1 = 8192
-TAPS_MIN_PLANE_STRIDED = 4096
-# Depthwise on a small plane at stride 1: the flat im2col computes oh x Wp outputs for
-# oh x ow; past this ratio of widths the extra columns cost more than its copy saves
-# ([1, 960, 10, 15] 5x5, 19/15: 0.87x of the general path; [1, 480, 20, 30] 3x3, 32/30: 1.21x).
-FLAT_MAX_WIDTH_RATIO = 1.15
-# ... and only on planes of this many rows: on 2-6 rows (a recognizer's [C, 3, 160] 5x5)
-# it measured 0.75-0.84x, its runs no longer than the general path's rows.
-FLAT_MIN_ROWS = 16
-# Output bytes the taps paths compute at a time (a block of channels): their k*k passes
-# and the epilogue then stay in the core's cache.
-BLOCK_BYTES = 256 << 10
 
 
 def pad_spatial(xp, x, pads, channel_last, value=0.0):
@@ -141,19 +120,6 @@ def _offsets(kh, kw, dh, dw, wp):
     return [a * dh * wp + b * dw for a in range(kh) for b in range(kw)]
 
 
-def _in_blocks(xp, body, bytes_per_item):
-    """body(lo, hi) over consecutive sub-ranges of about BLOCK_BYTES of output each (numpy),
-    so that the k*k passes of the taps and the epilogue reread cache, not memory."""
-    if xp is not np:
-        return body
-    step = max(1, BLOCK_BYTES // max(bytes_per_item, 1))
-
-    def blocks(lo, hi):
-        for start in range(lo, hi, step):
-            body(start, min(start + step, hi))
-    return blocks
-
-
 def _apply(epilogue, part, lo, hi):
     if epilogue is not None:
         epilogue(part, lo, hi)
@@ -180,7 +146,8 @@ def nchw_path(x_shape, w_shape, strides, dilations, pads, g):
     if g == 1 and sh == sw == 1 and 2 * o <= c:
         return lambda xp, x, w, out, epilogue: _shifted_gemms(xp, x, w, dh, dw, pads, out, epilogue)
     if cg == 1 and g == c > 1:  # one input channel (c == 1) is a small GEMM, not depthwise
-        return lambda xp, x, w, out, epilogue: _depthwise(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+        return lambda xp, x, w, out, epilogue: conv_depthwise.depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out,
+                                                                              epilogue)
     return lambda xp, x, w, out, epilogue: _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue)
 
 
@@ -243,112 +210,6 @@ def _shifted_gemms(xp, x, w, dh, dw, pads, out, epilogue):
     stacked into ONE GEMM (kernels/conv_fold.py `stacked_taps`)."""
     stacked_taps(xp, x, w, dh, dw, pads, out)
     _epilogue_by_channels(xp, out, epilogue)
-
-
-def _flat_im2col(xp, x, w, dh, dw, pads, g, out, epilogue):
-    """Stride 1: columns [N, C, kh*kw, oh*Wp], each row one contiguous run of the flattened
-    padded plane; the output computed on the padded width, then cropped to ow."""
-    n = x.shape[0]
-    o, cg, kh, kw = w.shape
-    oh, ow = out.shape[2:]
-    flat, wp = _flat_padded(xp, x, pads)
-    run = (oh - 1) * wp + ow          # the last row needs only ow: the run ends at Hp*Wp
-    starts = _offsets(kh, kw, dh, dw, wp)
-    og, k = o // g, cg * kh * kw
-
-    def im2col(lo, hi, cols):
-        """Columns of channels [lo, hi) into cols [N, hi-lo, kh*kw, oh*Wp]."""
-        for t, start in enumerate(starts):
-            cols[:, :, t, :run] = flat[:, lo:hi, start:start + run]
-        cols[:, :, :, run:] = 0       # the crop's columns past the last row: never read
-
-    def crop(result, lo, hi):
-        part = out[:, lo:hi]
-        part[...] = result.reshape(n, hi - lo, oh, wp)[:, :, :, :ow]
-        _apply(epilogue, part, lo, hi)
-
-    def groups(lo, hi):
-        cols = xp.empty((n, (hi - lo) * cg, kh * kw, oh * wp), dtype=x.dtype)
-        im2col(lo * cg, hi * cg, cols)
-        result = xp.matmul(w[lo * og:hi * og].reshape(hi - lo, og, k),
-                           cols.reshape(n, hi - lo, k, oh * wp))
-        crop(result, lo * og, hi * og)
-    split_run(xp, g, groups, n * o * oh * wp * k)
-
-
-def _depthwise(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
-    n, c = x.shape[:2]
-    o, _, kh, kw = w.shape
-    oh, ow = out.shape[2:]
-    stride1 = sh == sw == 1
-    if oh * ow >= (TAPS_MIN_PLANE_STRIDE1 if stride1 else TAPS_MIN_PLANE_STRIDED):
-        (_flat_taps if stride1 else _strided_taps)(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
-    elif stride1 and oh >= FLAT_MIN_ROWS and ow + (kw - 1) * dw <= FLAT_MAX_WIDTH_RATIO * ow:
-        _flat_im2col(xp, x, w, dh, dw, pads, c, out, epilogue)
-    else:
-        _general(xp, x, w, sh, sw, dh, dw, pads, c, out, epilogue)
-
-
-def _flat_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
-    """Depthwise, stride 1: out[c*m + j] = sum over (a, b) of W[c*m + j, 0, a, b] times
-    the run of input channel c starting at offset (a, b), on the padded width."""
-    n, c = x.shape[:2]
-    o, _, kh, kw = w.shape
-    oh, ow = out.shape[2:]
-    m = o // c
-    flat, wp = _flat_padded(xp, x, pads)
-    run = (oh - 1) * wp + ow
-    starts = _offsets(kh, kw, dh, dw, wp)
-    wt = w.reshape(c, m, kh * kw)
-
-    def channels(lo, hi):
-        acc = xp.empty((n, hi - lo, m, oh * wp), dtype=x.dtype)
-        buf = xp.empty((n, hi - lo, m, run), dtype=x.dtype)
-        dst = acc[..., :run]
-        for t, start in enumerate(starts):
-            tap = flat[:, lo:hi, None, start:start + run]
-            weight = wt[lo:hi, :, t, None]
-            if t == 0:
-                xp.multiply(tap, weight, out=dst)
-            else:
-                xp.multiply(tap, weight, out=buf)
-                dst += buf
-        part = out[:, lo * m:hi * m]
-        part[...] = acc.reshape(n, (hi - lo) * m, oh, wp)[:, :, :, :ow]
-        _apply(epilogue, part, lo * m, hi * m)
-    per_channel = n * m * oh * wp * x.itemsize
-    split_run(xp, c, _in_blocks(xp, channels, per_channel), out.size * kh * kw)
-
-
-def _strided_taps(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
-    """Depthwise, any stride: one multiply-add per window offset of the strided view of
-    the padded input that offset reads, into the output."""
-    n, c = x.shape[:2]
-    o, _, kh, kw = w.shape
-    oh, ow = out.shape[2:]
-    m = o // c
-    xpad = pad_spatial(xp, x, pads, False)
-    wt = w.reshape(c, m, kh, kw)
-
-    def channels(lo, hi):
-        part = out[:, lo * m:hi * m]
-        dst = part.reshape(n, hi - lo, m, oh, ow)
-        buf = xp.empty(dst.shape, dtype=x.dtype)
-        for a in range(kh):
-            rows = slice(a * dh, a * dh + (oh - 1) * sh + 1, sh)
-            for b in range(kw):
-                cols = slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
-                tap = xpad[:, lo:hi, None, rows, cols]
-                weight = wt[lo:hi, :, a, b, None, None]
-                if a == b == 0:
-                    xp.multiply(tap, weight, out=dst)
-                else:
-                    xp.multiply(tap, weight, out=buf)
-                    dst += buf
-        _apply(epilogue, part, lo * m, hi * m)
-    per_channel = n * m * oh * ow * x.itemsize
-    split_run(xp, c, _in_blocks(xp, channels, per_channel), out.size * kh * kw)
-
 
 
 def transpose_tiles_nchw(xp, x, w, g):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.activation import _sigmoid
+from kernels.activation import _swish_into
 from kernels.nn import _conv_geometry, conv2d_finish
 from kernels.registry import get as kernel_of
 from kernels.registry import kernel
@@ -68,8 +68,8 @@ def _activation(xp, name: str, alpha: float, beta: float):
             part *= gate
         return general_hard_swish
     if name == "swish":
-        def swish(part):  # kernels/activation.py swish: x * sigmoid(x * beta)
-            part *= _sigmoid(xp, part * alpha)
+        def swish(part):  # kernels/activation.py swish: x / (1 + exp(-beta * x)), in place
+            _swish_into(xp, part, part, beta=alpha)
         return swish
     attrs = {"hard_sigmoid": {"slope": alpha, "offset": beta},
              "hard_swish": {"threshold": 6.0, "scale": 6.0, "offset": 3.0}}.get(name, {})

@@ -40,6 +40,7 @@ from kernels.conv_grad import filter_grad_chunked, input_grad_chunked_s1
 from kernels.conv import pad_spatial as _pad_spatial
 from kernels.conv import windows as _windows
 from kernels.registry import kernel
+from kernels.sums import last_axis_sums
 from kernels.tensor import check_index_range, scatter_add
 
 _FLT_MAX = 3.4028234663852886e38  # C's FLT_MAX: Paddle's initial value for max pooling
@@ -540,7 +541,12 @@ def _global_pool(xp, x, pooling_type, channel_last):
     if pooling_type == "max":
         return x.max(axis=axes, keepdims=True)
     h, w = _spatial(x, channel_last)
-    total = x.astype(_compute_dtype(xp, x.dtype), copy=False).sum(axis=axes, keepdims=True)
+    xc = x.astype(_compute_dtype(xp, x.dtype), copy=False)
+    if channel_last or not xc.flags.c_contiguous:
+        total = xc.sum(axis=axes, keepdims=True)
+    else:  # each plane one contiguous row: einsum's sums, 3x numpy's (kernels/sums.py)
+        n, c = x.shape[:2]
+        total = last_axis_sums(xp, xc.reshape(n, c, h * w)).reshape(n, c, 1, 1)
     total /= h * w
     return total.astype(x.dtype, copy=False)
 
@@ -826,6 +832,39 @@ def _nearest_axis(xp, in_size, out_size, ratio, align_corners):
     return xp.clip(idx, 0, in_size - 1)
 
 
+def _nearest(xp, x, axes, in_sizes, sizes, scales, align_corners):
+    """Nearest-neighbour resizing: output index k of each resized axis reads source index
+    idx[k] (computed on the host). When every axis repeats each source index f times
+    (upsampling by an integer factor: idx == k // f), the innermost resized axis is
+    repeated (`repeat`: runs of f copies) and the others written by ONE broadcast copy
+    whose inner loops are whole rows: a detector's 2x / 4x / 8x upsamplings 1.0-1.8x / 2.4x /
+    3.3x faster than the gather (take) per axis that other sizes keep ([1, 96, 40, 60] 2x:
+    1.8x); one broadcast copy of every axis measured 0.35-0.7x (its inner loop: f elements)."""
+    idxs = [_nearest_axis(np, i, o, _interp_ratio(i, o, s, align_corners), align_corners)
+            for i, o, s in zip(in_sizes, sizes, scales)]
+    factors = [o // i for i, o in zip(in_sizes, sizes)]
+    if not all(i > 0 and o % i == 0 and np.array_equal(idx, np.arange(o) // f)
+               for i, o, f, idx in zip(in_sizes, sizes, factors, idxs)):
+        out = x
+        for a, idx in zip(axes, idxs):
+            out = xp.take(out, xp.asarray(idx), axis=a)
+        return out
+    *outer, inner = axes
+    rows = xp.repeat(x, factors[-1], axis=inner) if factors[-1] > 1 else x
+    repeats = {a: f for a, f in zip(outer, factors) if f > 1}
+    if not repeats:
+        return rows
+    src_shape, view_shape, out_shape = [], [], []
+    for a, d in enumerate(rows.shape):
+        f = repeats.get(a, 1)
+        src_shape += [d, 1] if f > 1 else [d]
+        view_shape += [d, f] if f > 1 else [d]
+        out_shape.append(d * f)
+    out = xp.empty(out_shape, dtype=x.dtype)
+    out.reshape(view_shape)[...] = rows.reshape(src_shape)
+    return out
+
+
 def _host_ints(t):
     return [int(v) for v in t.reshape(-1).tolist()]
 
@@ -878,10 +917,7 @@ def _interp(xp, x, out_size_t, size_tensor, scale_t, data_layout, out_d, out_h, 
     method = interp_method
     out = x
     if method == "nearest":
-        for a, i, o, s in zip(axes, in_sizes, sizes, scales):
-            ratio = _interp_ratio(i, o, s, align_corners)
-            out = xp.take(out, _nearest_axis(xp, i, o, ratio, align_corners), axis=a)
-        return out
+        return _nearest(xp, x, axes, in_sizes, sizes, scales, align_corners)
     if method not in ("linear", "bilinear", "trilinear"):
         raise NotImplementedError(f"interpolate: interp_method {interp_method!r} is not supported")
     align_flag = align_mode == 0 and not align_corners

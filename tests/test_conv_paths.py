@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from executor.kernel_call import call_kernel
-from kernels import conv, conv_fold, parallel
+from kernels import conv, conv_depthwise, conv_fold, parallel
 from kernels.conv import general_nchw, pad_spatial
 
 # (name, path, x shape [N, C, H, W], filter shape [O, C/g, kh, kw], strides, paddings
@@ -39,18 +39,20 @@ CASES = [
      (2, 2), 1),
     ("3x3 stride 2", "general", (2, 3, 9, 10), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
     ("3x3 stride 2 grouped", "general", (1, 4, 9, 10), (6, 2, 3, 3), (2, 1), (1, 0, 1, 1), (1, 2), 2),
-    ("depthwise small wide plane", "flat", (2, 5, 18, 40), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
-    ("depthwise small wide plane x2 multiplier", "flat", (1, 3, 17, 50), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
-    ("depthwise short wide plane", "general", (1, 4, 3, 60), (4, 1, 5, 5), (1, 1), (2, 2, 2, 2), (1, 1), 4),
-    ("depthwise small narrow plane", "general", (2, 5, 6, 7), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
-    ("depthwise small wide plane, dilation 2", "flat", (1, 2, 20, 60), (2, 1, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 2),
-    ("depthwise strided small plane", "general", (1, 4, 9, 9), (8, 1, 5, 5), (2, 2), (2, 2, 2, 2), (1, 1), 4),
+    ("depthwise small wide plane", "im2col_blocks", (2, 5, 18, 40), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
+    ("depthwise small wide plane x2 multiplier", "im2col_blocks", (1, 3, 17, 50), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1),
+     (1, 1), 3),
+    ("depthwise short wide plane", "banded", (1, 4, 3, 60), (4, 1, 5, 5), (1, 1), (2, 2, 2, 2), (1, 1), 4),
+    ("depthwise small narrow plane", "im2col_blocks", (2, 5, 6, 7), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
+    ("depthwise small wide plane, dilation 2", "im2col_blocks", (1, 2, 20, 60), (2, 1, 3, 3), (1, 1), (2, 2, 2, 2),
+     (2, 2), 2),
+    ("depthwise strided small plane", "im2col_blocks", (1, 4, 9, 9), (8, 1, 5, 5), (2, 2), (2, 2, 2, 2), (1, 1), 4),
     ("depthwise large plane", "flat_taps", (1, 3, 96, 100), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
     ("depthwise large plane x2, dilation 2", "flat_taps", (1, 2, 96, 100), (4, 1, 3, 3), (1, 1), (2, 2, 2, 2),
      (2, 2), 2),
-    ("depthwise large plane strided 5x5", "strided_taps", (2, 3, 140, 150), (3, 1, 5, 5), (2, 2), (2, 2, 2, 2),
+    ("depthwise large plane strided 5x5", "im2col_blocks", (2, 3, 140, 150), (3, 1, 5, 5), (2, 2), (2, 2, 2, 2),
      (1, 1), 3),
-    ("depthwise large plane stride (2, 1) x3", "strided_taps", (1, 2, 130, 80), (6, 1, 3, 3), (2, 1), (1, 0, 1, 1),
+    ("depthwise large plane stride (2, 1) x3", "im2col_blocks", (1, 2, 130, 80), (6, 1, 3, 3), (2, 1), (1, 0, 1, 1),
      (1, 1), 2),
 ]
 IDS = [c[0] for c in CASES]
@@ -151,19 +153,20 @@ def test_threads_are_off_unless_asked(monkeypatch):
 def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, strides, pads, dilations, g = case
     taken = []
-    for name in ("_pointwise", "_shifted_gemms", "_flat_im2col", "_flat_taps", "_strided_taps", "general_nchw",
-                 "folded_im2col"):
-        real = getattr(conv, name)
+    for module, name in [(conv, "_pointwise"), (conv, "_shifted_gemms"), (conv, "general_nchw"),
+                         (conv, "folded_im2col"), (conv_depthwise, "_banded"), (conv_depthwise, "_flat_taps"),
+                         (conv_depthwise, "_im2col_blocks")]:
+        real = getattr(module, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
             taken.append(_name)
             return _real(*args, **kwargs)
-        monkeypatch.setattr(conv, name, spy)
+        monkeypatch.setattr(module, name, spy)
     x, w = _data(case)
     out_hw = _out_size(x.shape, w.shape, strides, pads, dilations)
     conv.conv2d_nchw(np, x, w, strides, dilations, list(pads), g, *out_hw)
-    want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "flat": "_flat_im2col", "flat_taps": "_flat_taps",
-            "strided_taps": "_strided_taps", "general": "general_nchw", "folded": "folded_im2col"}[path]
+    want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "banded": "_banded", "flat_taps": "_flat_taps",
+            "im2col_blocks": "_im2col_blocks", "general": "general_nchw", "folded": "folded_im2col"}[path]
     assert taken and taken[0] == want, f"{case[0]} took {taken}"
 
 

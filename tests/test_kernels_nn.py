@@ -718,12 +718,28 @@ def test_bilinear_interp_v2_known_values():
 
 
 @pytest.mark.parametrize("align_corners", [True, False])
-@pytest.mark.parametrize("in_hw,out_hw", [((4, 5), (8, 7)), ((6, 6), (3, 4)), ((3, 3), (7, 2))])
+@pytest.mark.parametrize("in_hw,out_hw", [((4, 5), (8, 7)), ((6, 6), (3, 4)), ((3, 3), (7, 2)), ((3, 5), (6, 10)),
+                                           ((2, 3), (8, 24)), ((3, 5), (6, 5)), ((4, 3), (4, 9))])
 def test_nearest_interp_v2(align_corners, in_hw, out_hw):
     x = rng(23).standard_normal((2, 3) + in_hw)
     got = run("nearest_interp_v2", {"X": x}, out_h=out_hw[0], out_w=out_hw[1], interp_method="nearest",
               align_corners=align_corners)["Out"]
     np.testing.assert_array_equal(got, ref_nearest(x, *out_hw, align_corners))
+    nhwc = run("nearest_interp_v2", {"X": x.transpose(0, 2, 3, 1).copy()}, out_h=out_hw[0], out_w=out_hw[1],
+               interp_method="nearest", align_corners=align_corners, data_layout="NHWC")["Out"]
+    np.testing.assert_array_equal(nhwc, got.transpose(0, 2, 3, 1))
+
+
+@pytest.mark.parametrize("scale", [[2.0, 2.0], [4.0, 4.0], [8.0, 8.0], [2.0, 3.0]])
+def test_nearest_integer_upsampling_is_one_copy(scale, monkeypatch):
+    """A detector's 2x-8x upsampling (the scale attribute): each source cell repeated,
+    written by one broadcast copy, no gather."""
+    x = rng(28).standard_normal((1, 4, 5, 3)).astype(np.float32)
+    want = ref_nearest(x, int(5 * scale[0]), int(3 * scale[1]), False)
+    monkeypatch.setattr(np, "take", None)  # the gather path would fail
+    got = run("nearest_interp_v2", {"X": x}, scale=scale, interp_method="nearest", align_corners=False)["Out"]
+    assert got.dtype == np.float32 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
 
 
 def test_interp_size_sources():

@@ -27,6 +27,7 @@ import pytest
 
 import gradcheck
 import standin
+import test_conv_depthwise
 import test_conv_grad_paths
 import test_conv_paths
 import test_fuse_conv
@@ -47,6 +48,7 @@ import test_grad_tensor
 import test_grad_vision
 import test_kernels_adam_chunked
 import test_kernels_detection
+import test_kernels_in_place
 import test_kernels_manip
 import test_kernels_math
 import test_kernels_nn
@@ -61,9 +63,9 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_fused_ops, test_grad_activation, test_grad_elementwise, test_grad_loss,
                        test_grad_math, test_grad_nn, test_grad_tensor, test_kernels_rnn, test_grad_rnn,
                        test_kernels_detection, test_grad_detection, test_kernels_vision, test_grad_vision,
-                       test_kernels_manip, test_grad_manip, test_conv_paths, test_conv_grad_paths,
-                       test_fuse_conv, test_kernels_control_flow, test_grad_collective, test_grad_sum_paths,
-                       test_kernel_plans, test_kernels_adam_chunked]
+                       test_kernels_manip, test_grad_manip, test_conv_paths, test_conv_depthwise,
+                       test_conv_grad_paths, test_fuse_conv, test_kernels_control_flow, test_grad_collective,
+                       test_grad_sum_paths, test_kernel_plans, test_kernels_adam_chunked, test_kernels_in_place]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
                 test_grad_collective]

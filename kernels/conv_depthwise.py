@@ -1,0 +1,169 @@
+"""Depthwise convolution, NCHW (groups == input channels > 1, any channel multiplier m:
+output channel c*m + j reads input channel c), by one of three formulations chosen by
+shape. Two hand the multiply-adds to BLAS in one batched product per block of channels:
+on 2-D rectangles numpy's elementwise passes (a multiply and an add per window offset)
+measured 1.5-3x slower than copying the operands into columns and multiplying, even with
+each offset computed only where its input is in bounds; only the long flat runs of a large
+plane at stride 1 keep the taps worth it.
+
+- banded, for planes no taller than the kernel (h <= kh: a text recognizer's [C, 2-3, W]
+  maps under 5x5 kernels): output row i is a band over the input rows, so per channel
+  out[i, :] = sum over (r, b) of A[i, r, b] * x[r, b-th column offset], with
+  A[i, r, b] = W[a, b] where r = i*sh + a*dh - top (0 where no a fits). The rows a kernel
+  row would read from the padding are simply not there: no height padding, no work for
+  them (a 5x5 kernel on 2 rows does 2*5 multiply-adds per output instead of 25). Columns
+  [h*kw, ow] per channel: one copy of the width-padded input at the kw column offsets
+  (kw times the input, instead of kh*kw times the output). One batched
+  [m*oh, h*kw] x [h*kw, ow] product per channel, written straight into NCHW.
+- flat taps (stride 1, output planes of TAPS_MIN_PLANE and up: a detector's large maps):
+  per window offset one multiply and one add over a contiguous run of each channel's
+  flattened padded plane, on the padded width, then cropped; blocks of channels of
+  TAPS_BLOCK_BYTES of output, in cache across the offsets.
+- im2col in blocks (every other shape): the general formulation (kernels/conv.py
+  `general_nchw`: the window view of the padded input copied into columns, one
+  [m, kh*kw] x [kh*kw, oh*ow] product per channel) over blocks of channels whose columns
+  take about BLOCK_BYTES, so the GEMM reads them back from the core's cache.
+
+Measured against the paths they replaced (CPU time, one thread, medians of alternating
+blocks; figures in docs/architecture.md). Blocks of channels are split across the cores
+when kernel threads are on (kernels/parallel.py).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from kernels import conv  # (conv.py dispatches to this module: its helpers are read when called)
+from kernels.parallel import split_run
+
+# Bytes of columns built and multiplied at a time (a block of channels). On the mobile CNNs'
+# maps 1-4 MiB measured alike (512 KiB: 0.8-0.95x); the whole tensor at once 0.55-0.75x on
+# the detector's large planes ([1, 40, 80, 120] 3x3: 1.55 vs 0.87 ms), whose columns then
+# leave the cache before the GEMM reads them.
+BLOCK_BYTES = 2 << 20
+# Stride 1 and output planes from this size: the flat taps (their blocks: TAPS_BLOCK_BYTES of
+# output), 1.03-1.15x the blocked im2col on the detector's [8, 160, 240] and [40, 80, 120]
+# 3x3 maps, whose columns (9 x the plane) no longer fit the cache.
+TAPS_MIN_PLANE = 8192
+TAPS_BLOCK_BYTES = 256 << 10
+
+
+def depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out, epilogue=None):
+    """out [N, C*m, oh, ow] (preallocated, contiguous) = x [N, C, H, W] (unpadded)
+    convolved per channel with w [C*m, 1, kh, kw], `pads` [top, bottom, left, right];
+    `epilogue(part, lo, hi)` applied to each part of the output holding channels [lo, hi)
+    once it is computed."""
+    if x.shape[2] <= w.shape[2]:
+        _banded(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+    elif sh == sw == 1 and out.shape[2] * out.shape[3] >= TAPS_MIN_PLANE:
+        _flat_taps(xp, x, w, dh, dw, pads, out, epilogue)
+    else:
+        _im2col_blocks(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
+
+
+def _im2col_blocks(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    m = o // c
+    xpad = conv.pad_spatial(xp, x, pads, False)
+
+    def channels(lo, hi):
+        part = out[:, lo * m:hi * m]
+        conv.general_nchw(xp, xpad[:, lo:hi], w[lo * m:hi * m], oh, ow, sh, sw, dh, dw, hi - lo, out=part)
+        if epilogue is not None:
+            epilogue(part, lo * m, hi * m)
+    columns = n * kh * kw * oh * ow * x.itemsize
+    split_run(xp, c, _in_blocks(xp, channels, columns), out.size * kh * kw)
+
+
+def _flat_taps(xp, x, w, dh, dw, pads, out, epilogue):
+    """Stride 1: out[c*m + j] = sum over (a, b) of W[c*m + j, 0, a, b] times the run of
+    input channel c's flattened padded plane starting at offset (a, b): one contiguous run
+    per channel and offset (long inner loops), computed on the padded width, then cropped."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    m = o // c
+    flat, wp = conv._flat_padded(xp, x, pads)
+    run = (oh - 1) * wp + ow
+    starts = conv._offsets(kh, kw, dh, dw, wp)
+    wt = w.reshape(c, m, kh * kw)
+
+    def channels(lo, hi):
+        acc = xp.empty((n, hi - lo, m, oh * wp), dtype=x.dtype)
+        buf = xp.empty((n, hi - lo, m, run), dtype=x.dtype)
+        dst = acc[..., :run]
+        for t, start in enumerate(starts):
+            tap = flat[:, lo:hi, None, start:start + run]
+            weight = wt[lo:hi, :, t, None]
+            if t == 0:
+                xp.multiply(tap, weight, out=dst)
+            else:
+                xp.multiply(tap, weight, out=buf)
+                dst += buf
+        part = out[:, lo * m:hi * m]
+        part[...] = acc.reshape(n, (hi - lo) * m, oh, wp)[:, :, :, :ow]
+        if epilogue is not None:
+            epilogue(part, lo * m, hi * m)
+    per_channel = n * m * oh * wp * x.itemsize
+    split_run(xp, c, _in_blocks(xp, channels, per_channel, TAPS_BLOCK_BYTES), out.size * kh * kw)
+
+
+def band_filter(xp, w, h, oh, sh, dh, top):
+    """A [O, oh, h, kw] with A[o, i, r, b] = W[o, 0, a, b] where r = i*sh + a*dh - top for
+    some kernel row a, else 0: output row i's weights over the input rows."""
+    o, _, kh, kw = w.shape
+    padded = xp.zeros((o, kh + 1, kw), dtype=w.dtype)
+    padded[:, :kh] = w[:, 0]
+    return padded[:, xp.asarray(_band_rows(h, oh, sh, dh, top, kh))]
+
+
+@functools.lru_cache(maxsize=256)
+def _band_rows(h, oh, sh, dh, top, kh):
+    """[oh, h] host array (read-only, shared): for output row i and input row r, the
+    kernel row a with r = i*sh + a*dh - top, or kh (the filter's row of zeros) where no
+    row fits. Cached: building it was most of the band's cost on small maps (7 of 10 us
+    on [40, 3, 96] 5x5)."""
+    offset = np.arange(h)[None, :] + top - np.arange(oh)[:, None] * sh   # a * dh, where a fits
+    fits = (offset >= 0) & (offset < kh * dh) & (offset % dh == 0)
+    rows = np.where(fits, offset // dh, kh)
+    rows.flags.writeable = False
+    return rows
+
+
+def _banded(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    m = o // c
+    top, _, left, _ = pads
+    width = (ow - 1) * sw + (kw - 1) * dw + 1                 # the columns the windows span
+    kept = max(0, min(wd, width - left))                      # input columns they read
+    xw = conv.pad_spatial(xp, x[..., :kept], [0, 0, min(left, width), max(0, width - left - kept)], False)
+    # [N, C, h, ow, 1, kw] windows of one row -> [N, C, h, kw, ow]
+    win = conv.windows(xp, xw, h, ow, 1, kw, 1, sw, 1, dw, False)[:, :, :, :, 0, :].transpose(0, 1, 2, 4, 3)
+    band = band_filter(xp, w, h, oh, sh, dh, top).reshape(c, m * oh, h * kw)
+
+    def channels(lo, hi):
+        cols = win[:, lo:hi].reshape(n, hi - lo, h * kw, ow)  # the copy
+        part = out[:, lo * m:hi * m]
+        xp.matmul(band[lo:hi], cols, out=part.reshape(n, hi - lo, m * oh, ow))
+        if epilogue is not None:
+            epilogue(part, lo * m, hi * m)
+    columns = n * h * kw * ow * x.itemsize
+    split_run(xp, c, _in_blocks(xp, channels, columns), out.size * h * kw)
+
+
+def _in_blocks(xp, body, bytes_per_item, budget=None):
+    """body(lo, hi) over consecutive sub-ranges of about `budget` bytes (BLOCK_BYTES) each
+    (numpy; cupy takes the whole range at once)."""
+    if xp is not np:
+        return body
+    step = max(1, (budget or BLOCK_BYTES) // max(bytes_per_item, 1))
+
+    def blocks(lo, hi):
+        for start in range(lo, hi, step):
+            body(start, min(start + step, hi))
+    return blocks
