@@ -296,17 +296,8 @@ def train(args, data, model, scope):
             amp_note = "" if scale is None else f"  loss scale {scale:g} ({skipped} skipped)"
             print(f"\repoch {epoch:2d}  step {step:5d}  train loss {np.mean(losses):.4f}  valid loss {valid:.4f}  "
                   f"tokens/s {tokens / seconds:,.0f}  elapsed {elapsed:.0f}s{amp_note}")
-    if amp is not None:
-        restore_float32_parameters(optimizer, scope)
-
-
-def restore_float32_parameters(optimizer, scope):
-    """Under O2 the scope's parameters are float16/bfloat16 copies of the float32 master
-    weights the optimizer updates: put the masters back under the parameters' names, so that
-    what is exported is the trained float32 model. (O1 keeps float32 parameters: nothing to do.)"""
-    masters = getattr(optimizer._optimizer, "_master_weights", {})   # param name -> master variable
-    for name, master in masters.items():
-        scope.set(name, scope.get(master.name).copy())
+    if amp is not None:   # O2: the float32 master weights back under the parameters' names, for export
+        optimizer.restore_master_weights(scope)
 
 
 # -- export and generation -----------------------------------------------------------------------

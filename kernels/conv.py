@@ -10,8 +10,9 @@ loaded 2-core machine) and tested against it and a float64 reference
   output, no window view; a stride subsamples X first (one strided copy, 1/s^2 of X).
   1.00-1.06x: the general path's column "copy" was already a view for 1x1.
 - depthwise (groups == input channels > 1, any channel multiplier): kernels/conv_depthwise.py
-  (a banded GEMM per channel for planes no taller than the kernel, else this general
-  formulation over blocks of channels whose columns stay in cache).
+  (a banded GEMM per channel for planes no taller than the kernel, shifted multiply-adds
+  on large stride-1 planes, else this general formulation over blocks of channels whose
+  columns stay in cache).
 - one group, stride 1, O <= C/2 (3x3 convolutions narrowing the channels, a detector
   neck's): GEMMs over shifted contiguous runs of the flattened padded input, no im2col:
   1.12-1.55x; the samples folded into each GEMM and, from 8 M multiply-adds, all taps
@@ -101,23 +102,6 @@ def general_nchw(xp, xpad, w, oh, ow, sh, sw, dh, dw, g, out=None):
         return xp.matmul(wmat, cols).reshape(n, o, oh, ow)
     xp.matmul(wmat, cols, out=out.reshape(n, g, o // g, oh * ow))
     return out
-
-
-def _flat_padded(xp, x, pads):
-    """x padded and flattened per channel: ([N, C, Hp*Wp], Wp); x itself when unpadded."""
-    n, c, h, wd = x.shape
-    top, bottom, left, right = pads
-    if not any(pads):
-        return x.reshape(n, c, h * wd), wd
-    hp, wp = h + top + bottom, wd + left + right
-    flat = xp.zeros((n, c, hp * wp), dtype=x.dtype)
-    flat.reshape(n, c, hp, wp)[:, :, top:top + h, left:left + wd] = x
-    return flat, wp
-
-
-def _offsets(kh, kw, dh, dw, wp):
-    """Where window offset (a, b)'s run starts in the flattened padded plane."""
-    return [a * dh * wp + b * dw for a in range(kh) for b in range(kw)]
 
 
 def _apply(epilogue, part, lo, hi):

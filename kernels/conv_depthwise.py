@@ -86,9 +86,9 @@ def _flat_taps(xp, x, w, dh, dw, pads, out, epilogue):
     o, _, kh, kw = w.shape
     oh, ow = out.shape[2:]
     m = o // c
-    flat, wp = conv._flat_padded(xp, x, pads)
+    flat, wp = _flat_padded(xp, x, pads)
     run = (oh - 1) * wp + ow
-    starts = conv._offsets(kh, kw, dh, dw, wp)
+    starts = _offsets(kh, kw, dh, dw, wp)
     wt = w.reshape(c, m, kh * kw)
 
     def channels(lo, hi):
@@ -109,6 +109,23 @@ def _flat_taps(xp, x, w, dh, dw, pads, out, epilogue):
             epilogue(part, lo * m, hi * m)
     per_channel = n * m * oh * wp * x.itemsize
     split_run(xp, c, _in_blocks(xp, channels, per_channel, TAPS_BLOCK_BYTES), out.size * kh * kw)
+
+
+def _flat_padded(xp, x, pads):
+    """x padded and flattened per channel: ([N, C, Hp*Wp], Wp); x itself when unpadded."""
+    n, c, h, wd = x.shape
+    top, bottom, left, right = pads
+    if not any(pads):
+        return x.reshape(n, c, h * wd), wd
+    hp, wp = h + top + bottom, wd + left + right
+    flat = xp.zeros((n, c, hp * wp), dtype=x.dtype)
+    flat.reshape(n, c, hp, wp)[:, :, top:top + h, left:left + wd] = x
+    return flat, wp
+
+
+def _offsets(kh, kw, dh, dw, wp):
+    """Where window offset (a, b)'s run starts in the flattened padded plane."""
+    return [a * dh * wp + b * dw for a in range(kh) for b in range(kw)]
 
 
 def band_filter(xp, w, h, oh, sh, dh, top):

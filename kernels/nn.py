@@ -191,8 +191,25 @@ def _conv2d(xp, x, w, strides, paddings, padding_algorithm, dilations, groups, d
 
 
 _CONV_ATTRS = ["strides", "paddings", "padding_algorithm", "dilations", "groups", "data_format"]
-# Shapes a specialized convolution keeps plans for (a program's op sees one or a few).
+# Shapes a specialized convolution or pooling keeps plans for (a program's op sees one or a few).
 _PLANS_KEPT = 8
+
+
+def _per_shape(make_plan):
+    """run(*arrays) = make_plan(*arrays)(*arrays), each plan made once per the arrays'
+    shapes and dtypes (the last _PLANS_KEPT of them kept): what a specialized kernel works
+    out from the shapes is not worked out again on every call."""
+    plans = {}
+
+    def run(*arrays):
+        key = tuple([(a.shape, a.dtype) for a in arrays])
+        plan = plans.get(key)
+        if plan is None:
+            if len(plans) >= _PLANS_KEPT:
+                plans.clear()
+            plan = plans[key] = make_plan(*arrays)
+        return plan(*arrays)
+    return run
 
 
 def _specialize_conv(depthwise: bool):
@@ -208,7 +225,6 @@ def _specialize_conv(depthwise: bool):
         if (dtype is None or present[1] != dtype or dtype.kind != "f" or dtype.itemsize < 4
                 or _channel_last(attrs["data_format"])):
             return None
-        plans = {}
 
         def plan_for(x, w):
             if x.dtype != dtype or w.dtype != dtype:
@@ -224,16 +240,7 @@ def _specialize_conv(depthwise: bool):
                 path(xp, x, w, out, None)
                 return out
             return plan
-
-        def run(x, w):
-            key = (x.shape, w.shape, x.dtype, w.dtype)
-            plan = plans.get(key)
-            if plan is None:
-                if len(plans) >= _PLANS_KEPT:
-                    plans.clear()
-                plan = plans[key] = plan_for(x, w)
-            return plan(x, w)
-        return run
+        return _per_shape(plan_for)
     return specialize
 
 
@@ -398,17 +405,7 @@ def _specialize_pool(xp, attrs, present, donated):
     max 2x2 stride 2 [1, 16, 28, 28] 14.8 -> 9.6 us, [1, 32, 14, 14] 13.1 -> 7.9 us; avg
     2x2 [1, 32, 14, 14] 23.5 -> 9.4 us; global avg / max [1, 32, 7, 7] 3.8 / 3.5 -> 3.3 /
     2.9 us."""
-    plans = {}
-
-    def run(x):
-        key = (x.shape, x.dtype)
-        plan = plans.get(key)
-        if plan is None:
-            if len(plans) >= _PLANS_KEPT:
-                plans.clear()
-            plan = plans[key] = _pool_plan(xp, x.shape, x.dtype, **attrs)
-        return plan(x)
-    return run
+    return _per_shape(lambda x: _pool_plan(xp, x.shape, x.dtype, **attrs))
 
 
 @kernel("pool2d", inputs=["X"], outputs=["Out"], attrs=_POOL_ATTRS, specialize=_specialize_pool)

@@ -170,6 +170,23 @@ def test_o2_float16_parameters_with_float32_master_weights_and_moments():
                                           for n in o.output("FoundInfinite")]
 
 
+def test_restore_master_weights_puts_the_trained_float32_values_back():
+    main, loss, opt, exe, scope = _mlp("O2", make_opt=lambda: pg.optimizer.Adam(0.01), init_loss_scaling=2.0 ** 8)
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((8, 16)).astype(np.float32), "label": rng.integers(0, 4, (8, 1))}
+    first = {p.name: np.asarray(scope.get(p.name + "_fp32_master_0")).copy() for p in main.all_parameters()}
+    for _ in range(3):
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    masters = {name: np.asarray(scope.get(name + "_fp32_master_0")).copy() for name in first}
+    assert all(not np.array_equal(masters[name], first[name]) for name in first)   # the steps updated them
+    opt.restore_master_weights(scope)
+    for name, master in masters.items():
+        restored = np.asarray(scope.get(name))
+        assert restored.dtype == np.float32
+        np.testing.assert_array_equal(restored, master)
+        assert not np.array_equal(restored, restored.astype(np.float16).astype(np.float32))  # not the fp16 copy
+
+
 def test_custom_lists_and_fp16_guard():
     lists = AutoMixedPrecisionLists(custom_black_list={"mul"}, custom_white_list={"relu"})
     main, *_ = _mlp("O1", lists=lists)

@@ -126,6 +126,16 @@ class OptimizerWithMixedPrecision:
             cast_model_to_fp16(test_program, self._amp_lists, bool(self._use_fp16_guard), self._amp_vartype,
                                level="O2", use_promote=self.use_promote)
 
+    def restore_master_weights(self, scope=None):
+        """Under O2, put each parameter's float32 master weight back under the parameter's
+        name in `scope` (the training updates the masters; the parameters hold their
+        low-precision copies), so that what is saved or exported afterwards is the trained
+        float32 model. Under O1 the parameters are float32 already: nothing to do."""
+        if scope is None:
+            scope = default.global_scope()
+        for name, master in self._optimizer._master_weights.items():
+            scope.set(name, scope.get(master.name).copy())
+
     def _append_cast_to_master_grad_op(self, params_grads):
         if not self._use_master_grad:
             return params_grads
