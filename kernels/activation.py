@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from kernels.blocked import elementwise, in_blocks
+from kernels.blocked import elementwise, in_blocks, row_blocks
 from kernels.registry import UfuncCall, kernel
-from kernels.sums import last_axis_sums
+from kernels.sums import last_axis_dots, last_axis_sums
 
 # -- dtype plumbing --------------------------------------------------------------------------
 
@@ -244,14 +244,31 @@ _float_unary("thresholded_relu", _thresholded_relu, ["threshold", "value"])
 # -- gelu / sigmoid family ------------------------------------------------------------------------
 
 
-def _gelu(xp, x, *, approximate):
+_SQRT_HALF = math.sqrt(0.5)
+_GELU_PDF = 1 / math.sqrt(2 * math.pi)   # the normal pdf at 0
+_GELU_K = math.sqrt(2 / math.pi)          # tanh approximation: tanh(K * (x + 0.044715 x^3))
+_GELU_K3 = _GELU_K * 0.044715 * 3
+
+
+def _gelu(xp, x, out, *, approximate):
+    # Paddle: 0.5 x (1 + tanh(K (x + 0.044715 x^3))), or 0.5 x (1 + erf(x / sqrt 2)); the
+    # tanh form as in-place passes over one array (x + 0.044715 x^3 as x (1 + 0.044715 x^2),
+    # as gelu_grad has it), without the fresh array per operation.
     if approximate:
-        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))
-        return x * 0.5 * (1 + xp.tanh(inner))
-    return x * 0.5 * (1 + erf(xp, x * math.sqrt(0.5)))
+        t = xp.multiply(x, x, out=_scratch(xp, x, out))
+        t *= 0.044715
+        t += 1
+        t *= x
+        t *= _GELU_K
+        xp.tanh(t, out=t)
+    else:
+        t = erf(xp, x * _SQRT_HALF)
+    t += 1
+    xp.multiply(t, x, out=out)
+    out *= 0.5
 
 
-_float_unary("gelu", _gelu, ["approximate"])
+_in_place_unary("gelu", _gelu, ["approximate"])
 _float_unary("erf", erf)
 _float_unary("tanh", lambda xp, x: xp.tanh(x), ufunc="tanh")
 
@@ -516,11 +533,6 @@ _grad_kernel("thresholded_relu", "X", _thresholded_relu_grad, ["threshold"])
 
 # -- gelu / sigmoid family -------------------------------------------------------------------------
 
-_SQRT_HALF = math.sqrt(0.5)
-_GELU_PDF = 1 / math.sqrt(2 * math.pi)   # the normal pdf at 0
-_GELU_K = math.sqrt(2 / math.pi)          # tanh approximation: tanh(K * (x + 0.044715 x^3))
-_GELU_K3 = _GELU_K * 0.044715 * 3
-
 
 @kernel("gelu_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=["approximate"])
 @elementwise
@@ -778,11 +790,35 @@ def softmax_grad(xp, out, dout, *, axis=-1):
     if out.ndim == 0 or out.size == 0:
         return xp.zeros_like(out)
     o = _float_in(xp, out)
+    if (axis in (-1, out.ndim - 1) and out.size >= _SOFTMAX_GRAD_ROWS_MIN
+            and o.flags.c_contiguous and dout.flags.c_contiguous):
+        return _finish(xp, _softmax_grad_rows(xp, o, dout), out.dtype)
     g = xp.multiply(dout, o)
     s = xp.sum(g, axis=axis, keepdims=True)
     xp.subtract(dout, s, out=g)
     g *= o
     return _finish(xp, g, out.dtype)
+
+
+# From this size the row form is faster (one thread: [1, 4, 64, 64] 0.85x of the general
+# form); below it its extra calls cost more ([1, 4, 16, 64] 1.15x, [1, 4, 4, 64] 1.4x).
+_SOFTMAX_GRAD_ROWS_MIN = 8192
+
+
+def _softmax_grad_rows(xp, o, dout):
+    """softmax_grad over the last axis by cache-sized blocks of rows (kernels/blocked.py
+    `row_blocks`): each row's sum(dout * out) in one read of both (kernels/sums.py), then
+    two passes over the block while it is in cache."""
+    cdt = xp.result_type(o.dtype, dout.dtype)
+    width = o.shape[-1]
+    o2 = o.reshape(-1, width).astype(cdt, copy=False)
+    d2 = dout.reshape(-1, width).astype(cdt, copy=False)
+    g = xp.empty(o2.shape, cdt)
+    for lo, hi in row_blocks(xp, o2.shape[0], width * g.itemsize):
+        gb, ob, db = g[lo:hi], o2[lo:hi], d2[lo:hi]
+        xp.subtract(db, last_axis_dots(xp, db, ob)[:, None], out=gb)
+        gb *= ob
+    return g.reshape(o.shape)
 
 
 @kernel("log_softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=["axis"])

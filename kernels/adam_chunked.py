@@ -1,36 +1,44 @@
-"""The `adam` kernel: PaddlePaddle's Adam update, computed chunk by chunk.
+"""The `adam` and `adamw` kernels: PaddlePaddle's Adam update (with decoupled weight decay
+for adamw), computed chunk by chunk.
 
 Adam is memory-bound: a dozen elementwise passes over the parameter, its gradient and the
 two moments, each pass streaming whole arrays (7.4 MB each for a 1.86 M-parameter MLP)
 through the memory. On numpy the passes run here on chunks of CHUNK elements instead,
 each chunk's passes back to back while its four slices stay in the core's L2 cache, into
 one preallocated scratch chunk: no full-size temporaries, each array read from memory
-about once. The arithmetic, operand order and dtype are those of
-kernels/optimizer.py's `_adam_update` (shared with adamw), so the results are bitwise
-the same. On a GPU (cupy) the whole array is one chunk (per-chunk launches would cost
-more than they save). Measured on 1.86 M float32 parameters: 3.5 -> 2.6 ms a step
-(benchmarks/bench_distributed.py's MLP; a loaded machine).
+about once. Each element sees the same operations in the same order as in the formulas
+evaluated on whole arrays (tests/test_kernels_adam_chunked.py holds that arrangement), so
+the results are bitwise the same. On a GPU (cupy) the whole array is one chunk (per-chunk
+launches would cost more than they save). Measured on 1.86 M float32 parameters: 3.5 ->
+2.6 ms a step (benchmarks/bench_distributed.py's MLP; a loaded machine).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kernels.optimizer import (_ADAM_INPLACE, _ADAM_INPUTS, _ADAM_OUTPUTS, _scalar, _skip, _store,
-                               _work)
+from kernels.optimizer import _scalar, _skip, _store, _work
 from kernels.registry import kernel
 
 CHUNK = 1 << 15  # elements: 4 float32 slices of 128 KiB + the scratch fit a 1-2 MiB L2
 
 
-def _flat(a):
-    """a as a 1-D view (None when a is not C-contiguous: a reshape would copy)."""
-    return a.reshape(-1) if a.flags.c_contiguous else None
+def _chunks(xp, size: int, states) -> list | None:
+    """The chunks of the C-contiguous flattened states (slices of CHUNK elements), or None
+    for one chunk of the arrays as they are: on a GPU (per-chunk launches would cost more
+    than they save), for a state of one chunk or less (its Python setup would cost more than
+    the cache saves: measured slower on [128, 128]), or a strided one (a reshape would copy it)."""
+    if xp is not np or size <= CHUNK or not all(a.flags.c_contiguous for a in states):
+        return None
+    return [slice(start, start + CHUNK) for start in range(0, size, CHUNK)]
 
 
-def _chunks(xp, size: int) -> list[tuple[int, int]]:
-    """[(start, stop)] covering range(size): CHUNK elements each on numpy, one on a GPU."""
-    step = CHUNK if xp is np else max(size, 1)
-    return [(start, min(start + step, size)) for start in range(0, size, step)]
+_ADAM_INPUTS = ["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Moment2Max", "Beta1Pow",
+                "Beta2Pow", "MasterParam", "SkipUpdate", "Beta1Tensor", "Beta2Tensor", "EpsilonTensor"]
+_ADAM_OUTPUTS = ["ParamOut", "Moment1Out", "Moment2Out", "Moment2MaxOut", "Beta1PowOut",
+                 "Beta2PowOut", "MasterParamOut"]
+_ADAM_INPLACE = {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2",
+                 "Moment2MaxOut": "Moment2Max", "Beta1PowOut": "Beta1Pow",
+                 "Beta2PowOut": "Beta2Pow", "MasterParamOut": "MasterParam"}
 
 
 @kernel("adam", inputs=_ADAM_INPUTS, outputs=_ADAM_OUTPUTS,
@@ -48,37 +56,73 @@ def adam(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_po
     Beta1Tensor/Beta2Tensor/EpsilonTensor override the attributes; a true SkipUpdate
     leaves everything unchanged. The update runs in the moments' dtype (kernels/optimizer.py
     on precision: MasterParam with multi_precision, else Param, widened if need be)."""
+    return _adam_update(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow,
+                        beta2_pow, master_param, skip_update, beta1_t, beta2_t, epsilon_t,
+                        beta1=beta1, beta2=beta2, epsilon=epsilon, multi_precision=multi_precision,
+                        use_global_beta_pow=use_global_beta_pow, amsgrad=amsgrad)
+
+
+@kernel("adamw", inputs=_ADAM_INPUTS, outputs=_ADAM_OUTPUTS,
+        attrs=["beta1", "beta2", "epsilon", "lr_ratio", "coeff", "with_decay", "multi_precision",
+               "use_global_beta_pow", "amsgrad"],
+        inplace=_ADAM_INPLACE)
+def adamw(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow, beta2_pow,
+          master_param, skip_update, beta1_t, beta2_t, epsilon_t, *, beta1=0.9, beta2=0.999,
+          epsilon=1e-8, lr_ratio=1.0, coeff=0.01, with_decay=False, multi_precision=False,
+          use_global_beta_pow=False, amsgrad=False):
+    """Adam with decoupled weight decay: lr' = lr * lr_ratio; when with_decay,
+    p -= lr' * coeff * p first; then the Adam step above with lr'.
+    (PaddlePaddle's GPU kernel; its CPU kernel applies lr_ratio to the decay only, and
+    without with_decay runs plain Adam without lr_ratio. Identical when lr_ratio == 1.)"""
+    return _adam_update(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow,
+                        beta2_pow, master_param, skip_update, beta1_t, beta2_t, epsilon_t,
+                        beta1=beta1, beta2=beta2, epsilon=epsilon, multi_precision=multi_precision,
+                        use_global_beta_pow=use_global_beta_pow, amsgrad=amsgrad,
+                        decay_coeff=coeff if with_decay else None, lr_ratio=lr_ratio)
+
+
+def _adam_update(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow,
+                 beta2_pow, master_param, skip_update, beta1_t, beta2_t, epsilon_t, *, beta1, beta2,
+                 epsilon, multi_precision, use_global_beta_pow, amsgrad, decay_coeff=None,
+                 lr_ratio=1.0):
+    """adam's step (adamw's with `decay_coeff`), chunk by chunk."""
     outs = (param, moment1, moment2, moment2_max, beta1_pow, beta2_pow, master_param)
     if _skip(skip_update):
         return outs
     dt = moment1.dtype
     T = dt.type
     one = T(1)
-    b1 = _scalar(beta1_t, dt) if beta1_t is not None else T(beta1)
-    b2 = _scalar(beta2_t, dt) if beta2_t is not None else T(beta2)
-    eps = _scalar(epsilon_t, dt) if epsilon_t is not None else T(epsilon)
-    b1p, b2p = _scalar(beta1_pow, dt), _scalar(beta2_pow, dt)
-    lr = _scalar(learning_rate, dt)
+
+    def scalar(t):
+        # a numpy scalar (a ufunc takes one faster than a 0-d array, and there are a dozen
+        # calls per chunk); on cupy `[()]` keeps the 0-d array on the device
+        return _scalar(t, dt)[()]
+    b1 = scalar(beta1_t) if beta1_t is not None else T(beta1)
+    b2 = scalar(beta2_t) if beta2_t is not None else T(beta2)
+    eps = scalar(epsilon_t) if epsilon_t is not None else T(epsilon)
+    b1p, b2p = scalar(beta1_pow), scalar(beta2_pow)
+    lr = scalar(learning_rate)
+    if lr_ratio != 1.0:
+        lr = lr * T(lr_ratio)
+    decay = None if decay_coeff is None else lr * T(decay_coeff)
     lr_t = lr * (xp.sqrt(one - b2p) / (one - b1p))
     eps_t = eps * xp.sqrt(one - b2p)
+    keep1, keep2 = one - b1, one - b2
     p = _work(param, master_param, multi_precision, dt)
     use_max = amsgrad and moment2_max is not None
     states = [p, moment1, moment2] + ([moment2_max] if use_max else [])
-    flats = [_flat(a) for a in states]
-    if all(f is not None for f in flats):
-        states, g, bounds = flats, grad.reshape(-1), _chunks(xp, p.size)
-    else:  # a strided state (a reshape would copy it): one chunk, the arrays as they are
-        g, bounds = grad, [(None, None)]
-    longest = max((stop - start for start, stop in bounds if start is not None), default=None)
-    scratch = xp.empty(p.shape if longest is None else longest, dt)
-    # 0-d arrays as numpy scalars: a ufunc call takes a scalar faster, and there are a dozen
-    # per chunk (on cupy `[()]` keeps them on the device)
-    b1, b2, keep1, keep2, eps_t, lr_t = (xp.asarray(v, dt)[()] for v in (b1, b2, one - b1, one - b2, eps_t, lr_t))
-    for start, stop in bounds:
-        part = slice(start, stop)
+    chunks = _chunks(xp, p.size, states)
+    if chunks is None:
+        g, chunks, scratch = grad, [...], xp.empty(p.shape, dt)
+    else:
+        states, g, scratch = [a.reshape(-1) for a in states], grad.reshape(-1), xp.empty(CHUNK, dt)
+    for part in chunks:
         pc, m1, m2 = (a[part] for a in states[:3])
         gc = g[part].astype(dt, copy=False)
-        t = scratch if start is None else scratch[:stop - start]
+        t = scratch if part is ... else scratch[:pc.size]
+        if decay is not None:  # adamw: decoupled decay on the parameter before the step
+            xp.multiply(pc, decay, out=t)
+            pc -= t
         m1 *= b1
         xp.multiply(gc, keep1, out=t)
         m1 += t

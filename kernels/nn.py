@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import struct
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +40,9 @@ from kernels.conv import conv2d_nchw, general_nchw, nchw_path, transpose_tiles_n
 from kernels.conv_grad import filter_grad_chunked, input_grad_chunked_s1
 from kernels.conv import pad_spatial as _pad_spatial
 from kernels.conv import windows as _windows
+from kernels.blocked import row_blocks
 from kernels.registry import kernel
-from kernels.sums import last_axis_sums
+from kernels.sums import column_dots, column_sums, last_axis_dots, last_axis_sums
 from kernels.tensor import check_index_range, scatter_add
 
 _FLT_MAX = 3.4028234663852886e38  # C's FLT_MAX: Paddle's initial value for max pooling
@@ -639,18 +641,33 @@ def _layer_norm_rows(xp, x, begin_norm_axis):
         attrs=["epsilon", "begin_norm_axis"])
 def layer_norm(xp, x, scale, bias, *, epsilon, begin_norm_axis):
     """Normalize over dims [begin_norm_axis, ...); Mean/Variance (biased) have shape
-    [prod(dims before begin_norm_axis)]; Scale/Bias hold prod(normalized dims) values."""
+    [prod(dims before begin_norm_axis)]; Scale/Bias hold prod(normalized dims) values.
+    Evaluated over cache-sized blocks of rows (kernels/blocked.py `row_blocks`), a few passes
+    over each: y = x - mean, var = mean(y * y) (kernels/sums.py's row sums and dots), then
+    y scaled and shifted in place."""
     left, right, cdt, x2 = _layer_norm_rows(xp, x, begin_norm_axis)
-    mu = x2.mean(axis=1)
-    y = x2 - mu[:, None]   # a fresh array, normalized, scaled and shifted in place
-    var = (y * y).mean(axis=1)
-    y /= xp.sqrt(var + epsilon)[:, None]
-    if scale is not None:
-        y *= scale.reshape(1, right).astype(cdt, copy=False)
-    if bias is not None:
-        y += bias.reshape(1, right).astype(cdt, copy=False)
+    s = scale.reshape(1, right).astype(cdt, copy=False) if scale is not None else None
+    b = bias.reshape(1, right).astype(cdt, copy=False) if bias is not None else None
+    y, mu, var = xp.empty((left, right), cdt), xp.empty(left, cdt), xp.empty(left, cdt)
+    with _empty_rows_allowed(xp, right):
+        for lo, hi in row_blocks(xp, left, right * y.itemsize):
+            xb, yb, m, v = x2[lo:hi], y[lo:hi], mu[lo:hi], var[lo:hi]
+            xp.divide(last_axis_sums(xp, xb), right, out=m)
+            xp.subtract(xb, m[:, None], out=yb)
+            xp.divide(last_axis_dots(xp, yb, yb), right, out=v)
+            yb /= xp.sqrt(v + epsilon)[:, None]
+            if s is not None:
+                yb *= s
+            if b is not None:
+                yb += b
     sdt = _stat_dtype(xp, x.dtype)
     return y.reshape(x.shape).astype(x.dtype, copy=False), mu.astype(sdt), var.astype(sdt)
+
+
+def _empty_rows_allowed(xp, right):
+    """Rows of no items have a NaN mean and variance (0 / 0), as numpy's mean gives, without
+    the warning."""
+    return np.errstate(invalid="ignore", divide="ignore") if right == 0 else nullcontext()
 
 
 @kernel("group_norm", inputs=["X", "Scale", "Bias"], outputs=["Y", "Mean", "Variance"],
@@ -1396,19 +1413,50 @@ def _normalized_grad(xp, xhat, inv_std, gdy, axes):
 def layer_norm_grad(xp, x, scale, bias, mean, variance, dy, *, epsilon, begin_norm_axis,
                     need=_ALL_NORM_GRADS):
     """Mean/Variance (the biased variance, not its inverse) are per row of X viewed as
-    [prod(dims before begin_norm_axis), prod(the rest)]."""
+    [prod(dims before begin_norm_axis), prod(the rest)]. Over cache-sized blocks of rows
+    (kernels/blocked.py `row_blocks`): each block's xhat, its column sums of dy * xhat and
+    dy (added up over the blocks afterwards), and
+    dX = inv_std * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * Scale."""
     left, right, cdt, x2 = _layer_norm_rows(xp, x, begin_norm_axis)
     dy2 = dy.reshape(left, right).astype(cdt, copy=False)
-    inv_std = (1.0 / xp.sqrt(variance.reshape(left, 1).astype(cdt) + cdt.type(epsilon)))
-    xhat = (x2 - mean.reshape(left, 1).astype(cdt)) * inv_std
-    dx = dscale = dbias = None
-    if "Scale@GRAD" in need and scale is not None:
-        dscale = (dy2 * xhat).sum(axis=0).reshape(scale.shape).astype(scale.dtype, copy=False)
-    if "Bias@GRAD" in need and bias is not None:
-        dbias = dy2.sum(axis=0).reshape(bias.shape).astype(bias.dtype, copy=False)
-    if "X@GRAD" in need:
-        gdy = dy2 * scale.reshape(1, right).astype(cdt, copy=False) if scale is not None else dy2
-        dx = _normalized_grad(xp, xhat, inv_std, gdy, 1).reshape(x.shape).astype(x.dtype, copy=False)
+    inv_std = 1.0 / xp.sqrt(variance.reshape(left, 1).astype(cdt) + cdt.type(epsilon))
+    mu = mean.reshape(left, 1).astype(cdt)
+    s = scale.reshape(1, right).astype(cdt, copy=False) if scale is not None else None
+    want_dscale = "Scale@GRAD" in need and scale is not None
+    want_dbias = "Bias@GRAD" in need and bias is not None
+    want_dx = "X@GRAD" in need
+    if not (want_dscale or want_dbias or want_dx):
+        return None, None, None
+    blocks = row_blocks(xp, left, right * np.dtype(cdt).itemsize)
+    dscale_parts = xp.empty((len(blocks), right), cdt) if want_dscale else None
+    dbias_parts = xp.empty((len(blocks), right), cdt) if want_dbias else None
+    dx = xp.empty((left, right), cdt) if want_dx else None
+    with _empty_rows_allowed(xp, right):
+        for i, (lo, hi) in enumerate(blocks):
+            xhat = x2[lo:hi] - mu[lo:hi]
+            xhat *= inv_std[lo:hi]
+            g = dy2[lo:hi]
+            if want_dscale:
+                dscale_parts[i] = column_dots(xp, g, xhat)
+            if want_dbias:
+                dbias_parts[i] = column_sums(xp, g)
+            if want_dx:
+                if s is not None:
+                    g = g * s
+                m1 = last_axis_sums(xp, g) / right
+                m2 = last_axis_dots(xp, g, xhat) / right
+                out = dx[lo:hi]
+                xp.subtract(g, m1[:, None], out=out)
+                xhat *= m2[:, None]
+                out -= xhat
+                out *= inv_std[lo:hi]
+    dscale = dbias = None
+    if want_dscale:
+        dscale = dscale_parts.sum(axis=0).reshape(scale.shape).astype(scale.dtype, copy=False)
+    if want_dbias:
+        dbias = dbias_parts.sum(axis=0).reshape(bias.shape).astype(bias.dtype, copy=False)
+    if want_dx:
+        dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
     return dx, dscale, dbias
 
 

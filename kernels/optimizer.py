@@ -1,4 +1,4 @@
-"""Optimizer kernels: sgd, momentum, adamw, lamb, rmsprop, adagrad (adam: kernels/adam_chunked.py).
+"""Optimizer kernels: sgd, momentum, lamb, rmsprop, adagrad (adam, adamw: kernels/adam_chunked.py).
 
 Every kernel updates its state in place (`inplace` maps each *Out slot to its input)
 and returns the same array objects. Formulas are PaddlePaddle's (phi kernels); where its
@@ -81,81 +81,6 @@ def momentum(xp, param, grad, velocity, learning_rate, master_param, *, mu, use_
         p -= lr * velocity
     _store(param, p)
     return param, velocity, master_param
-
-
-def _adam_update(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow,
-                 beta2_pow, master_param, skip_update, beta1_t, beta2_t, epsilon_t, *, beta1, beta2,
-                 epsilon, multi_precision, use_global_beta_pow, amsgrad, decay_coeff=None,
-                 lr_ratio=1.0):
-    outs = (param, moment1, moment2, moment2_max, beta1_pow, beta2_pow, master_param)
-    if _skip(skip_update):
-        return outs
-    dt = moment1.dtype
-    T = dt.type
-    b1 = _scalar(beta1_t, dt) if beta1_t is not None else T(beta1)
-    b2 = _scalar(beta2_t, dt) if beta2_t is not None else T(beta2)
-    eps = _scalar(epsilon_t, dt) if epsilon_t is not None else T(epsilon)
-    b1p = _scalar(beta1_pow, dt)
-    b2p = _scalar(beta2_pow, dt)
-    one = T(1)
-    p = _work(param, master_param, multi_precision, dt)
-    g = grad.astype(dt, copy=False)
-    lr = _scalar(learning_rate, dt)
-    if lr_ratio != 1.0:
-        lr = lr * T(lr_ratio)
-
-    if decay_coeff is not None:  # adamw: decoupled decay on the parameter before the step
-        p -= (lr * T(decay_coeff)) * p
-
-    moment1 *= b1
-    moment1 += (one - b1) * g
-    moment2 *= b2
-    moment2 += ((one - b2) * g) * g
-    second = moment2
-    if amsgrad and moment2_max is not None:
-        xp.maximum(moment2_max, moment2, out=moment2_max)
-        second = moment2_max
-
-    lr_t = lr * (xp.sqrt(one - b2p) / (one - b1p))
-    eps_t = eps * xp.sqrt(one - b2p)
-    p -= lr_t * (moment1 / (xp.sqrt(second) + eps_t))
-    _store(param, p)
-
-    if not use_global_beta_pow:
-        beta1_pow *= b1.astype(beta1_pow.dtype)
-        beta2_pow *= b2.astype(beta2_pow.dtype)
-    return outs
-
-
-_ADAM_INPUTS = ["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Moment2Max", "Beta1Pow",
-                "Beta2Pow", "MasterParam", "SkipUpdate", "Beta1Tensor", "Beta2Tensor", "EpsilonTensor"]
-_ADAM_OUTPUTS = ["ParamOut", "Moment1Out", "Moment2Out", "Moment2MaxOut", "Beta1PowOut",
-                 "Beta2PowOut", "MasterParamOut"]
-_ADAM_INPLACE = {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2",
-                 "Moment2MaxOut": "Moment2Max", "Beta1PowOut": "Beta1Pow",
-                 "Beta2PowOut": "Beta2Pow", "MasterParamOut": "MasterParam"}
-
-
-# `adam` is kernels/adam_chunked.py's (the same arithmetic, cache-sized chunks).
-
-
-@kernel("adamw", inputs=_ADAM_INPUTS, outputs=_ADAM_OUTPUTS,
-        attrs=["beta1", "beta2", "epsilon", "lr_ratio", "coeff", "with_decay", "multi_precision",
-               "use_global_beta_pow", "amsgrad"],
-        inplace=_ADAM_INPLACE)
-def adamw(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow, beta2_pow,
-          master_param, skip_update, beta1_t, beta2_t, epsilon_t, *, beta1=0.9, beta2=0.999,
-          epsilon=1e-8, lr_ratio=1.0, coeff=0.01, with_decay=False, multi_precision=False,
-          use_global_beta_pow=False, amsgrad=False):
-    """Adam with decoupled weight decay: lr' = lr * lr_ratio; when with_decay,
-    p -= lr' * coeff * p first; then the Adam step above with lr'.
-    (PaddlePaddle's GPU kernel; its CPU kernel applies lr_ratio to the decay only, and
-    without with_decay runs plain Adam without lr_ratio. Identical when lr_ratio == 1.)"""
-    return _adam_update(xp, param, grad, learning_rate, moment1, moment2, moment2_max, beta1_pow,
-                        beta2_pow, master_param, skip_update, beta1_t, beta2_t, epsilon_t,
-                        beta1=beta1, beta2=beta2, epsilon=epsilon, multi_precision=multi_precision,
-                        use_global_beta_pow=use_global_beta_pow, amsgrad=amsgrad,
-                        decay_coeff=coeff if with_decay else None, lr_ratio=lr_ratio)
 
 
 @kernel("lamb", inputs=["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow",

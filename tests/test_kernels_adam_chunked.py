@@ -1,13 +1,13 @@
-"""kernels/adam_chunked.py: the `adam` kernel over arrays of several chunks (the small
-cases of tests/test_kernels_optimizer.py fit in one) against the textbook float64 Adam,
-and bitwise against the whole-array arrangement of kernels/optimizer.py's _adam_update
-(adamw's, with the same operand order)."""
+"""kernels/adam_chunked.py: the `adam` and `adamw` kernels over arrays of several chunks
+(the small cases of tests/test_kernels_optimizer.py fit in one) against the textbook float64
+Adam, and bitwise against the same formulas evaluated on whole arrays (`_whole_array_step`,
+with the same operand order)."""
 import numpy as np
 import pytest
 
 from executor.kernel_call import call_kernel
 from kernels import adam_chunked
-from kernels.optimizer import _adam_update
+from kernels.optimizer import _scalar, _store, _work
 from test_kernels_optimizer import _adam_reference, _adam_state, _lr
 
 SHAPE = (3, adam_chunked.CHUNK // 2 + 17)  # 1.5 chunks and a ragged last one
@@ -21,13 +21,44 @@ def _data(dtype, shape=SHAPE, seed=0):
             [rng.standard_normal(shape).astype(dtype) for _ in range(STEPS)])
 
 
+def _whole_array_step(state, grad, lr, *, beta1, beta2, epsilon, multi_precision=False, amsgrad=False,
+                      coeff=None, lr_ratio=1.0):
+    """One adam step (adamw's with `coeff`), each formula on the whole arrays, in place."""
+    dt = state["Moment1"].dtype
+    T = dt.type
+    one, b1, b2, eps = T(1), T(beta1), T(beta2), T(epsilon)
+    b1p, b2p = _scalar(state["Beta1Pow"], dt), _scalar(state["Beta2Pow"], dt)
+    p = _work(state["Param"], state.get("MasterParam"), multi_precision, dt)
+    g = grad.astype(dt, copy=False)
+    lr = _scalar(lr, dt)
+    if lr_ratio != 1.0:
+        lr = lr * T(lr_ratio)
+    if coeff is not None:
+        p -= (lr * T(coeff)) * p
+    m1, m2 = state["Moment1"], state["Moment2"]
+    m1 *= b1
+    m1 += (one - b1) * g
+    m2 *= b2
+    m2 += ((one - b2) * g) * g
+    second = m2
+    if amsgrad:
+        np.maximum(state["Moment2Max"], m2, out=state["Moment2Max"])
+        second = state["Moment2Max"]
+    lr_t = lr * (np.sqrt(one - b2p) / (one - b1p))
+    eps_t = eps * np.sqrt(one - b2p)
+    p -= lr_t * (m1 / (np.sqrt(second) + eps_t))
+    _store(state["Param"], p)
+    state["Beta1Pow"] *= b1.astype(state["Beta1Pow"].dtype)
+    state["Beta2Pow"] *= b2.astype(state["Beta2Pow"].dtype)
+
+
 def _whole_array(state, grad, attrs):
-    """The same step by _adam_update, on copies of the state."""
+    """The same step by _whole_array_step, on copies of the state."""
     s = {k: v.copy() for k, v in state.items()}
-    _adam_update(np, s["Param"], grad, _lr(LR, state["Moment1"].dtype), s["Moment1"], s["Moment2"],
-                 s.get("Moment2Max"), s["Beta1Pow"], s["Beta2Pow"], s.get("MasterParam"), None, None, None, None,
-                 beta1=B1, beta2=B2, epsilon=EPS, multi_precision=attrs.get("multi_precision", False),
-                 use_global_beta_pow=False, amsgrad=attrs.get("amsgrad", False))
+    decay = attrs.get("coeff", 0.01) if attrs.get("with_decay") else None
+    _whole_array_step(s, grad, _lr(LR, state["Moment1"].dtype), beta1=B1, beta2=B2, epsilon=EPS,
+                      multi_precision=attrs.get("multi_precision", False), amsgrad=attrs.get("amsgrad", False),
+                      coeff=decay, lr_ratio=attrs.get("lr_ratio", 1.0))
     return s
 
 
@@ -77,3 +108,26 @@ def test_master_weights_and_low_precision_gradients_across_chunks():
             np.testing.assert_array_equal(state[slot], want[slot], err_msg=slot)
     assert param.dtype == np.float16
     np.testing.assert_array_equal(param, master.astype(np.float16))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_decay,lr_ratio", [(True, 1.0), (True, 0.5), (False, 1.0)])
+def test_adamw_over_several_chunks_matches_the_whole_array_bitwise_and_textbook_adamw(dtype, with_decay, lr_ratio):
+    param, grads = _data(dtype, seed=5)
+    state = _adam_state(param, B1, B2)
+    coeff = 0.25
+    attrs = {"beta1": B1, "beta2": B2, "epsilon": EPS, "coeff": coeff, "with_decay": with_decay,
+             "lr_ratio": lr_ratio}
+    for g in grads:
+        want = _whole_array(state, g, attrs)
+        res = call_kernel("adamw", {**state, "Grad": g, "LearningRate": _lr(LR, dtype)}, attrs)
+        assert res["ParamOut"] is state["Param"]  # in place
+        for slot in want:
+            np.testing.assert_array_equal(state[slot], want[slot], err_msg=slot)
+    b1, b2, eps, c, r = (float(dtype(v)) for v in (B1, B2, EPS, coeff, lr_ratio))
+    p, m, v, *_ = _adam_reference(_data(dtype, seed=5)[0], grads, LR, b1, b2, eps,
+                                  coeff=c if with_decay else 0.0, lr_ratio=r)
+    tol = dict(rtol=1e-12, atol=1e-14) if dtype == np.float64 else dict(rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(state["Param"], p, **tol)
+    np.testing.assert_allclose(state["Moment1"], m, **tol)
+    np.testing.assert_allclose(state["Moment2"], v, **tol)

@@ -11,7 +11,8 @@ from kernels import blocked, registry
 OPS = [("relu", {}), ("relu6", {"threshold": 6.0}), ("relu6", {"threshold": 2.5}),
        ("hard_sigmoid", {"slope": 0.2, "offset": 0.5}), ("hard_swish", {"threshold": 6.0, "scale": 6.0, "offset": 3.0}),
        ("hard_swish", {"threshold": 4.0, "scale": 5.0, "offset": 1.0}), ("sigmoid", {}), ("silu", {}),
-       ("swish", {"beta": 1.0}), ("swish", {"beta": 1.7})]
+       ("swish", {"beta": 1.0}), ("swish", {"beta": 1.7}), ("gelu", {"approximate": True}),
+       ("gelu", {"approximate": False})]
 IDS = [op + "".join(f"-{v}" for v in attrs.values()) for op, attrs in OPS]
 
 
