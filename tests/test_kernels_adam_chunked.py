@@ -10,7 +10,7 @@ from kernels import adam_chunked
 from kernels.optimizer import _scalar, _store, _work
 from test_kernels_optimizer import _adam_reference, _adam_state, _lr
 
-SHAPE = (3, adam_chunked.CHUNK // 2 + 17)  # 1.5 chunks and a ragged last one
+SHAPE = (3, adam_chunked.CHUNK // 2 + 17)  # 1.5 chunks and a ragged last one (with WHOLE_MAX 0)
 STEPS = 3
 B1, B2, EPS, LR = 0.9, 0.999, 1e-8, 0.01
 
@@ -19,6 +19,11 @@ def _data(dtype, shape=SHAPE, seed=0):
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(shape).astype(dtype),
             [rng.standard_normal(shape).astype(dtype) for _ in range(STEPS)])
+
+
+def _several_chunks(monkeypatch):
+    """Chunks for every size (a helper, not a fixture: the tests rerun on the cupy stand-in)."""
+    monkeypatch.setattr(adam_chunked, "WHOLE_MAX", 0)
 
 
 def _whole_array_step(state, grad, lr, *, beta1, beta2, epsilon, multi_precision=False, amsgrad=False,
@@ -64,7 +69,8 @@ def _whole_array(state, grad, attrs):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("amsgrad", [False, True])
-def test_several_chunks_match_the_whole_array_bitwise_and_textbook_adam(dtype, amsgrad):
+def test_several_chunks_match_the_whole_array_bitwise_and_textbook_adam(dtype, amsgrad, monkeypatch):
+    _several_chunks(monkeypatch)
     param, grads = _data(dtype)
     state = _adam_state(param, B1, B2, amsgrad)
     attrs = {"beta1": B1, "beta2": B2, "epsilon": EPS, "amsgrad": amsgrad}
@@ -82,7 +88,8 @@ def test_several_chunks_match_the_whole_array_bitwise_and_textbook_adam(dtype, a
     np.testing.assert_allclose(state["Moment2"], v, **tol)
 
 
-def test_a_strided_parameter_is_updated_in_place_through_its_view():
+def test_a_strided_parameter_is_updated_in_place_through_its_view(monkeypatch):
+    _several_chunks(monkeypatch)
     base, grads = _data(np.float64, shape=(SHAPE[1], SHAPE[0]))
     param = base.T  # not C-contiguous: one chunk, the arrays as they are
     state = _adam_state(param, B1, B2)
@@ -95,7 +102,8 @@ def test_a_strided_parameter_is_updated_in_place_through_its_view():
         np.testing.assert_array_equal(base.T, want["Param"])
 
 
-def test_master_weights_and_low_precision_gradients_across_chunks():
+def test_master_weights_and_low_precision_gradients_across_chunks(monkeypatch):
+    _several_chunks(monkeypatch)
     master, grads = _data(np.float32, seed=4)
     param = master.astype(np.float16)
     state = {"Param": param, "Moment1": np.zeros_like(master), "Moment2": np.zeros_like(master),
@@ -112,7 +120,9 @@ def test_master_weights_and_low_precision_gradients_across_chunks():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("with_decay,lr_ratio", [(True, 1.0), (True, 0.5), (False, 1.0)])
-def test_adamw_over_several_chunks_matches_the_whole_array_bitwise_and_textbook_adamw(dtype, with_decay, lr_ratio):
+def test_adamw_over_several_chunks_matches_the_whole_array_bitwise_and_textbook_adamw(dtype, with_decay, lr_ratio,
+                                                                                      monkeypatch):
+    _several_chunks(monkeypatch)
     param, grads = _data(dtype, seed=5)
     state = _adam_state(param, B1, B2)
     coeff = 0.25
@@ -131,3 +141,12 @@ def test_adamw_over_several_chunks_matches_the_whole_array_bitwise_and_textbook_
     np.testing.assert_allclose(state["Param"], p, **tol)
     np.testing.assert_allclose(state["Moment1"], m, **tol)
     np.testing.assert_allclose(state["Moment2"], v, **tol)
+
+
+def test_parameters_up_to_whole_max_are_one_chunk_larger_ones_chunks_of_chunk():
+    small, large = np.zeros(adam_chunked.WHOLE_MAX, np.float32), np.zeros(adam_chunked.WHOLE_MAX + 1, np.float32)
+    assert adam_chunked._chunks(np, small.size, [small]) is None
+    chunks = adam_chunked._chunks(np, large.size, [large])
+    assert [c.start for c in chunks] == list(range(0, large.size, adam_chunked.CHUNK))
+    assert all(c.stop - c.start == adam_chunked.CHUNK for c in chunks)
+    assert adam_chunked._chunks(np, large.size, [large[::-1]]) is None  # strided: one chunk
