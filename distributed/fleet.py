@@ -33,17 +33,24 @@ update ops, and so holds the accumulators (moments, velocities), of the paramete
 owns only; then one `c_allgather` per dtype of the owners' parameters (coalesced and
 padded alike) brings every parameter back from its owner. The arithmetic is the same as
 without sharding, so is the trajectory; each rank's optimizer state and update work are
-about 1/N, its communication that of one all-reduce.
+about 1/N, its communication that of one all-reduce. What needs every gradient is
+all-reduced inside the updates: ClipGradByGlobalNorm's sum of squares, and under AMP the
+overflow flag (so all ranks skip the same steps and keep one loss scale). The program
+records the owners (`program.sharding`): `save_checkpoint`, called on every rank, then
+gathers the ranks' accumulators into one file on rank 0 (executor/checkpoint.py).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from distributed import parallel
 from program import default, dtypes, op_role, unique_name
+from program.amp.decorator import OptimizerWithMixedPrecision
 from program.gradient_clip import ClipGradByGlobalNorm
+from program.sharding import Sharding
 RING = 0
 
 
@@ -112,9 +119,6 @@ class DistributedOptimizer:
         if nranks == 1:
             return self.inner.apply_gradients(params_grads, startup), params_grads
         sharding = self.strategy.sharding
-        if sharding and isinstance(self.inner._grad_clip, ClipGradByGlobalNorm):
-            raise NotImplementedError("sharding with ClipGradByGlobalNorm: the global norm needs every "
-                                      "gradient, which a rank's shard does not have")
         block = loss.block
         _broadcast_from(startup.global_block(), [p.name for p, _ in params_grads], lambda name: 0)
         with op_role.role_guard(block.program, op_role.BACKWARD):
@@ -130,15 +134,46 @@ class DistributedOptimizer:
         with op_role.role_guard(block.program, op_role.BACKWARD):
             _finish(block, _start_reduce_scatters(block, buckets, grad_owner, nranks, rank))
         mine = [(p, g) for p, g in params_grads if self.owners[p.name] == rank]
-        ops = self.inner.apply_gradients(mine, startup) if mine else []
+        with _over_all_ranks(self.inner) as collective_updates:
+            idle = sorted(set(range(nranks)) - set(self.owners.values()))
+            if idle and collective_updates:  # every rank finds it: none waits for the others
+                raise ValueError(f"sharding: rank(s) {idle} of {nranks} own none of the {len(params_grads)} "
+                                 f"parameter(s), but {collective_updates} all-reduce in the update ops, in "
+                                 f"which every rank takes part; train with fewer ranks or without sharding")
+            ops = self.inner.apply_gradients(mine, startup) if mine else []
         with op_role.role_guard(block.program, op_role.OPTIMIZE):
             _gather_parameters(block, [p for p, _ in params_grads], self.owners, nranks, rank)
+        block.program.sharding = Sharding(rank, nranks, dict(self.owners))
         return ops, params_grads
 
     def _bucket_bytes(self) -> int:
         if not self.strategy.fuse_all_reduce_ops:
             return 0  # one gradient per bucket
         return int(self.strategy.fuse_grad_size_in_MB * (1 << 20))
+
+
+@contextmanager
+def _over_all_ranks(optimizer):
+    """While a rank appends the updates of its own shard: what depends on every gradient
+    is computed over all ranks. ClipGradByGlobalNorm all-reduces its sum of squares; AMP's
+    overflow check all-reduces found_inf, so every rank skips the same steps and keeps the
+    same loss scale. Yields what of the updates is collective ("" if nothing)."""
+    amp = optimizer if isinstance(optimizer, OptimizerWithMixedPrecision) else None
+    base = amp._optimizer if amp is not None else optimizer
+    clip = base._grad_clip
+    collective = []
+    if isinstance(clip, ClipGradByGlobalNorm):
+        base._grad_clip = ClipGradByGlobalNorm(clip.clip_norm, ring_id=RING)
+        collective.append("ClipGradByGlobalNorm's sum of squares")
+    if amp is not None:
+        amp._found_inf_ring = RING
+        collective.append("AMP's overflow check")
+    try:
+        yield " and ".join(collective)
+    finally:
+        base._grad_clip = clip
+        if amp is not None:
+            amp._found_inf_ring = None
 
 
 def _use_sync_batch_norm(block) -> None:

@@ -6,7 +6,9 @@ Modes:
   collectives OUT       every collective op on every dtype, inputs made from the rank
   train OUT [options]   data-parallel training of an MLP (or, --bn, a CNN with batch norm):
                         global batch --batch split evenly over the ranks, --steps steps;
-                        --sharding for ZeRO-1; --save/--load a checkpoint (rank 0 writes),
+                        --sharding for ZeRO-1; --amp O1|O2 (float16, dynamic loss scale from
+                        --loss-scale), --clip NORM (ClipGradByGlobalNorm), --sgd; --save/--load a
+                        checkpoint (rank 0 writes; every rank calls save with --sharding),
                         --first-step to continue the data; --fault kill|hang|raise --fault-step K to make
                         rank --fault-rank misbehave at step K.
 """
@@ -87,7 +89,7 @@ def data(batch: int, bn: bool):
     return x, y
 
 
-def build(bn: bool, sync_bn: bool, strategy):
+def build(bn: bool, sync_bn: bool, strategy, args):
     main, startup = pg.Program(), pg.Program()
     main.random_seed = startup.random_seed = 11
     with pg.program_guard(main, startup), pg.unique_name.guard():
@@ -104,12 +106,20 @@ def build(bn: bool, sync_bn: bool, strategy):
         logits = pg.nn.fc(h, 4)
         label = pg.data("y", [-1, 1], "int64")
         loss = pg.mean(pg.nn.softmax_with_cross_entropy(logits, label))
-        optimizer = pg.optimizer.Adam(0.01)
+        clip = pg.nn.ClipGradByGlobalNorm(args.clip) if args.clip else None
+        if args.sgd:
+            optimizer = pg.optimizer.SGD(0.1, grad_clip=clip)
+        else:
+            optimizer = pg.optimizer.Adam(0.01, grad_clip=clip)
+        if args.amp:
+            # scale steps often, so the scale keeps crossing the gradients' overflow line
+            optimizer = pg.static.amp.decorate(optimizer, level=args.amp, init_loss_scaling=args.loss_scale,
+                                               incr_every_n_steps=2, decr_every_n_nan_or_inf=1)
         if strategy is not None:
             strategy.sync_batch_norm = sync_bn
             optimizer = fleet.distributed_optimizer(optimizer, strategy)
         optimizer.minimize(loss)
-    return main, startup, loss
+    return main, startup, loss, optimizer
 
 
 def train(out_path: str, args) -> None:
@@ -118,14 +128,18 @@ def train(out_path: str, args) -> None:
         fleet.init(is_collective=True)
         strategy = fleet.DistributedStrategy(fuse_grad_size_in_MB=args.bucket_mb, sharding=args.sharding)
     rank, n = dist.get_rank(), dist.get_world_size()
-    main, startup, loss = build(args.bn, args.bn, strategy)
+    main, startup, loss, optimizer = build(args.bn, args.bn, strategy, args)
     exe, scope = Executor(CPUPlace()), Scope()
     exe.run(startup, scope=scope)
+    fetches = [loss]
+    if args.amp:
+        optimizer.amp_init(CPUPlace(), scope=scope)
+        fetches.append(optimizer.get_loss_scaling())
     if args.load:
         load_checkpoint(args.load, main, exe, scope)
     xs, ys = data(args.batch, args.bn)
     share = args.batch // n
-    losses = []
+    losses, scales = [], []
     for step in range(args.first_step, args.first_step + args.steps):
         if args.fault and rank == args.fault_rank and step == args.fault_step:
             print(f"rank {rank} misbehaves at step {step}: {args.fault}", flush=True)
@@ -137,16 +151,20 @@ def train(out_path: str, args) -> None:
                 raise RuntimeError(f"rank {rank} fails on purpose at step {step}")
         rows = slice(rank * share, (rank + 1) * share)
         batch = step % MAX_STEPS
-        value, = exe.run(main, feed={"x": xs[batch, rows], "y": ys[batch, rows]}, fetch_list=[loss], scope=scope)
+        value, *scale = exe.run(main, feed={"x": xs[batch, rows], "y": ys[batch, rows]}, fetch_list=fetches,
+                                scope=scope)
         losses.append(float(value))
+        scales.extend(float(np.ravel(s)[0]) for s in scale)
         print(f"step {step} loss {float(value):.6f}", flush=True)
-    if args.save and rank == 0:
+    if args.save and (rank == 0 or main.sharding is not None):
         save_checkpoint(args.save, main, exe, scope)
     params = {p.name: np.asarray(scope.get(p.name)) for p in main.global_block().all_parameters()}
     accumulators = {v.name: np.asarray(scope.get(v.name)) for v in main.global_block().vars.values()
-                    if v.persistable and ("moment" in v.name or "pow_acc" in v.name) and scope.has(v.name)}
+                    if v.persistable and ("moment" in v.name or "pow_acc" in v.name or "master" in v.name)
+                    and scope.has(v.name)}
     optimizer_bytes = sum(a.nbytes for a in accumulators.values())
     np.savez(f"{out_path}.{rank}.npz", losses=np.array(losses), optimizer_bytes=np.array(optimizer_bytes),
+             loss_scales=np.array(scales),
              **{f"param/{k}": v for k, v in params.items()})
 
 
@@ -157,11 +175,15 @@ def main(argv):
     p.add_argument("--single", action="store_true", help="no process group: the 1-process reference")
     p.add_argument("--bn", action="store_true")
     p.add_argument("--sharding", action="store_true")
+    p.add_argument("--amp", choices=["O1", "O2"])
+    p.add_argument("--loss-scale", type=float, default=2.0 ** 16)
+    p.add_argument("--sgd", action="store_true", help="SGD(0.1) instead of Adam(0.01)")
+    p.add_argument("--clip", type=float, default=0.0, help="ClipGradByGlobalNorm's clip_norm (0: none)")
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--bucket-mb", type=float, default=0.002)
     p.add_argument("--first-step", type=int, default=0)
-    p.add_argument("--save", help="rank 0 writes a checkpoint here at the end")
+    p.add_argument("--save", help="a checkpoint written here at the end (by rank 0)")
     p.add_argument("--load", help="resume from this checkpoint")
     p.add_argument("--fault", choices=["kill", "hang", "raise"])
     p.add_argument("--fault-rank", type=int, default=1)

@@ -139,6 +139,77 @@ def test_sharding_with_a_rank_that_owns_nothing(monkeypatch):
     assert [programs[1].global_block().var(n).shape for n in gather.input("Input")] == [(3,)]  # padding only
 
 
+def test_sharding_refuses_idle_ranks_where_the_updates_are_collective(monkeypatch):
+    """Under AMP or ClipGradByGlobalNorm the update ops all-reduce (the overflow flag, the
+    sum of squares); a rank owning no parameter would append none of them, so every rank
+    refuses at build time instead of waiting for it at run time."""
+    monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=0, world_size=2, local_rank=0, device_id=-1))
+    for wrap, what in [(lambda o: pg.static.amp.decorate(o), "AMP's overflow check"),
+                       (lambda o: o, "ClipGradByGlobalNorm's sum of squares")]:
+        main, startup = pg.Program(), pg.Program()
+        with pg.program_guard(main, startup), pg.unique_name.guard():
+            x = pg.data("x", [-1, 3])
+            loss = pg.mean(pg.nn.fc(x, 1, bias_attr=False))
+            inner = wrap(pg.optimizer.Adam(0.01, grad_clip=pg.nn.ClipGradByGlobalNorm(1.0)))
+            with pytest.raises(ValueError, match=rf"rank\(s\) \[1\] of 2 own none of the 1 parameter.*{what}"):
+                fleet.distributed_optimizer(inner, fleet.DistributedStrategy(sharding=True)).minimize(loss)
+
+
+def test_sharding_all_reduces_the_overflow_flag_and_the_global_norm(two_ranks):
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        h = pg.nn.fc(pg.data("x", [-1, 10]), 16, activation="tanh")
+        loss = pg.mean(pg.nn.fc(h, 4))
+        inner = pg.static.amp.decorate(pg.optimizer.SGD(0.1, grad_clip=pg.nn.ClipGradByGlobalNorm(1.0)))
+        optimizer = fleet.distributed_optimizer(inner, fleet.DistributedStrategy(sharding=True))
+        optimizer.minimize(loss)
+    main.verify()
+    ops = main.global_block().ops
+    types = _types(main)
+    check = types.index("check_finite_and_unscale")
+    found = ops[check].output("FoundInfinite")[0]
+    # found_inf -> int32 -> max over the ranks -> bool, before the loss scale is updated
+    cast_in, reduce, cast_out = ops[check + 1:check + 4]
+    assert [cast_in.type, reduce.type, cast_out.type] == ["cast", "c_allreduce_max", "cast"]
+    assert cast_in.input("X") == [found] and reduce.input("X") == cast_in.output("Out")
+    assert ops[types.index("update_loss_scaling")].input("FoundInfinite") == cast_out.output("Out")
+    # the sum of this rank's squared norms is summed over the ranks before its square root
+    total = ops[types.index("sum")].output("Out")
+    assert ops[types.index("sum") + 1].type == "c_allreduce_sum" and ops[types.index("sum") + 1].input("X") == total
+    assert main.sharding.nranks == 2 and main.sharding.rank == 0
+    assert all(main.sharding.owns(op.input("Param")[0]) for op in ops if op.type == "sgd")
+    # the user's optimizer is left as it was
+    assert inner._found_inf_ring is None and inner._optimizer._grad_clip.ring_id is None
+
+
+def test_a_sharded_rank_loads_its_share_of_a_whole_checkpoint(tmp_path, monkeypatch):
+    """A checkpoint names each accumulator's parameter; rank 1 of a sharded program loads
+    strictly the accumulators of the parameters it owns and passes over the others'."""
+    from executor import CheckpointError, Executor, Scope, load_checkpoint, save_checkpoint
+    from program.sharding import optimizer_state
+    monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=0, world_size=1, local_rank=0, device_id=-1))
+    whole, startup, _, _ = _mlp(fleet.DistributedStrategy(), sizes=(10, 64, 64, 4))
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    state = optimizer_state(whole)
+    assert set(state.values()) == {p.name for p in whole.global_block().all_parameters()}
+    assert len(state) == 4 * len(set(state.values()))  # moment1/2, beta1/2 powers; not the learning rate
+    save_checkpoint(tmp_path / "c.keel", whole, exe, scope)
+    monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=1, world_size=2, local_rank=1, device_id=-1))
+    rank1, _, _, optimizer = _mlp(fleet.DistributedStrategy(sharding=True), sizes=(10, 64, 64, 4))
+    mine = {p for p, r in optimizer.owners.items() if r == 1}
+    assert 0 < len(mine) < len(optimizer.owners)
+    loaded = Scope()
+    load_checkpoint(tmp_path / "c.keel", rank1, Executor(), loaded)
+    for name, param in state.items():
+        assert loaded.has(name) == (param in mine), name
+        if param in mine:
+            np.testing.assert_array_equal(loaded.get(name), scope.get(name))
+    rank1.sharding = None  # the same program, not sharded: the others' accumulators are foreign
+    with pytest.raises(CheckpointError, match="in the checkpoint but not a persistable variable of the program"):
+        load_checkpoint(tmp_path / "c.keel", rank1, Executor(), Scope())
+
+
 def test_owners_balance_the_optimizer_state():
     sizes = {"a": 1000, "b": 600, "c": 500, "d": 100}
     params = [type("P", (), {"name": n, "shape": [s], "dtype": 5})() for n, s in sizes.items()]
