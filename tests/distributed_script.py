@@ -4,6 +4,7 @@ reference runs. Each rank writes its results to OUT.<rank>.npz.
 
 Modes:
   collectives OUT       every collective op on every dtype, inputs made from the rank
+  api OUT               paddle.distributed's functions (all_reduce, ...) in one static program
   train OUT [options]   data-parallel training of an MLP (or, --bn, a CNN with batch norm):
                         global batch --batch split evenly over the ranks, --steps steps;
                         --sharding for ZeRO-1; --amp O1|O2 (float16, dynamic loss scale from
@@ -74,6 +75,36 @@ def collectives(out_path: str) -> None:
         results[f"identity/{dtype}"] = _run_op(exe, "c_identity", x, {})
         results[f"barrier/{dtype}"] = _run_op(exe, "barrier", x, {})
     np.savez(f"{out_path}.{rank}.npz", **results)
+
+
+def api(out_path: str) -> None:
+    """One program built with paddle.distributed's functions, each on its own copy of a
+    rank-made input; the results by function name."""
+    dist.init_parallel_env()
+    rank = dist.get_rank()
+    main = pg.Program()
+    outs = {}
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [2, 3], "float32")
+
+        def copy():
+            return pg.scale(x, 1.0)
+        for name, call in [("all_reduce_max", lambda t: dist.all_reduce(t, op=dist.ReduceOp.MAX)),
+                           ("all_reduce_async", lambda t: (dist.all_reduce(t, sync_op=False),
+                                                           dist.wait(t, use_calc_stream=False))),
+                           ("reduce_to_1", lambda t: dist.reduce(t, dst=1)),
+                           ("broadcast_from_1", lambda t: dist.broadcast(t, src=1))]:
+            outs[name] = copy()
+            call(outs[name])
+        parts = []
+        dist.all_gather(parts, copy())
+        outs.update({f"all_gather_{i}": p for i, p in enumerate(parts)})
+        mine = copy()
+        dist.reduce_scatter(mine, [copy(), pg.scale(x, 10.0)])
+        outs["reduce_scatter"] = mine
+    values = Executor(CPUPlace()).run(main, feed={"x": rank_input(rank, "float32")}, fetch_list=list(outs.values()),
+                                      scope=Scope())
+    np.savez(f"{out_path}.{rank}.npz", **dict(zip(outs, values)))
 
 
 MAX_STEPS = 32
@@ -170,7 +201,7 @@ def train(out_path: str, args) -> None:
 
 def main(argv):
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["collectives", "train"])
+    p.add_argument("mode", choices=["collectives", "api", "train"])
     p.add_argument("out")
     p.add_argument("--single", action="store_true", help="no process group: the 1-process reference")
     p.add_argument("--bn", action="store_true")
@@ -191,6 +222,8 @@ def main(argv):
     args = p.parse_args(argv)
     if args.mode == "collectives":
         collectives(args.out)
+    elif args.mode == "api":
+        api(args.out)
     else:
         train(args.out, args)
 

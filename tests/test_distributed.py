@@ -94,6 +94,22 @@ def test_every_collective_op_and_dtype_on_two_ranks(tmp_path):
     np.testing.assert_array_equal(got1["reducescatter/int64"], _full_reducescatter("int64", 2)[2:])
 
 
+def test_paddle_distributed_functions_build_the_collectives_into_the_program(tmp_path):
+    r, _ = launch(tmp_path, "api", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    x = [script.rank_input(rank, "float32") for rank in range(2)]
+    want = {"all_reduce_max": [np.maximum(*x)] * 2, "all_reduce_async": [x[0] + x[1]] * 2,
+            "reduce_to_1": [x[0], x[0] + x[1]], "broadcast_from_1": [x[1]] * 2,
+            "all_gather_0": [x[0]] * 2, "all_gather_1": [x[1]] * 2,
+            # rank r's part of the sum of [x_rank, 10 x_rank] over the ranks
+            "reduce_scatter": [x[0] + x[1], 10 * (x[0] + x[1])]}
+    for rank in range(2):
+        got = results(tmp_path / "out", rank)
+        assert sorted(got) == sorted(want)
+        for name, values in want.items():
+            np.testing.assert_allclose(got[name], values[rank], rtol=1e-6, err_msg=f"{name} on rank {rank}")
+
+
 def _full_reducescatter(dtype, n):
     return sum(script.rank_input(r, dtype, (2 * n, 3)) for r in range(n)).astype(dtype)
 

@@ -278,3 +278,25 @@ def test_the_core_imports_without_mpi():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     assert 'pip install -e ".[dist]"' in r.stdout
+
+
+def test_paddle_distributed_functions_append_paddles_ops(two_ranks):
+    import distributed as dist
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [4, 3])
+        dist.all_reduce(x, op=dist.ReduceOp.PROD, sync_op=False)
+        dist.wait(x, use_calc_stream=False)
+        dist.broadcast(x, src=1)
+        parts = []
+        dist.all_gather(parts, x)
+        with pytest.raises(NotImplementedError, match="only the global group"):
+            dist.all_reduce(x, group=object())
+        with pytest.raises(ValueError, match="op must be ReduceOp.SUM, MAX, MIN or PROD, got 7"):
+            dist.reduce(x, dst=0, op=7)
+    ops = main.global_block().ops
+    assert [op.type for op in ops] == ["c_allreduce_prod", "c_sync_comm_stream", "c_broadcast", "c_allgather",
+                                       "split"]
+    assert ops[0].attr("use_calc_stream") is False and ops[2].attr("root") == 1 and ops[3].attr("nranks") == 2
+    assert len(parts) == 2 and [p.shape for p in parts] == [(4, 3), (4, 3)]
+    main.verify()
