@@ -116,6 +116,9 @@ class WhileGrad:
         return out
 
 
+_OVERFLOW_CHECKS = frozenset({"check_finite_and_unscale", "update_loss_scaling"})
+
+
 @dataclass
 class Plan:
     steps: list
@@ -144,6 +147,9 @@ class Plan:
         self.outputs = tuple(dict.fromkeys(names))  # what it returns
         self.fetch_positions = tuple(self.outputs.index(n) for n in self.fetch_names)
         self.has_parallel_levels = any(self.pooled)
+        # A block that checks its gradients for overflow itself (AMP's dynamic loss
+        # scaling) overflows on purpose now and then: numpy's warnings would be noise.
+        self.overflow_expected = any(s.op.type in _OVERFLOW_CHECKS for s in self.steps)
 
 
 @dataclass
