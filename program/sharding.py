@@ -28,21 +28,23 @@ class Sharding:
 
 
 def optimizer_state(program) -> dict[str, str]:
-    """{variable: parameter}: the persistable per-parameter state of `program`'s update
-    ops (every persistable input of an optimize op with a Param, except the parameter,
-    its gradient and the learning rate), read from the ops, so it holds for programs
-    built here and loaded from files alike."""
+    """{variable: parameter}: the persistable per-parameter state of `program`'s training:
+    every persistable input of an optimize op with a Param except the parameter, its
+    gradient and the learning rate (moments, velocities, beta powers, master weights), and
+    the persistable variables ops tie to a parameter by `op_role_var` pairs (gradient
+    merge's accumulated gradients). Read from the ops, so it holds for programs built here
+    and loaded from files alike."""
     state = {}
     for block in program.blocks:
         for op in block.ops:
-            if not op.attr("op_role", 0) & op_role.OPTIMIZE or not op.input("Param"):
-                continue
-            param = op.input("Param")[0]
-            for slot, names in op.inputs.items():
-                if slot in _NOT_STATE:
-                    continue
-                for name in names:
-                    var = block.find_var(name)
-                    if var is not None and var.persistable:
-                        state.setdefault(name, param)
+            pairs = op.attr("op_role_var") or []
+            tied = list(zip(pairs[0::2], pairs[1::2]))
+            if op.attr("op_role", 0) & op_role.OPTIMIZE and op.input("Param"):
+                param = op.input("Param")[0]
+                tied += [(param, name) for slot, names in op.inputs.items() if slot not in _NOT_STATE
+                         for name in names]
+            for param, name in tied:
+                var = block.find_var(name)
+                if var is not None and var.persistable and name != param:
+                    state.setdefault(name, param)
     return state

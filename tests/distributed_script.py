@@ -8,7 +8,9 @@ Modes:
   train OUT [options]   data-parallel training of an MLP (or, --bn, a CNN with batch norm):
                         global batch --batch split evenly over the ranks, --steps steps;
                         --sharding for ZeRO-1; --amp O1|O2 (float16, dynamic loss scale from
-                        --loss-scale), --clip NORM (ClipGradByGlobalNorm), --sgd; --save/--load a
+                        --loss-scale), --clip NORM (ClipGradByGlobalNorm), --sgd,
+                        --merge K (gradient merge); --strategy-meta: amp and merge
+                        through DistributedStrategy; --save/--load a
                         checkpoint (rank 0 writes; every rank calls save with --sharding),
                         --first-step to continue the data; --fault kill|hang|raise --fault-step K to make
                         rank --fault-rank misbehave at step K.
@@ -28,6 +30,7 @@ import program as pg
 from distributed import fleet
 from executor import CPUPlace, Executor, Scope
 from executor.checkpoint import load_checkpoint, save_checkpoint
+from program.gradient_merge import GradientMergeOptimizer
 
 DTYPES = ["float32", "float64", "int32", "int64", "float16"]
 REDUCE = ["sum", "max", "min", "prod"]
@@ -142,12 +145,19 @@ def build(bn: bool, sync_bn: bool, strategy, args):
             optimizer = pg.optimizer.SGD(0.1, grad_clip=clip)
         else:
             optimizer = pg.optimizer.Adam(0.01, grad_clip=clip)
-        if args.amp:
-            # scale steps often, so the scale keeps crossing the gradients' overflow line
-            optimizer = pg.static.amp.decorate(optimizer, level=args.amp, init_loss_scaling=args.loss_scale,
-                                               incr_every_n_steps=2, decr_every_n_nan_or_inf=1)
+        # AMP: scale steps often, so the scale keeps crossing the gradients' overflow line
+        amp = {"init_loss_scaling": args.loss_scale, "incr_every_n_steps": 2, "decr_every_n_nan_or_inf": 1,
+               "decr_ratio": 0.5}
+        if args.amp and not args.strategy_meta:
+            optimizer = pg.static.amp.decorate(optimizer, level=args.amp, **amp)
+        if args.merge and not args.strategy_meta:
+            optimizer = GradientMergeOptimizer(optimizer, k_steps=args.merge)
         if strategy is not None:
             strategy.sync_batch_norm = sync_bn
+            if args.strategy_meta:  # the same, asked of fleet's strategy
+                strategy.amp, strategy.gradient_merge = bool(args.amp), bool(args.merge)
+                strategy.amp_configs = dict(amp, use_pure_fp16=args.amp == "O2", use_fp16_guard=False)
+                strategy.gradient_merge_configs = {"k_steps": args.merge or 1}
             optimizer = fleet.distributed_optimizer(optimizer, strategy)
         optimizer.minimize(loss)
     return main, startup, loss, optimizer
@@ -209,6 +219,9 @@ def main(argv):
     p.add_argument("--amp", choices=["O1", "O2"])
     p.add_argument("--loss-scale", type=float, default=2.0 ** 16)
     p.add_argument("--sgd", action="store_true", help="SGD(0.1) instead of Adam(0.01)")
+    p.add_argument("--merge", type=int, default=0, help="gradient merge over this many steps")
+    p.add_argument("--strategy-meta", action="store_true",
+                   help="--amp and --merge through fleet's DistributedStrategy instead of wrapping the optimizer")
     p.add_argument("--clip", type=float, default=0.0, help="ClipGradByGlobalNorm's clip_norm (0: none)")
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--batch", type=int, default=8)

@@ -191,6 +191,23 @@ def test_sharding_under_amp_and_global_norm_clipping_follows_the_unsharded_run(t
             np.testing.assert_allclose(zero[key], plain[key], rtol=1e-6, atol=1e-7, err_msg=key)
 
 
+def test_fleet_strategy_amp_and_gradient_merge_on_sharded_ranks(tmp_path):
+    """strategy.gradient_merge on 2 sharded ranks follows one process merging the whole
+    batch's gradients itself; strategy.amp runs exactly as the optimizer decorated by hand."""
+    single(tmp_path, "train", tmp_path / "ref", "--merge", 2, "--steps", 6)
+    r, _ = launch(tmp_path, "train", tmp_path / "merge", "--merge", 2, "--steps", 6, "--sharding", "--strategy-meta")
+    assert r.returncode == 0, r.stderr
+    _assert_same_training(results(tmp_path / "ref"), [results(tmp_path / "merge", k) for k in range(2)])
+    for name, meta in (("hand", []), ("fleet", ["--strategy-meta"])):
+        r, _ = launch(tmp_path, "train", tmp_path / name, "--amp", "O1", "--steps", 8, "--sharding", *meta)
+        assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        hand, by_fleet = results(tmp_path / "hand", rank), results(tmp_path / "fleet", rank)
+        assert len(set(hand["loss_scales"])) > 1
+        for key in hand:
+            np.testing.assert_array_equal(by_fleet[key], hand[key], err_msg=key)
+
+
 # -- faults: a rank that dies, hangs or fails ends the run with a clear error -----------------------
 
 @pytest.mark.parametrize("fault", ["kill", "hang", "raise"])

@@ -300,3 +300,84 @@ def test_paddle_distributed_functions_append_paddles_ops(two_ranks):
     assert ops[0].attr("use_calc_stream") is False and ops[2].attr("root") == 1 and ops[3].attr("nranks") == 2
     assert len(parts) == 2 and [p.shape for p in parts] == [(4, 3), (4, 3)]
     main.verify()
+
+
+def test_distributed_strategy_checks_options_as_paddle_does():
+    strategy = fleet.DistributedStrategy(sharding=True)
+    assert strategy.amp_configs["init_loss_scaling"] == 32768.0 and strategy.gradient_merge_configs == \
+        {"k_steps": 1, "avg": True}
+    strategy.amp_configs = {"init_loss_scaling": 1024, "use_pure_fp16": True}
+    assert strategy.amp_configs["init_loss_scaling"] == 1024 and strategy.amp_configs["decr_ratio"] == 0.8
+    strategy.nccl_comm_num = 2  # a tuning knob: accepted
+    with pytest.raises(TypeError, match="nonsense is not an attribute of DistributedStrategy"):
+        strategy.nonsense = 1
+    with pytest.raises(KeyError, match="amp_configs: no key 'bogus'"):
+        strategy.amp_configs = {"bogus": 1}
+    with pytest.raises(NotImplementedError, match="DistributedStrategy.pipeline: not supported"):
+        strategy.pipeline = True
+    strategy.pipeline = False  # off is fine
+    with pytest.raises(TypeError, match="nonsense is not an attribute"):
+        fleet.DistributedStrategy(nonsense=True)
+
+
+def _meta_program(configure):
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        h = pg.nn.fc(pg.data("x", [-1, 10]), 16, activation="tanh")
+        loss = pg.mean(pg.nn.fc(h, 4))
+        strategy = fleet.DistributedStrategy()
+        configure(strategy, h)
+        optimizer = fleet.distributed_optimizer(pg.optimizer.Adam(0.01), strategy)
+        optimizer.minimize(loss)
+    main.verify()
+    return main, optimizer
+
+
+def test_strategy_meta_optimizers_wrap_the_users_optimizer(two_ranks):
+    def amp(strategy, h):
+        strategy.amp = True
+        strategy.amp_configs = {"init_loss_scaling": 1024.0, "decr_every_n_nan_or_inf": 3}
+    main, optimizer = _meta_program(amp)
+    update = next(op for op in main.global_block().ops if op.type == "update_loss_scaling")
+    assert update.attr("decr_every_n_nan_or_inf") == 3 and update.attr("decr_ratio") == pytest.approx(0.8)
+    assert any(op.type == "cast" for op in main.global_block().ops)
+    assert optimizer.get_loss_scaling() is not None and optimizer.get_lr() == 0.01
+
+    def merge(strategy, h):
+        strategy.gradient_merge = True
+        strategy.gradient_merge_configs = {"k_steps": 4}
+    main, _ = _meta_program(merge)
+    types = _types(main)
+    assert "conditional_block" in types and "c_allreduce_sum" in types
+    k = next(op for op in main.global_block().ops if op.type == "elementwise_mod")
+    assert main.global_block().var(k.input("Y")[0]).name == "gradient_merge_k"
+
+    def recompute(strategy, h):
+        strategy.recompute = True
+        strategy.recompute_configs = {"checkpoints": [h.name]}
+    main, _ = _meta_program(recompute)
+    assert _types(main).count("mul") == 3  # the segment after the checkpoint runs again before its gradient
+
+    def offload(strategy, h):
+        strategy.recompute = True
+        strategy.recompute_configs = {"checkpoints": [h.name], "enable_offload": True}
+    with pytest.raises(NotImplementedError, match="enable_offload"):
+        _meta_program(offload)
+
+    def stage2(strategy, h):
+        strategy.sharding = True
+        strategy.sharding_configs = {"stage": 2}
+    with pytest.raises(NotImplementedError, match="only stage 1"):
+        _meta_program(stage2)
+
+
+def test_gradient_merge_accumulators_are_optimizer_state(two_ranks):
+    from program.sharding import optimizer_state
+
+    def merge(strategy, h):
+        strategy.gradient_merge = True
+        strategy.gradient_merge_configs = {"k_steps": 2}
+    main, _ = _meta_program(merge)
+    state = optimizer_state(main)
+    assert state["fc_0.w_0@GRAD@GradientMerge"] == "fc_0.w_0" and state["fc_0.w_0_moment1_0"] == "fc_0.w_0"
+    assert len(state) == 4 * 5  # 4 parameters: their merged gradients and Adam's four accumulators
