@@ -23,6 +23,7 @@ display-only annotations, after the fact.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import keyword
 import time
@@ -325,9 +326,15 @@ def generate(plan, *, check=None, profile=False, shapes=False, pool=None, sub=No
     if check is not None:
         consts["check"] = check
     if pool is not None:
-        consts["submit"] = pool.submit
+        consts["submit"] = functools.partial(_submit_in_context, pool)
     return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts,
                     subs)
+
+
+def _submit_in_context(pool, fn, *args, **kwargs):
+    """pool.submit with the caller's context (numpy's errstate lives in a contextvar: a
+    plan run with its floating-point warnings off keeps them off in the pool's threads)."""
+    return pool.submit(contextvars.copy_context().run, fn, *args, **kwargs)
 
 
 def _holds(cond) -> bool:
