@@ -17,6 +17,18 @@ Other formulations measured and left out: nine shifted GEMMs over the flattened 
 grid with no im2col at all (dFilter 0.93x, dInput 0.97x: [O, C] x [C, N*Hp*Wp] GEMMs
 with small outputs, and 1.3x the multiplies on a 14x14 plane's padding) and dInput as
 one GEMM over an im2col of the output gradient (0.64x: that copy is 18 MiB).
+
+The operand order. Both dFilter operands are [rows, chunk*oh*ow] row-major, so the GEMM
+contracts over both operands' rows (an "NT" product), and which of them is the left one
+matters: OpenBLAS's SkylakeX kernels ran [144, L] x [L, 32] (the columns on the left,
+giving dFilter^T) at 50 GMAC/s against 36 for [32, L] x [L, 144] (one thread, L = 12544).
+So the longer side (K = C*kh*kw or O) is the GEMM's M. Measured on whole dFilter calls
+(CPU time, one thread, medians of alternating blocks in one process, SkylakeX kernels):
+[64, 16, 14, 14] -> 32 3x3 (K 144, O 32) 1.34-1.45x; [4, 32, 20, 20] -> 32 5x5 (K 800)
+1.63x; [8, 64, 14, 14] -> 16 (K 576) 1.66x; [8, 32, 28, 28] -> 64 1.27x; [16, 64, 16, 16]
+-> 64 1.35x; K 9 -> 16 0.98x (noise); and the other way where O > K: [16, 4, 28, 28] -> 256
+1x1 0.73x, [8, 8, 16, 16] -> 128 0.94x, hence the rule. With the Haswell kernels (the
+environment's default) both orders were within 0.96-1.14x.
 """
 from __future__ import annotations
 
@@ -34,7 +46,8 @@ def filter_grad_chunked(xp, xpad, dy, kh, kw, sh, sw, dh, dw):
     """dFilter [O, C, kh, kw] of the one-group NCHW convolution of padded input xpad
     [N, C, Hp, Wp] with output gradient dy [N, O, oh, ow]: per chunk of samples, the
     columns [C*kh*kw, chunk*oh*ow] (one copy from the window view) and dy's [O, chunk*oh*ow]
-    in one GEMM; the chunks' products summed."""
+    in one GEMM; the chunks' products summed. The GEMM's M is the longer of the two sides
+    ("The operand order" in the module doc)."""
     n, o, oh, ow = dy.shape
     c = xpad.shape[1]
     k, plane = c * kh * kw, oh * ow
@@ -49,12 +62,15 @@ def filter_grad_chunked(xp, xpad, dy, kh, kw, sh, sw, dh, dw):
         cv, dv = cols[:, :m], dys[:, :m]
         cv.reshape(c, kh, kw, m, oh, ow)[...] = win[lo:lo + m].transpose(1, 4, 5, 0, 2, 3)
         dv[...] = dy3[lo:lo + m].transpose(1, 0, 2)
-        part = xp.matmul(dv.reshape(o, m * plane), cv.reshape(k, m * plane).T)
+        if k >= o:
+            part = xp.matmul(cv.reshape(k, m * plane), dv.reshape(o, m * plane).T)   # dFilter^T
+        else:
+            part = xp.matmul(dv.reshape(o, m * plane), cv.reshape(k, m * plane).T)
         if total is None:
             total = part
         else:
             total += part
-    return total.reshape(o, c, kh, kw)
+    return (total.T if k >= o else total).reshape(o, c, kh, kw)
 
 
 def input_grad_chunked_s1(xp, dy, w, padded_shape, dh, dw):

@@ -23,6 +23,8 @@ CASES = [
     ("unpadded", (4, 3, 7, 6), (2, 3, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),
     ("stride 2 (dInput by the general path)", (5, 3, 9, 10), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
     ("stride (2, 1), dilation (1, 2)", (3, 2, 9, 11), (3, 2, 3, 3), (2, 1), (1, 0, 2, 2), (1, 2)),
+    ("more filters than columns (dFilter's GEMM the other way round)", (4, 1, 8, 7), (12, 1, 2, 2), (1, 1),
+     (0, 1, 1, 0), (1, 1)),
 ]
 IDS = [c[0] for c in CASES]
 
