@@ -36,6 +36,13 @@ from kernels.conv import windows
 
 # Bytes of column matrix per chunk of samples: about a core's L2.
 CHUNK_BYTES = 1 << 20
+# dInput (stride 1) by shifted columns when C * this >= O. CPU time of one thread against
+# `_input_grad_col2im` (medians of alternating blocks in one process, SkylakeX kernels):
+# C/O 0.5-32: 1.13-2.1x ([64, 16, 14, 14] <- 32 3x3 1.20x, [8, 32, 28, 28] <- 64 1.13x,
+# [16, 64, 16, 16] <- 64 1.29x, [8, 128, 7, 7] <- 128 1.30x, [4, 32, 20, 20] <- 32 5x5
+# 1.78x, [2, 256, 10, 10] <- 16 1.95x); C/O 0.25: 1.07x; below: [64, 2, 28, 28] <- 16
+# 0.67x, [16, 3, 32, 32] <- 64 0.36x, C = 1: 0.43x (the GEMM's M = kh*C is too thin).
+SHIFTED_COLUMNS_MIN_RATIO = 3
 
 
 def samples_per_chunk(n: int, bytes_per_sample: int) -> int:
@@ -75,11 +82,20 @@ def filter_grad_chunked(xp, xpad, dy, kh, kw, sh, sw, dh, dw):
 
 def input_grad_chunked_s1(xp, dy, w, padded_shape, dh, dw):
     """dInput on the padded grid [N, C, Hp, Wp] of the one-group, stride-1 NCHW
-    convolution with Filter w: per chunk of samples, dy given the padded row length Wp
-    (zeros past ow), the columns W^T dy [kh*kw*C, chunk*oh*Wp] in one GEMM, then each
-    window offset (a, b) adds its block to ONE contiguous run of each flattened padded
-    plane starting at a*dh*Wp + b*dw (the zero columns land on cells that other offsets
-    own, adding nothing)."""
+    convolution with Filter w, a chunk of samples at a time: `_input_grad_shifted_columns`
+    where the filter's column offsets can be folded into the GEMM's depth cheaply (see
+    there), else `_input_grad_col2im`."""
+    o, c, _, kw = w.shape
+    if kw > 1 and SHIFTED_COLUMNS_MIN_RATIO * c >= o:
+        return _input_grad_shifted_columns(xp, dy, w, padded_shape, dh, dw)
+    return _input_grad_col2im(xp, dy, w, padded_shape, dh, dw)
+
+
+def _input_grad_col2im(xp, dy, w, padded_shape, dh, dw):
+    """Per chunk of samples, dy given the padded row length Wp (zeros past ow), the columns
+    W^T dy [kh*kw*C, chunk*oh*Wp] in one GEMM, then each window offset (a, b) adds its block
+    to ONE contiguous run of each flattened padded plane starting at a*dh*Wp + b*dw (the
+    zero columns land on cells that other offsets own, adding nothing)."""
     n, c, hp, wp = padded_shape
     o, _, kh, kw = w.shape
     oh, ow = dy.shape[2:]
@@ -99,3 +115,38 @@ def input_grad_chunked_s1(xp, dy, w, padded_shape, dh, dw):
                 start = a * dh * wp + b * dw
                 planes[..., start:start + run] += dcols[a, b]
     return flat[..., :hp * wp].reshape(n, c, hp, wp)
+
+
+def _input_grad_shifted_columns(xp, dy, w, padded_shape, dh, dw):
+    """The same sum as `_input_grad_col2im` with the filter's column offsets b done by the
+    GEMM: for kernel row a, dInput's padded plane at a*dh*Wp + q receives
+    R_a[c, q] = sum over b, o of W[o, c, a, b] * dyw[o, q - b*dw], where dyw is dy with the
+    padded row length (zeros past ow; for stride 1, Wp - ow = (kw-1)*dw, so column b*dw + j
+    of a row stays in that row and q only runs over [0, oh*Wp)). So per chunk of samples
+    (laid one after another, with (kw-1)*dw zeros in front: a shift reads only zeros across
+    a sample's start) the kw shifted copies of dyw are stacked along K (flat copies),
+    R = W [kh*C, kw*O] x stack [kw*O, chunk*oh*Wp] is one GEMM, and kh shifted adds (not
+    kh*kw) place it. Same multiply-adds; kw-1 more copies of dy, kh*(kw-1) fewer adds of
+    dInput's size, and the GEMM's M is kh*C: hence taken when C is not small against O
+    (SHIFTED_COLUMNS_MIN_RATIO)."""
+    n, c, hp, wp = padded_shape
+    o, _, kh, kw = w.shape
+    oh, ow = dy.shape[2:]
+    run = oh * wp
+    lead = (kw - 1) * dw
+    wmat = w.transpose(2, 1, 3, 0).reshape(kh * c, kw * o)          # rows (a, c), columns (b, o)
+    flat = xp.zeros((n, c, hp * wp), dtype=dy.dtype)
+    step = samples_per_chunk(n, kh * c * run * dy.itemsize)
+    dyw = xp.zeros((o, lead + step * run), dtype=dy.dtype)           # zeros in front and past ow
+    stack = xp.empty((kw, o, step * run), dtype=dy.dtype)
+    for lo in range(0, n, step):
+        m = min(n, lo + step) - lo
+        width = m * run
+        dyw[:, lead:lead + width].reshape(o, m, oh, wp)[..., :ow] = dy[lo:lo + m].transpose(1, 0, 2, 3)
+        for b in range(kw):
+            stack[b, :, :width] = dyw[:, lead - b * dw:lead - b * dw + width]
+        rows = xp.matmul(wmat, stack[:, :, :width].reshape(kw * o, width)).reshape(kh, c, m, run)
+        planes = flat[lo:lo + m].transpose(1, 0, 2)
+        for a in range(kh):
+            planes[..., a * dh * wp:a * dh * wp + run] += rows[a]
+    return flat.reshape(n, c, hp, wp)

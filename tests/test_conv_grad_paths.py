@@ -76,10 +76,16 @@ def _assert_close(got, want, terms):
     np.testing.assert_allclose(got, want, rtol=0, atol=4e-7 * terms)
 
 
+# SHIFTED_COLUMNS_MIN_RATIO forcing each stride-1 dInput formulation (C * ratio >= O)
+DINPUT_PATHS = {"shifted columns": 1 << 30, "col2im": 0}
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 @pytest.mark.parametrize("chunk_bytes", [1, 700, 1 << 30], ids=["one sample", "uneven chunks", "one chunk"])
-def test_chunked_grads_match_reference(case, chunk_bytes, monkeypatch):
+@pytest.mark.parametrize("dinput", DINPUT_PATHS)
+def test_chunked_grads_match_reference(case, chunk_bytes, dinput, monkeypatch):
     monkeypatch.setattr(conv_grad, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(conv_grad, "SHIFTED_COLUMNS_MIN_RATIO", DINPUT_PATHS[dinput])
     _, _, _, strides, pads, dil = case
     x, w, dy = _data(case)
     dx, dw = _grads(x, w, dy, strides, pads, dil)
@@ -103,6 +109,24 @@ def test_chunks_match_one_chunk(case, monkeypatch):
     chunked = _grads(x, w, dy, strides, pads, dil)
     for got, want in zip(chunked, whole):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
+
+
+def test_stride1_dinput_formulation_by_channel_ratio(monkeypatch):
+    """Shifted columns where C * SHIFTED_COLUMNS_MIN_RATIO >= O and the filter is wider
+    than one column, col2im otherwise: recorded by wrapping both."""
+    taken = []
+    for name in ("_input_grad_shifted_columns", "_input_grad_col2im"):
+        original = getattr(conv_grad, name)
+        monkeypatch.setattr(conv_grad, name, lambda *a, _f=original, _n=name: taken.append(_n) or _f(*a))
+    r = np.random.default_rng(0)
+    for (c, o, kw), want in [((16, 32, 3), "_input_grad_shifted_columns"), ((3, 9, 3), "_input_grad_shifted_columns"),
+                             ((2, 16, 3), "_input_grad_col2im"), ((1, 16, 3), "_input_grad_col2im"),
+                             ((16, 8, 1), "_input_grad_col2im")]:
+        w = r.standard_normal((o, c, 3, kw)).astype(np.float32)
+        dy = r.standard_normal((2, o, 5, 6)).astype(np.float32)
+        taken.clear()
+        conv_grad.input_grad_chunked_s1(np, dy, w, (2, c, 7, 6 + kw - 1), 1, 1)
+        assert taken == [want], (c, o, kw)
 
 
 def test_only_the_requested_gradient():
