@@ -43,6 +43,15 @@ CHUNK_BYTES = 1 << 20
 # 1.78x, [2, 256, 10, 10] <- 16 1.95x); C/O 0.25: 1.07x; below: [64, 2, 28, 28] <- 16
 # 0.67x, [16, 3, 32, 32] <- 64 0.36x, C = 1: 0.43x (the GEMM's M = kh*C is too thin).
 SHIFTED_COLUMNS_MIN_RATIO = 3
+# dFilter as one GEMM per sample (not per chunk) when C*kh*kw or O is at most this. CPU
+# time of one thread against the chunked GEMM (medians of alternating blocks in one
+# process, SkylakeX kernels): [64, 1, 28, 28] -> 16 3x3 (the CNN benchmark's first layer,
+# K 9) 2.2-3.2x; [16, 4, 28, 28] -> 256 1x1 5.3-8.2x; [32, 1, 28, 28] -> 32 5x5 2.1x;
+# [64, 3, 32, 32] -> 16 1.9x; [8, 2, 32, 32] -> 32 2.1x; [8, 16, 16, 16] -> 8 1.3x;
+# [8, 32, 14, 14] -> 16 1.03x; but where both sides are wider: [64, 16, 14, 14] -> 32
+# (K 144) 0.96x, [4, 32, 20, 20] -> 32 5x5 0.93x, [16, 64, 16, 16] -> 64 0.96x. (Haswell
+# kernels: the first layer 1.16-1.19x, the 1x1 2.5x, layer 2 0.95-0.99x.)
+PER_SAMPLE_MAX_SIDE = 16
 
 
 def samples_per_chunk(n: int, bytes_per_sample: int) -> int:
@@ -51,33 +60,58 @@ def samples_per_chunk(n: int, bytes_per_sample: int) -> int:
 
 def filter_grad_chunked(xp, xpad, dy, kh, kw, sh, sw, dh, dw):
     """dFilter [O, C, kh, kw] of the one-group NCHW convolution of padded input xpad
-    [N, C, Hp, Wp] with output gradient dy [N, O, oh, ow]: per chunk of samples, the
-    columns [C*kh*kw, chunk*oh*ow] (one copy from the window view) and dy's [O, chunk*oh*ow]
-    in one GEMM; the chunks' products summed. The GEMM's M is the longer of the two sides
-    ("The operand order" in the module doc)."""
+    [N, C, Hp, Wp] with output gradient dy [N, O, oh, ow], a chunk of samples at a time:
+    one GEMM per sample where the result is thin (min(C*kh*kw, O) <= PER_SAMPLE_MAX_SIDE),
+    else one GEMM per chunk. Either way the GEMM's M is the longer of the two sides ("The
+    operand order" in the module doc)."""
     n, o, oh, ow = dy.shape
     c = xpad.shape[1]
     k, plane = c * kh * kw, oh * ow
     win = windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, False)
     step = samples_per_chunk(n, k * plane * dy.itemsize)
-    cols = xp.empty((k, step, plane), dtype=dy.dtype)
-    dys = xp.empty((o, step, plane), dtype=dy.dtype)
     dy3 = dy.reshape(n, o, plane)
+    per_sample = min(k, o) <= PER_SAMPLE_MAX_SIDE
+    cols = xp.empty((step, k, plane) if per_sample else (k, step, plane), dtype=dy.dtype)
+    dys = None if per_sample else xp.empty((o, step, plane), dtype=dy.dtype)
     total = None
     for lo in range(0, n, step):
         m = min(n, lo + step) - lo
-        cv, dv = cols[:, :m], dys[:, :m]
-        cv.reshape(c, kh, kw, m, oh, ow)[...] = win[lo:lo + m].transpose(1, 4, 5, 0, 2, 3)
-        dv[...] = dy3[lo:lo + m].transpose(1, 0, 2)
-        if k >= o:
-            part = xp.matmul(cv.reshape(k, m * plane), dv.reshape(o, m * plane).T)   # dFilter^T
+        if per_sample:
+            part = _per_sample_products(xp, cols[:m], win[lo:lo + m], dy3[lo:lo + m], k >= o)
         else:
-            part = xp.matmul(dv.reshape(o, m * plane), cv.reshape(k, m * plane).T)
+            part = _chunk_product(xp, cols[:, :m], dys[:, :m], win[lo:lo + m], dy3[lo:lo + m], k >= o)
         if total is None:
             total = part
         else:
             total += part
     return (total.T if k >= o else total).reshape(o, c, kh, kw)
+
+
+def _chunk_product(xp, cols, dys, win, dy3, columns_left):
+    """The chunk's columns [K, m*oh*ow] (one copy from the window view `win`, [m, C, oh,
+    ow, kh, kw]) times dy's [O, m*oh*ow] (one copy), contracted over both: [K, O] when
+    `columns_left`, else [O, K]."""
+    k, m, plane = cols.shape
+    o = dys.shape[0]
+    _, c, oh, ow, kh, kw = win.shape
+    cols.reshape(c, kh, kw, m, oh, ow)[...] = win.transpose(1, 4, 5, 0, 2, 3)
+    dys[...] = dy3.transpose(1, 0, 2)
+    if columns_left:
+        return xp.matmul(cols.reshape(k, m * plane), dys.reshape(o, m * plane).T)
+    return xp.matmul(dys.reshape(o, m * plane), cols.reshape(k, m * plane).T)
+
+
+def _per_sample_products(xp, cols, win, dy3, columns_left):
+    """The same contraction as `_chunk_product` as one GEMM per sample (a stacked matmul,
+    dy read in place, no copy of it), summed: [K, O] when `columns_left`, else [O, K].
+    When K or O is small, OpenBLAS runs one long-contraction GEMM far below its speed
+    (16 x 9 outputs over 50176 products: 15 GMAC/s) where the per-sample ones are quick."""
+    m, k, plane = cols.shape
+    _, c, oh, ow, kh, kw = win.shape
+    cols.reshape(m, c, kh, kw, oh, ow)[...] = win.transpose(0, 1, 4, 5, 2, 3)
+    if columns_left:
+        return xp.matmul(cols, dy3.transpose(0, 2, 1)).sum(axis=0)
+    return xp.matmul(dy3, cols.transpose(0, 2, 1)).sum(axis=0)
 
 
 def input_grad_chunked_s1(xp, dy, w, padded_shape, dh, dw):

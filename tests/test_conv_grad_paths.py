@@ -78,14 +78,18 @@ def _assert_close(got, want, terms):
 
 # SHIFTED_COLUMNS_MIN_RATIO forcing each stride-1 dInput formulation (C * ratio >= O)
 DINPUT_PATHS = {"shifted columns": 1 << 30, "col2im": 0}
+# PER_SAMPLE_MAX_SIDE forcing each dFilter formulation (min(C*kh*kw, O) <= it: per sample)
+DFILTER_PATHS = {"GEMM per sample": 1 << 30, "GEMM per chunk": 0}
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 @pytest.mark.parametrize("chunk_bytes", [1, 700, 1 << 30], ids=["one sample", "uneven chunks", "one chunk"])
 @pytest.mark.parametrize("dinput", DINPUT_PATHS)
-def test_chunked_grads_match_reference(case, chunk_bytes, dinput, monkeypatch):
+@pytest.mark.parametrize("dfilter", DFILTER_PATHS)
+def test_chunked_grads_match_reference(case, chunk_bytes, dinput, dfilter, monkeypatch):
     monkeypatch.setattr(conv_grad, "CHUNK_BYTES", chunk_bytes)
     monkeypatch.setattr(conv_grad, "SHIFTED_COLUMNS_MIN_RATIO", DINPUT_PATHS[dinput])
+    monkeypatch.setattr(conv_grad, "PER_SAMPLE_MAX_SIDE", DFILTER_PATHS[dfilter])
     _, _, _, strides, pads, dil = case
     x, w, dy = _data(case)
     dx, dw = _grads(x, w, dy, strides, pads, dil)
@@ -127,6 +131,23 @@ def test_stride1_dinput_formulation_by_channel_ratio(monkeypatch):
         taken.clear()
         conv_grad.input_grad_chunked_s1(np, dy, w, (2, c, 7, 6 + kw - 1), 1, 1)
         assert taken == [want], (c, o, kw)
+
+
+def test_dfilter_formulation_by_thinner_side(monkeypatch):
+    """One GEMM per sample where C*kh*kw or O is at most PER_SAMPLE_MAX_SIDE, one per
+    chunk otherwise (the CNN benchmark's two layers: K 9 and K 144 -> 32)."""
+    taken = []
+    for name in ("_per_sample_products", "_chunk_product"):
+        original = getattr(conv_grad, name)
+        monkeypatch.setattr(conv_grad, name, lambda *a, _f=original, _n=name: taken.append(_n) or _f(*a))
+    r = np.random.default_rng(0)
+    for (c, o), want in [((1, 16), "_per_sample_products"), ((16, 8), "_per_sample_products"),
+                         ((16, 32), "_chunk_product"), ((4, 64), "_chunk_product")]:
+        xpad = r.standard_normal((2, c, 6, 6)).astype(np.float32)
+        dy = r.standard_normal((2, o, 4, 4)).astype(np.float32)
+        taken.clear()
+        conv_grad.filter_grad_chunked(np, xpad, dy, 3, 3, 1, 1, 1, 1)
+        assert set(taken) == {want}, (c, o)
 
 
 def test_only_the_requested_gradient():
