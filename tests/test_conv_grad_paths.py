@@ -115,6 +115,36 @@ def test_chunks_match_one_chunk(case, monkeypatch):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
 
 
+def _random_case(r):
+    """A random one-group conv: batch, channels either side, kernel 1-5 by 1-5, stride 1-2,
+    dilation 1-2, uneven paddings; the input at least as large as the dilated kernel."""
+    kh, kw = (int(v) for v in r.integers(1, 6, 2))
+    dil = tuple(int(v) for v in r.integers(1, 3, 2))
+    strides = tuple(int(v) for v in r.integers(1, 3, 2))
+    pads = tuple(int(v) for v in r.integers(0, 3, 4))
+    h = int(r.integers(max(1, dil[0] * (kh - 1) + 1 - pads[0] - pads[1]), 12))
+    wd = int(r.integers(max(1, dil[1] * (kw - 1) + 1 - pads[2] - pads[3]), 12))
+    xs = (int(r.integers(1, 6)), int(r.integers(1, 20)), h, wd)
+    return ("random", xs, (int(r.integers(1, 20)), xs[1], kh, kw), strides, pads, dil)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_convolutions_every_formulation(seed, monkeypatch):
+    """Random geometries (tests/test_conv_grad_paths.py `_random_case`) through each dInput
+    and dFilter formulation and a small chunk, against the float64 reference."""
+    case = _random_case(np.random.default_rng(seed))
+    _, _, ws, strides, pads, dil = case
+    x, w, dy = _data(case, seed)
+    want_dx, want_dw = reference(x, w, dy, strides, pads, dil)
+    monkeypatch.setattr(conv_grad, "CHUNK_BYTES", 2000)
+    for dinput, dfilter in [("shifted columns", "GEMM per sample"), ("col2im", "GEMM per chunk")]:
+        monkeypatch.setattr(conv_grad, "SHIFTED_COLUMNS_MIN_RATIO", DINPUT_PATHS[dinput])
+        monkeypatch.setattr(conv_grad, "PER_SAMPLE_MAX_SIDE", DFILTER_PATHS[dfilter])
+        dx, dw = _grads(x, w, dy, strides, pads, dil)
+        _assert_close(dx, want_dx, ws[0] * ws[2] * ws[3])
+        _assert_close(dw, want_dw, dy.shape[0] * dy.shape[2] * dy.shape[3])
+
+
 def test_stride1_dinput_formulation_by_channel_ratio(monkeypatch):
     """Shifted columns where C * SHIFTED_COLUMNS_MIN_RATIO >= O and the filter is wider
     than one column, col2im otherwise: recorded by wrapping both."""
