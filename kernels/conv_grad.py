@@ -52,6 +52,13 @@ SHIFTED_COLUMNS_MIN_RATIO = 3
 # (K 144) 0.96x, [4, 32, 20, 20] -> 32 5x5 0.93x, [16, 64, 16, 16] -> 64 0.96x. (Haswell
 # kernels: the first layer 1.16-1.19x, the 1x1 2.5x, layer 2 0.95-0.99x.)
 PER_SAMPLE_MAX_SIDE = 16
+# dFilter's chunk columns in channels-last order from C channels up. CPU time of one thread
+# against the NCHW-order columns (medians of alternating blocks in one process, SkylakeX
+# kernels): [64, 16, 14, 14] -> 32 3x3 0.94-1.16x over six runs (median 1.06x),
+# [8, 32, 28, 28] -> 64 1.09-1.10x, [4, 32, 20, 20] -> 32 5x5 1.13-1.23x, [16, 64, 16, 16]
+# -> 64 1.13-1.27x, [2, 128, 14, 14] -> 128 1.04x (Haswell kernels: 1.09-1.18x); with fewer
+# channels the copied runs are short: C = 4 0.86-0.97x, C = 3 0.84x.
+CHANNELS_LAST_MIN_C = 16
 
 
 def samples_per_chunk(n: int, bytes_per_sample: int) -> int:
@@ -60,54 +67,82 @@ def samples_per_chunk(n: int, bytes_per_sample: int) -> int:
 
 def filter_grad_chunked(xp, xpad, dy, kh, kw, sh, sw, dh, dw):
     """dFilter [O, C, kh, kw] of the one-group NCHW convolution of padded input xpad
-    [N, C, Hp, Wp] with output gradient dy [N, O, oh, ow], a chunk of samples at a time:
-    one GEMM per sample where the result is thin (min(C*kh*kw, O) <= PER_SAMPLE_MAX_SIDE),
-    else one GEMM per chunk. Either way the GEMM's M is the longer of the two sides ("The
-    operand order" in the module doc)."""
+    [N, C, Hp, Wp] with output gradient dy [N, O, oh, ow], a chunk of samples at a time,
+    by one of three formulations of the same GEMM: one per sample where the result is thin
+    (min(C*kh*kw, O) <= PER_SAMPLE_MAX_SIDE); else one per chunk, its columns copied in
+    channels-last order where C >= CHANNELS_LAST_MIN_C, else in NCHW's."""
     n, o, oh, ow = dy.shape
     c = xpad.shape[1]
     k, plane = c * kh * kw, oh * ow
-    win = windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, False)
+    if min(k, o) <= PER_SAMPLE_MAX_SIDE:
+        product, channels_last = _per_sample_products, False
+    elif c >= CHANNELS_LAST_MIN_C:
+        product, channels_last = _chunk_product_channels_last, True
+        xpad = xp.ascontiguousarray(xpad.transpose(0, 2, 3, 1))
+    else:
+        product, channels_last = _chunk_product, False
+    win = windows(xp, xpad, oh, ow, kh, kw, sh, sw, dh, dw, channels_last)
     step = samples_per_chunk(n, k * plane * dy.itemsize)
+    cols = xp.empty(step * k * plane, dtype=dy.dtype)
+    dys = xp.empty(o * step * plane, dtype=dy.dtype)
     dy3 = dy.reshape(n, o, plane)
-    per_sample = min(k, o) <= PER_SAMPLE_MAX_SIDE
-    cols = xp.empty((step, k, plane) if per_sample else (k, step, plane), dtype=dy.dtype)
-    dys = None if per_sample else xp.empty((o, step, plane), dtype=dy.dtype)
     total = None
     for lo in range(0, n, step):
         m = min(n, lo + step) - lo
-        if per_sample:
-            part = _per_sample_products(xp, cols[:m], win[lo:lo + m], dy3[lo:lo + m], k >= o)
-        else:
-            part = _chunk_product(xp, cols[:, :m], dys[:, :m], win[lo:lo + m], dy3[lo:lo + m], k >= o)
+        part = product(xp, cols[:m * k * plane], dys[:m * o * plane], win[lo:lo + m], dy3[lo:lo + m], k >= o)
         if total is None:
             total = part
         else:
             total += part
+    if channels_last:                                   # [O, (a, b, c)]
+        return total.reshape(o, kh, kw, c).transpose(0, 3, 1, 2)
     return (total.T if k >= o else total).reshape(o, c, kh, kw)
 
 
+# Each formulation contracts a chunk of m samples: the window view `win` ([m, C, oh, ow,
+# kh, kw], or [m, oh, ow, kh, kw, C] channels last) against dy3 [m, O, oh*ow], using the
+# flat scratch buffers `cols` (m*K*oh*ow) and `dys` (m*O*oh*ow). It returns dFilter's
+# [K, O] (K in (c, a, b) order) when `columns_left`, else [O, K]; the GEMM's M is then the
+# longer side ("The operand order" in the module doc). The channels-last one returns
+# [O, K] with K in (a, b, c) order whatever `columns_left`.
+
 def _chunk_product(xp, cols, dys, win, dy3, columns_left):
-    """The chunk's columns [K, m*oh*ow] (one copy from the window view `win`, [m, C, oh,
-    ow, kh, kw]) times dy's [O, m*oh*ow] (one copy), contracted over both: [K, O] when
-    `columns_left`, else [O, K]."""
-    k, m, plane = cols.shape
-    o = dys.shape[0]
+    """The columns [K, m*oh*ow] (one copy from the window view) times dy's [O, m*oh*ow]
+    (one copy), contracted over both."""
+    m, o, plane = dy3.shape
     _, c, oh, ow, kh, kw = win.shape
+    k = c * kh * kw
+    cols = cols.reshape(k, m * plane)
     cols.reshape(c, kh, kw, m, oh, ow)[...] = win.transpose(1, 4, 5, 0, 2, 3)
-    dys[...] = dy3.transpose(1, 0, 2)
+    dys = dys.reshape(o, m * plane)
+    dys.reshape(o, m, plane)[...] = dy3.transpose(1, 0, 2)
     if columns_left:
-        return xp.matmul(cols.reshape(k, m * plane), dys.reshape(o, m * plane).T)
-    return xp.matmul(dys.reshape(o, m * plane), cols.reshape(k, m * plane).T)
+        return xp.matmul(cols, dys.T)
+    return xp.matmul(dys, cols.T)
 
 
-def _per_sample_products(xp, cols, win, dy3, columns_left):
-    """The same contraction as `_chunk_product` as one GEMM per sample (a stacked matmul,
-    dy read in place, no copy of it), summed: [K, O] when `columns_left`, else [O, K].
+def _chunk_product_channels_last(xp, cols, dys, win, dy3, columns_left):
+    """The columns as [m*oh*ow, kh*kw*C] (copied from a channels-last copy of the input:
+    runs of C contiguous values, where NCHW's runs are ow long) and dy's [O, m*oh*ow]: one
+    "NN" GEMM, which OpenBLAS runs faster than the other two operand layouts (0.94 vs
+    1.16-1.62 ms for [32, 12544] x [12544, 144], SkylakeX kernels, one thread)."""
+    m, o, plane = dy3.shape
+    _, oh, ow, kh, kw, c = win.shape
+    k = c * kh * kw
+    cols = cols.reshape(m * plane, k)
+    cols.reshape(m, oh, ow, kh, kw, c)[...] = win
+    dys = dys.reshape(o, m * plane)
+    dys.reshape(o, m, plane)[...] = dy3.transpose(1, 0, 2)
+    return xp.matmul(dys, cols)
+
+
+def _per_sample_products(xp, cols, dys, win, dy3, columns_left):
+    """One GEMM per sample (a stacked matmul, dy read in place: `dys` is not used), summed.
     When K or O is small, OpenBLAS runs one long-contraction GEMM far below its speed
     (16 x 9 outputs over 50176 products: 15 GMAC/s) where the per-sample ones are quick."""
-    m, k, plane = cols.shape
+    m, o, plane = dy3.shape
     _, c, oh, ow, kh, kw = win.shape
+    cols = cols.reshape(m, c * kh * kw, plane)
     cols.reshape(m, c, kh, kw, oh, ow)[...] = win.transpose(0, 1, 4, 5, 2, 3)
     if columns_left:
         return xp.matmul(cols, dy3.transpose(0, 2, 1)).sum(axis=0)

@@ -78,8 +78,15 @@ def _assert_close(got, want, terms):
 
 # SHIFTED_COLUMNS_MIN_RATIO forcing each stride-1 dInput formulation (C * ratio >= O)
 DINPUT_PATHS = {"shifted columns": 1 << 30, "col2im": 0}
-# PER_SAMPLE_MAX_SIDE forcing each dFilter formulation (min(C*kh*kw, O) <= it: per sample)
-DFILTER_PATHS = {"GEMM per sample": 1 << 30, "GEMM per chunk": 0}
+# the settings forcing each dFilter formulation (kernels/conv_grad.py filter_grad_chunked)
+DFILTER_PATHS = {"GEMM per sample": {"PER_SAMPLE_MAX_SIDE": 1 << 30, "CHANNELS_LAST_MIN_C": 0},
+                 "GEMM per chunk": {"PER_SAMPLE_MAX_SIDE": 0, "CHANNELS_LAST_MIN_C": 1 << 30},
+                 "GEMM per chunk, channels last": {"PER_SAMPLE_MAX_SIDE": 0, "CHANNELS_LAST_MIN_C": 0}}
+
+
+def _force(monkeypatch, settings):
+    for name, value in settings.items():
+        monkeypatch.setattr(conv_grad, name, value)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -89,7 +96,7 @@ DFILTER_PATHS = {"GEMM per sample": 1 << 30, "GEMM per chunk": 0}
 def test_chunked_grads_match_reference(case, chunk_bytes, dinput, dfilter, monkeypatch):
     monkeypatch.setattr(conv_grad, "CHUNK_BYTES", chunk_bytes)
     monkeypatch.setattr(conv_grad, "SHIFTED_COLUMNS_MIN_RATIO", DINPUT_PATHS[dinput])
-    monkeypatch.setattr(conv_grad, "PER_SAMPLE_MAX_SIDE", DFILTER_PATHS[dfilter])
+    _force(monkeypatch, DFILTER_PATHS[dfilter])
     _, _, _, strides, pads, dil = case
     x, w, dy = _data(case)
     dx, dw = _grads(x, w, dy, strides, pads, dil)
@@ -137,9 +144,10 @@ def test_random_convolutions_every_formulation(seed, monkeypatch):
     x, w, dy = _data(case, seed)
     want_dx, want_dw = reference(x, w, dy, strides, pads, dil)
     monkeypatch.setattr(conv_grad, "CHUNK_BYTES", 2000)
-    for dinput, dfilter in [("shifted columns", "GEMM per sample"), ("col2im", "GEMM per chunk")]:
+    for dinput, dfilter in [("shifted columns", "GEMM per sample"), ("col2im", "GEMM per chunk"),
+                            ("shifted columns", "GEMM per chunk, channels last")]:
         monkeypatch.setattr(conv_grad, "SHIFTED_COLUMNS_MIN_RATIO", DINPUT_PATHS[dinput])
-        monkeypatch.setattr(conv_grad, "PER_SAMPLE_MAX_SIDE", DFILTER_PATHS[dfilter])
+        _force(monkeypatch, DFILTER_PATHS[dfilter])
         dx, dw = _grads(x, w, dy, strides, pads, dil)
         _assert_close(dx, want_dx, ws[0] * ws[2] * ws[3])
         _assert_close(dw, want_dw, dy.shape[0] * dy.shape[2] * dy.shape[3])
@@ -163,16 +171,17 @@ def test_stride1_dinput_formulation_by_channel_ratio(monkeypatch):
         assert taken == [want], (c, o, kw)
 
 
-def test_dfilter_formulation_by_thinner_side(monkeypatch):
-    """One GEMM per sample where C*kh*kw or O is at most PER_SAMPLE_MAX_SIDE, one per
-    chunk otherwise (the CNN benchmark's two layers: K 9 and K 144 -> 32)."""
+def test_dfilter_formulation_by_shape(monkeypatch):
+    """One GEMM per sample where C*kh*kw or O is at most PER_SAMPLE_MAX_SIDE (the CNN
+    benchmark's first layer, K 9), one per chunk otherwise, its columns channels last from
+    CHANNELS_LAST_MIN_C channels (the second layer, 16 -> 32)."""
     taken = []
-    for name in ("_per_sample_products", "_chunk_product"):
+    for name in ("_per_sample_products", "_chunk_product", "_chunk_product_channels_last"):
         original = getattr(conv_grad, name)
         monkeypatch.setattr(conv_grad, name, lambda *a, _f=original, _n=name: taken.append(_n) or _f(*a))
     r = np.random.default_rng(0)
     for (c, o), want in [((1, 16), "_per_sample_products"), ((16, 8), "_per_sample_products"),
-                         ((16, 32), "_chunk_product"), ((4, 64), "_chunk_product")]:
+                         ((16, 32), "_chunk_product_channels_last"), ((4, 64), "_chunk_product")]:
         xpad = r.standard_normal((2, c, 6, 6)).astype(np.float32)
         dy = r.standard_normal((2, o, 4, 4)).astype(np.float32)
         taken.clear()
