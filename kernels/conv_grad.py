@@ -29,6 +29,21 @@ So the longer side (K = C*kh*kw or O) is the GEMM's M. Measured on whole dFilter
 -> 64 1.35x; K 9 -> 16 0.98x (noise); and the other way where O > K: [16, 4, 28, 28] -> 256
 1x1 0.73x, [8, 8, 16, 16] -> 128 0.94x, hence the rule. With the Haswell kernels (the
 environment's default) both orders were within 0.96-1.14x.
+
+The formulations, chosen by shape (the constants below, with what measured them); each is
+tested against a float64 reference with the others forced (tests/test_conv_grad_paths.py):
+- dFilter, one GEMM per chunk over NCHW-order columns (the general one);
+- the same over channels-last columns from CHANNELS_LAST_MIN_C channels;
+- one GEMM per sample where the result is thin (PER_SAMPLE_MAX_SIDE);
+- dInput (stride 1), one GEMM per chunk and kh*kw shifted adds (col2im);
+- the filter's column offsets folded into the GEMM, kh shifted adds (SHIFTED_COLUMNS_MIN_RATIO).
+Also measured and left out (CPU time, one thread, SkylakeX kernels): dFilter over columns
+as runs of the padded row (oh*Wp per sample: long copies, 14% more GEMM columns) 1.03-1.13x,
+and its extra columns multiply real input values by dy's zeros, so a non-finite input
+would reach taps that never read it; dFilter with dy copied transposed for an "NN" GEMM
+1.0x (the copy costs what the GEMM gains); dInput with all kh*kw offsets stacked along the
+GEMM's depth (no adds at all) 0.86-0.89x on the benchmark's layer 2, 0.3-0.66x where C is
+small, 2.1-2.4x only where O is small against C (one formulation fewer instead).
 """
 from __future__ import annotations
 
