@@ -7,7 +7,8 @@ each offset computed only where its input is in bounds; only the long flat runs 
 plane at stride 1 keep the taps worth it.
 
 - banded, for planes no taller than the kernel (h <= kh: a text recognizer's [C, 2-3, W]
-  maps under 5x5 kernels): output row i is a band over the input rows, so per channel
+  maps under 5x5 kernels), and for kernels of 5 rows and up on planes up to
+  BANDED_ROWS_PER_KERNEL_ROW times as tall ([C, 6-12, W] under 5x5): output row i is a band over the input rows, so per channel
   out[i, :] = sum over (r, b) of A[i, r, b] * x[r, b-th column offset], with
   A[i, r, b] = W[a, b] where r = i*sh + a*dh - top (0 where no a fits). The rows a kernel
   row would read from the padding are simply not there: no height padding, no work for
@@ -47,6 +48,16 @@ BLOCK_BYTES = 2 << 20
 # 3x3 maps, whose columns (9 x the plane) no longer fit the cache.
 TAPS_MIN_PLANE = 8192
 TAPS_BLOCK_BYTES = 256 << 10
+# The banded path on planes taller than the kernel: it does h*kw multiply-adds per output
+# (zeros of the band included) where im2col does kh*kw, but copies h*kw columns per output
+# row where im2col copies kh*kw per output through a 6-D strided view. Against the im2col
+# blocks (CPU time, one thread, medians of alternating blocks, loaded machine): 5x5 on
+# [1, 48, 6, 160] 2.26x, [1, 72, 6, 160] 2.41x, [1, 32, 6, 96] 1.76x, [1, 72, 12, 160]
+# 1.55x, [1, 120, 6, 160] stride (2, 1) 1.54x, [1, 96, 12, 40] 1.14x; [1, 32, 14, 14]
+# 0.84x; 3x3 on [1, 48, 6, 160] 1.16x but [1, 96, 7, 50] 0.76x, [1, 48, 6, 160] stride 2
+# 0.86x, [1, 40, 12, 160] 0.84x: so for kernels of BANDED_TALL_MIN_ROWS rows and up only.
+BANDED_TALL_MIN_ROWS = 5
+BANDED_ROWS_PER_KERNEL_ROW = 2.5
 
 
 def depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out, epilogue=None):
@@ -54,7 +65,8 @@ def depthwise_nchw(xp, x, w, sh, sw, dh, dw, pads, out, epilogue=None):
     convolved per channel with w [C*m, 1, kh, kw], `pads` [top, bottom, left, right];
     `epilogue(part, lo, hi)` applied to each part of the output holding channels [lo, hi)
     once it is computed."""
-    if x.shape[2] <= w.shape[2]:
+    h, kh = x.shape[2], w.shape[2]
+    if h <= kh or (kh >= BANDED_TALL_MIN_ROWS and h <= BANDED_ROWS_PER_KERNEL_ROW * kh):
         _banded(xp, x, w, sh, sw, dh, dw, pads, out, epilogue)
     elif sh == sw == 1 and out.shape[2] * out.shape[3] >= TAPS_MIN_PLANE:
         _flat_taps(xp, x, w, dh, dw, pads, out, epilogue)
