@@ -142,24 +142,29 @@ def _offsets(kh, kw, dh, dw, wp):
 
 def band_filter(xp, w, h, oh, sh, dh, top):
     """A [O, oh, h, kw] with A[o, i, r, b] = W[o, 0, a, b] where r = i*sh + a*dh - top for
-    some kernel row a, else 0: output row i's weights over the input rows."""
+    some kernel row a, else 0: output row i's weights over the input rows. The kernel rows
+    that fit are a run of W's rows, placed every dh-th input row: one slice copy per output
+    row (measured against a gather of W's rows through an [oh, h] index: 1.34-1.98x on the
+    recognizer's [C, 2-6, W] 5x5 maps; 0.6x on 4-5 channels, microseconds either way)."""
     o, _, kh, kw = w.shape
-    padded = xp.zeros((o, kh + 1, kw), dtype=w.dtype)
-    padded[:, :kh] = w[:, 0]
-    return padded[:, xp.asarray(_band_rows(h, oh, sh, dh, top, kh))]
+    band = xp.zeros((o, oh, h, kw), dtype=w.dtype)
+    for i, r0, r1, a0, a1 in _band_runs(h, oh, sh, dh, top, kh):
+        band[:, i, r0:r1:dh] = w[:, 0, a0:a1]
+    return band
 
 
 @functools.lru_cache(maxsize=256)
-def _band_rows(h, oh, sh, dh, top, kh):
-    """[oh, h] host array (read-only, shared): for output row i and input row r, the
-    kernel row a with r = i*sh + a*dh - top, or kh (the filter's row of zeros) where no
-    row fits. Cached: building it was most of the band's cost on small maps (7 of 10 us
-    on [40, 3, 96] 5x5)."""
-    offset = np.arange(h)[None, :] + top - np.arange(oh)[:, None] * sh   # a * dh, where a fits
-    fits = (offset >= 0) & (offset < kh * dh) & (offset % dh == 0)
-    rows = np.where(fits, offset // dh, kh)
-    rows.flags.writeable = False
-    return rows
+def _band_runs(h, oh, sh, dh, top, kh):
+    """For each output row i whose window meets an input row: (i, r0, r1, a0, a1), kernel
+    rows a0 <= a < a1 reading input rows r0, r0 + dh, ... < r1 (r = i*sh + a*dh - top)."""
+    runs = []
+    for i in range(oh):
+        a0 = max(0, -(-(top - i * sh) // dh))               # the first row with r >= 0
+        a1 = min(kh, (h - 1 + top - i * sh) // dh + 1)      # past the last with r < h
+        if a1 > a0:
+            r0 = i * sh + a0 * dh - top
+            runs.append((i, r0, r0 + (a1 - a0 - 1) * dh + 1, a0, a1))
+    return tuple(runs)
 
 
 def _banded(xp, x, w, sh, sw, dh, dw, pads, out, epilogue):

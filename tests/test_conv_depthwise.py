@@ -131,14 +131,19 @@ def test_same_and_valid_padding(shape, kernel, strides, algorithm):
     _assert_close(got, reference(x, w, strides, pads, (1, 1)), np.float32, kernel[0] * kernel[1])
 
 
-def test_band_filter_places_each_weight_at_its_input_row():
+@pytest.mark.parametrize("h, oh, sh, dh, top, kh", [(3, 2, 2, 1, 2, 5), (2, 2, 1, 1, 2, 5), (6, 6, 1, 1, 2, 5),
+                                                   (7, 5, 2, 2, 3, 3), (9, 5, 2, 1, 2, 5), (4, 2, 1, 1, 1, 5),
+                                                   (3, 3, 1, 2, 2, 3), (12, 8, 1, 2, 3, 5), (2, 4, 1, 1, 6, 3)])
+def test_band_filter_places_each_weight_at_its_input_row(h, oh, sh, dh, top, kh):
     """Row i of the band holds W[a] at input row i*sh + a*dh - top, zeros elsewhere."""
-    w = np.arange(1, 1 + 2 * 5 * 3, dtype=np.float64).reshape(2, 1, 5, 3)
-    band = conv_depthwise.band_filter(np, w, h=3, oh=2, sh=2, dh=1, top=2)   # [O, oh, h, kw]
-    for i in range(2):
-        for r in range(3):
-            a = r - i * 2 + 2
-            want = w[:, 0, a] if 0 <= a < 5 else np.zeros((2, 3))
+    kw = 3
+    w = np.arange(1, 1 + 2 * kh * kw, dtype=np.float64).reshape(2, 1, kh, kw)
+    band = conv_depthwise.band_filter(np, w, h=h, oh=oh, sh=sh, dh=dh, top=top)   # [O, oh, h, kw]
+    assert band.shape == (2, oh, h, kw)
+    for i in range(oh):
+        for r in range(h):
+            a, rest = divmod(r - i * sh + top, dh)
+            want = w[:, 0, a] if rest == 0 and 0 <= a < kh else np.zeros((2, kw))
             np.testing.assert_array_equal(band[:, i, r], want)
 
 

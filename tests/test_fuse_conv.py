@@ -150,11 +150,11 @@ def test_pass_fuses_mobile_blocks_and_keeps_the_outputs_bit_for_bit():
     got = run(fused, fused_params, {"x": x})
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
-    # the whole pipeline runs it when asked (it is off by default)
-    _, _, report = optimize_inference(infer, params, evaluate=call_kernel, fuse_conv=True)
-    assert report.changes("fuse_conv_bias_activation")["conv_fused"] == 6
+    # the whole pipeline runs it by default, and not with fuse_conv=False
     _, _, report = optimize_inference(infer, params, evaluate=call_kernel)
-    assert report["fuse_conv_bias_activation"].status.startswith("skipped (off by default")
+    assert report.changes("fuse_conv_bias_activation")["conv_fused"] == 6
+    _, _, report = optimize_inference(infer, params, evaluate=call_kernel, fuse_conv=False)
+    assert report["fuse_conv_bias_activation"].status == "skipped (fuse_conv=False)"
 
 
 def test_pass_leaves_activations_whose_parameters_a_file_would_drop():
