@@ -207,13 +207,13 @@ def pointwise_with_bias(xp, x, w, bias, strides, out):
     sh, sw = strides
     if sh > 1 or sw > 1:
         x = x[:, :, ::sh, ::sw]
-    cols = xp.empty((n, c + 1, oh * ow), dtype=x.dtype)
-    cols[:, :c].reshape(n, c, oh, ow)[...] = x
+    cols = xp.empty((n, c + 1, oh, ow), dtype=x.dtype)
+    cols[:, :c] = x
     cols[:, c] = 1
     wb = xp.empty((o, c + 1), dtype=w.dtype)
     wb[:, :c] = w.reshape(o, c)
     wb[:, c] = bias
-    xp.matmul(wb, cols, out=out.reshape(n, o, oh * ow))
+    xp.matmul(wb, cols.reshape(n, c + 1, oh * ow), out=out.reshape(n, o, oh * ow))
     return out
 
 
