@@ -14,7 +14,7 @@ then lowers precision (../../docs/architecture.md):
     fold_constants        ops of constants, run once with `evaluate`    (constant_folding.py)
     fold_batch_norm       batch_norm into conv2d / matmul_v2 / mul / fc (fold_batch_norm.py)
     fuse_conv_bias_activation  conv2d + bias add (+ residual add) (+ activation) -> fused_conv2d
-                          (fuse_conv.py; fuse_conv=False skips it)
+                          (fuse_conv.py; off unless fuse_conv=True, which the Predictor passes)
     fuse_fc               mul/matmul_v2 + bias (+ relu) -> fc           (fuse_fc.py)
     fuse_elementwise_activation  elementwise_add + relu / scale -> fused_elemwise_activation
                                                                   (fuse_elementwise_activation.py)
@@ -69,17 +69,19 @@ DEFAULT_ORDER = tuple(PASSES)
 
 
 def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=None, fuse: bool = True,
-                       fp16: bool = False, bf16: bool = False, fuse_conv: bool = True,
+                       fp16: bool = False, bf16: bool = False, fuse_conv: bool = False,
                        keep_io_types: bool = True,
                        keep_fp32=None, fp16_ops=None, cpu: bool = True,
                        fold_max_bytes: int = 8 << 20, fold_limit_bytes: int = 256 << 20,
                        column_major_min_bytes: int = 2 << 20):
     """Run the passes in DEFAULT_ORDER on a copy of (program, params); returns (program,
     params, report). `disabled`: pass names to skip. `fuse`: run the fusion passes
-    (fold_batch_norm, fuse_fc, fuse_elementwise_activation, and with `fuse_conv`, on by
-    default, fuse_conv_bias_activation: its kernel, specialized per shape, measured
-    1.0-1.27x the separate conv and bias add (+ relu) on the mobile CNNs' shapes;
-    program/passes/fuse_conv.py). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
+    (fold_batch_norm, fuse_fc, fuse_elementwise_activation; with `fuse_conv` also
+    fuse_conv_bias_activation, off by default so that a program written to a file keeps
+    ops every PaddlePaddle build runs (PaddlePaddle's fused_conv2d kernels are oneDNN's and
+    GPU's); the Predictor, which runs the program in memory, turns it on: its kernel,
+    specialized per shape, measured 1.0-1.27x the separate conv and bias add (+ relu) on
+    the mobile CNNs' shapes, program/passes/fuse_conv.py). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
     `fp16_ops`: see program/passes/fp16.py). `bf16`: run convert_weights_to_bf16 (`keep_fp32`
     and `fp16_ops` choose its ops too: see program/passes/bf16.py); not with `fp16`.
     `cpu`: the program will run on a CPU, so the CPU memory-layout pass (column_major_weights)
@@ -109,7 +111,7 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
         elif p.group in ("fuse", "fuse_conv") and not fuse:
             record.status = "skipped (fusion not requested)"
         elif p.group == "fuse_conv" and not fuse_conv:
-            record.status = "skipped (fuse_conv=False)"
+            record.status = "skipped (off by default: fuse_conv=True runs it; program/passes/fuse_conv.py)"
         elif p.group == "fp16" and not fp16:
             record.status = "skipped (fp16 not requested)"
         elif p.group == "bf16" and not bf16:

@@ -94,7 +94,9 @@ def fuse_conv_bias_activation(graph, options) -> dict:
     accepts too). Runs after fold_batch_norm (which leaves conv + bias add) and before
     fuse_elementwise_activation (which would otherwise take the bias add + relu).
 
-    On by default (optimize_inference(fuse_conv=False) skips it). Unspecialized, the fused
+    Off by default in optimize_inference (fuse_conv=True runs it), so that files written
+    from its result keep ops every PaddlePaddle build runs (its fused_conv2d kernels are
+    oneDNN's and GPU's); the Predictor runs it at load (executor/inference.py). Unspecialized, the fused
     kernel measured 0.92-0.98x of the separate ops on MobileNet shapes (it worked out the
     geometry on every call, which the specialized conv2d does once per shape); specialized
     per shape (kernels/fused_conv.py), with a widening 1x1 convolution's bias added inside
