@@ -10,9 +10,9 @@ loaded 2-core machine) and tested against it and a float64 reference
   output, no window view; a stride subsamples X first (one strided copy, 1/s^2 of X).
   1.00-1.06x: the general path's column "copy" was already a view for 1x1.
 - depthwise (groups == input channels > 1, any channel multiplier): kernels/conv_depthwise.py
-  (a banded GEMM per channel for planes no taller than the kernel, shifted multiply-adds
-  on large stride-1 planes, else this general formulation over blocks of channels whose
-  columns stay in cache).
+  (a banded GEMM per channel for planes no taller than the kernel, im2col on the
+  flattened padded planes at stride 1, else this general formulation; both over blocks of
+  channels whose columns stay in cache).
 - one group, stride 1, O <= C/2 (3x3 convolutions narrowing the channels, a detector
   neck's): GEMMs over shifted contiguous runs of the flattened padded input, no im2col:
   1.12-1.55x; the samples folded into each GEMM and, from 8 M multiply-adds, all taps

@@ -1,5 +1,5 @@
 """Depthwise convolution (kernels/conv_depthwise.py: banded GEMMs for planes no taller than
-the kernel, flat taps for large planes at stride 1, im2col in blocks of channels otherwise)
+the kernel, im2col on the flattened padded planes at stride 1, im2col in blocks otherwise)
 against a direct float64 reference: a plain loop over window offsets reading the UNPADDED
 input with explicit bounds, so it shares no padding or window code with the kernel. Odd shapes, strides 1, 2 and (2, 1),
 dilations, symmetric and asymmetric paddings, padding that whole kernel rows and columns
@@ -28,16 +28,16 @@ CASES = [
     ("12 rows 5x3 dilation 2 x2 multiplier, asymmetric pads", "banded", (1, 3, 12, 14), (5, 3), 2, (1, 1),
      (3, 1, 2, 0), (2, 1)),
     ("13 rows 5x5 stride (2, 1)", "im2col_blocks", (1, 5, 13, 23), (5, 5), 1, (2, 1), (2, 2, 2, 2), (1, 1)),
-    ("6 rows 3x3", "im2col_blocks", (1, 4, 6, 20), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
-    ("odd plane 3x3 batch 3", "im2col_blocks", (3, 7, 11, 13), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("6 rows 3x3", "flat_im2col", (1, 4, 6, 20), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("odd plane 3x3 batch 3", "flat_im2col", (3, 7, 11, 13), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
     ("strided 5x5 x2 multiplier", "im2col_blocks", (2, 3, 15, 14), (5, 5), 2, (2, 2), (2, 2, 2, 2), (1, 1)),
     ("asymmetric pads dilation (2, 3)", "im2col_blocks", (1, 4, 12, 17), (3, 3), 1, (1, 2), (3, 0, 1, 4), (2, 3)),
     ("unpadded stride (1, 2)", "im2col_blocks", (1, 3, 9, 10), (3, 2), 1, (1, 2), (0, 0, 0, 0), (1, 1)),
-    ("many channels, several blocks", "im2col_blocks", (1, 40, 40, 60), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
-    ("large plane 3x3", "flat_taps", (1, 3, 91, 101), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
-    ("large plane 5x3 x2 multiplier, asymmetric pads, dilation (2, 1), batch 2", "flat_taps", (2, 2, 95, 97),
+    ("many channels, several blocks", "flat_im2col", (1, 40, 40, 60), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("large plane 3x3", "flat_im2col", (1, 3, 91, 101), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("large plane 5x3 x2 multiplier, asymmetric pads, dilation (2, 1), batch 2", "flat_im2col", (2, 2, 95, 97),
      (5, 3), 2, (1, 1), (3, 1, 0, 2), (2, 1)),
-    ("large plane unpadded, several blocks", "flat_taps", (1, 12, 100, 120), (3, 3), 1, (1, 1), (0, 0, 0, 0),
+    ("large plane unpadded, several blocks", "flat_im2col", (1, 12, 100, 120), (3, 3), 1, (1, 1), (0, 0, 0, 0),
      (1, 1)),
 ]
 IDS = [c[0] for c in CASES]
@@ -98,7 +98,7 @@ def test_matches_direct_reference(case, dtype):
 def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, _, strides, pads, dilations = case
     taken = []
-    for name in ("_banded", "_flat_taps", "_im2col_blocks"):
+    for name in ("_banded", "_flat_im2col", "_im2col_blocks"):
         real = getattr(conv_depthwise, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -150,7 +150,6 @@ def test_band_filter_places_each_weight_at_its_input_row(h, oh, sh, dh, top, kh)
 def test_epilogue_applied_once_per_channel(monkeypatch):
     """Blocks of channels (forced small) each get the epilogue with their channel range."""
     monkeypatch.setattr(conv_depthwise, "BLOCK_BYTES", 1)
-    monkeypatch.setattr(conv_depthwise, "TAPS_BLOCK_BYTES", 1)
     for case in CASES:
         _, _, _, _, _, strides, pads, dilations = case
         x, w = _data(case, np.float32, seed=5)
