@@ -35,7 +35,7 @@ from executor import bf16
 from executor.errors import ExecutionError, FeedError
 from executor.kernel_call import MissingKernelError, bind, specialize
 from kernels.control_flow import sum_arrays
-from kernels.registry import UfuncCall
+from kernels.registry import KEEPS_INPUTS, UfuncCall
 from program import dtypes
 from program.ops import registry as op_registry
 from program.ops.control_flow import CONTROL_FLOW_OPS, block_io, control_io
@@ -491,7 +491,8 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             fast = specialize(kdef, op.attrs, present, donated, xp)
         if fast is not None:  # it takes the bound inputs only
             fn, in_specs, out_specs = fast, [s for s, p in zip(in_specs, present) if p is not None], out_specs[:1]
-            clobbers = (first,) if donated else ()  # its buffer may be overwritten
+            # its buffer may be overwritten, unless the callable says it never is
+            clobbers = (first,) if donated and not getattr(fast, KEEPS_INPUTS, False) else ()
         # a UfuncCall is made in the generated code when its result is surely an array
         # (X declared with a rank; numpy gives a scalar for 0-d) and Y is one variable
         inline = (isinstance(fn, UfuncCall) and _declared_rank(block, in_specs[0]) > 0
