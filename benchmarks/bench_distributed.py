@@ -15,7 +15,11 @@ copies around them (coalesce_tensor, the write-back split/reshape2, the shards' 
 Keel; "CPU speed-up" is rank 0's CPU time per step on 1 rank over that on 2 ranks (what a
 quiet machine would show if no rank waited for the other; a wait that spins counts as
 CPU). Rerun on a quiet machine for the wall-time figure. `--ops` adds rank 0's step by op
-type, 1 rank against 2 ranks (where the 2-rank step's time goes).
+type, 1 rank against 2 ranks (where the 2-rank step's time goes). `--explain` also runs
+one process on half the batch alone, and two such processes at once with no
+communication, and splits the speed-up into three factors: batch efficiency (does half the
+batch take half the time?), the machine's contention (do two busy processes slow each
+other: shared caches, memory, clocks?) and communication with its copies.
 
 Faults: `--faults N` runs N 2-rank trainings and SIGKILLs a random rank at a random moment
 of each (0.3-4 s after the start, in a training of 6000 steps that lasts longer), or with
@@ -56,8 +60,9 @@ def _env():
 
 # -- one rank -----------------------------------------------------------------------------------
 
-def worker(model: str, steps: int, sharding: bool = False) -> None:
-    """Train `steps` steps; rank 0 prints `RESULT {json}` (examples/s, communication shares)."""
+def worker(model: str, steps: int, sharding: bool = False, share: int = 0) -> None:
+    """Train `steps` steps; rank 0 prints `RESULT {json}` (examples/s, communication shares).
+    `share`: this process's batch (default: the global batch over the ranks)."""
     import bench_training
     import program as pg
     from executor import Executor, Scope
@@ -76,7 +81,7 @@ def worker(model: str, steps: int, sharding: bool = False) -> None:
     with pg.unique_name.guard(), pg.program_guard(main, startup):
         loss = build(wrap)
     rng = np.random.default_rng(rank)
-    share = BATCH[model] // nranks
+    share = share or BATCH[model] // nranks
     x = rng.standard_normal((share, 784) if model == "mlp" else (share, 1, 28, 28)).astype(np.float32)
     feed = {"x": x, "y": rng.integers(0, 10, (share, 1)).astype(np.int64)}
     exe, scope = Executor(), Scope()
@@ -101,7 +106,7 @@ def worker(model: str, steps: int, sharding: bool = False) -> None:
         for t, s in run.items():
             by_type.setdefault(t, []).append(s)
     if rank == 0:
-        print("RESULT " + json.dumps({"examples_per_s": BATCH[model] * steps / seconds,
+        print("RESULT " + json.dumps({"examples_per_s": share * nranks * steps / seconds,
                                       "cpu_share": cpu / seconds, "cpu_per_step": cpu / steps,
                                       "comm_share": median(comm) / median(total),
                                       "copy_share": median(copies) / median(total),
@@ -117,15 +122,37 @@ def _bucket_op(op) -> bool:
 
 # -- the driver ---------------------------------------------------------------------------------
 
-def _run(model: str, steps: int, nproc: int, log_dir: str, sharding: bool = False) -> dict:
-    me = [str(Path(__file__).resolve()), "--worker", model, "--steps", str(steps)] + ["--sharding"] * sharding
+def _worker_cmd(model: str, steps: int, sharding: bool = False, share: int = 0) -> list[str]:
+    return ([str(Path(__file__).resolve()), "--worker", model, "--steps", str(steps)] + ["--sharding"] * sharding
+            + ["--share", str(share)] * bool(share))
+
+
+def _result(cmd, stdout: str, stderr: str, returncode: int) -> dict:
+    if returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{stdout}\n{stderr}")
+    line = next(ln for ln in stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def _run(model: str, steps: int, nproc: int, log_dir: str, sharding: bool = False, share: int = 0) -> dict:
+    me = _worker_cmd(model, steps, sharding, share)
     cmd = [sys.executable] + me if nproc == 1 else [
         sys.executable, "-m", "distributed.launch", "--nproc_per_node", str(nproc), "--log_dir", log_dir, *me]
     r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
-    if r.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
-    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return _result(cmd, r.stdout, r.stderr, r.returncode)
+
+
+def _run_independent(model: str, steps: int) -> float:
+    """Two single processes at once, each training on half the batch with no communication:
+    their summed examples/s (what 2 ranks could reach if communicating cost nothing)."""
+    cmd = [sys.executable] + _worker_cmd(model, steps, share=BATCH[model] // 2)
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+             for _ in range(2)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=900)
+        results.append(_result(cmd, out, err, p.returncode))
+    return sum(r["examples_per_s"] for r in results)
 
 
 def _op_table(model: str, one: list, two: list) -> str:
@@ -140,14 +167,17 @@ def _op_table(model: str, one: list, two: list) -> str:
                  ("op type", "1 rank", "2 ranks"))
 
 
-def scaling(repeat: int, steps: int, sharding: bool = False, ops: bool = False) -> None:
-    rows, op_tables = [], []
+def scaling(repeat: int, steps: int, sharding: bool = False, ops: bool = False, explain: bool = False) -> None:
+    rows, op_tables, why = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for model in ("mlp", "cnn"):
-            one, two = [], []
+            one, two, half, apart = [], [], [], []
             for _ in range(repeat):  # alternate, so machine noise hits both alike
                 one.append(_run(model, steps, 1, tmp))
                 two.append(_run(model, steps, 2, tmp, sharding))
+                if explain:
+                    half.append(_run(model, steps, 1, tmp, share=BATCH[model] // 2)["examples_per_s"])
+                    apart.append(_run_independent(model, steps))
             e1 = median(r["examples_per_s"] for r in one)
             e2 = median(r["examples_per_s"] for r in two)
             rows.append((model.upper(), f"{BATCH[model]}", f"{e1:,.0f}", f"{e2:,.0f}", f"{e2 / e1:.2f}x",
@@ -158,10 +188,20 @@ def scaling(repeat: int, steps: int, sharding: bool = False, ops: bool = False) 
                          f"{100 * median(r['cpu_share'] for r in two):.0f}%",
                          " ".join(f"{b['examples_per_s'] / a['examples_per_s']:.2f}" for a, b in zip(one, two))))
             op_tables.append(_op_table(model, one, two))
+            if explain:
+                e_half, e_apart = median(half), median(apart)
+                why.append((model.upper(), f"{e_half / e1:.2f}", f"{e_apart / (2 * e_half):.2f}",
+                            f"{e2 / e_apart:.2f}", f"{e2 / e1:.2f}x"))
     print(table(f"Data-parallel scaling{' with ZeRO-1 sharding' if sharding else ''}, 1 BLAS thread per process (median of {repeat} alternating runs, "
                 f"{steps} steps each)", rows,
                 ("model", "global batch", "1 rank ex/s", "2 ranks ex/s", "speed-up", "CPU speed-up", "comm share",
                  "bucket copies", "CPU/wall 1 / 2 ranks", "speed-up per run")))
+    if explain:
+        print(table("Where the 2-rank speed-up goes: speed-up = 2 x (half-batch ex/s / whole-batch ex/s, one "
+                     "process alone) x (two half-batch processes at once, no communication / twice one alone) "
+                     "x (2 ranks / those two)", why,
+                     ("model", "half batch alone / whole", "two at once / 2x alone", "2 ranks / two at once",
+                      "speed-up")))
     if ops:
         print("\n\n".join(op_tables))
 
@@ -223,16 +263,19 @@ def main(argv=None):
     p.add_argument("--stop", action="store_true", help="with --faults: SIGSTOP the rank (a hang), not SIGKILL")
     p.add_argument("--sharding", action="store_true", help="2 ranks with ZeRO-1 sharding of the optimizer state")
     p.add_argument("--ops", action="store_true", help="also rank 0's step by op type, 1 rank vs 2 ranks")
+    p.add_argument("--explain", action="store_true",
+                   help="also split the speed-up into batch efficiency, machine contention and communication")
+    p.add_argument("--share", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--worker", choices=sorted(BATCH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if not args.worker:
         print(blas_line(), flush=True)
     if args.worker:
-        worker(args.worker, args.steps, args.sharding)
+        worker(args.worker, args.steps, args.sharding, args.share)
     elif args.faults:
         faults(args.faults, args.stop)
     else:
-        scaling(args.repeat, args.steps, args.sharding, args.ops)
+        scaling(args.repeat, args.steps, args.sharding, args.ops, args.explain)
 
 
 if __name__ == "__main__":

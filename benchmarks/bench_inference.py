@@ -8,6 +8,12 @@ vs ONNX Runtime (CPU) running the same networks with the same weights.
 Without onnx and onnxruntime, ONNX Runtime is skipped (one line says so) and Keel is timed
 without and with the passes, checked against each other instead.
 
+The MLP and the CNN also have a numpy floor: the same math hand-written in numpy with the
+same weights (numpy_mlp, numpy_cnn: GEMMs, in-place bias and activations, the CNN
+channels-last with one im2col copy per convolution and pooling over a reshaped view), timed
+like the others: Keel / floor is the framework's cost over plain numpy, floor / ORT what
+numpy alone costs against ONNX Runtime's kernels.
+
 Models (the training benchmarks' shapes), at batch 1, 8 and 64:
 - MLP: x[N,784] -> fc 1024 relu -> fc 1024 relu -> fc 10 -> softmax;
 - CNN: x[N,1,28,28] -> conv3x3(16)+relu+maxpool2 -> conv3x3(32)+relu+maxpool2 -> fc 128 relu
@@ -55,6 +61,7 @@ saying so. Timing as above: blocks of its own per contender, medians, ratios to 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import sys
@@ -197,6 +204,52 @@ def onnx_transformer(w):
     return g.model(["N", T, D], norm(g.op("Add", h1, fc(gelu, "ff2")), "ln2"), ["N", T, D])
 
 
+# -- numpy floors: the same math hand-written in numpy, with the same weights -------------------
+def numpy_mlp(w):
+    def run(x):
+        h = x
+        for name, relu in (("fc1", True), ("fc2", True), ("fc3", False)):
+            h = h @ w[name + ".w"]
+            h += w[name + ".b"]
+            if relu:
+                np.maximum(h, 0, out=h)
+        h -= h.max(axis=1, keepdims=True)
+        np.exp(h, out=h)
+        h /= h.sum(axis=1, keepdims=True)
+        return h
+    return run
+
+
+def numpy_cnn(w):
+    """Channels-last, where numpy's GEMMs and pooling need no transposes: each 3x3 conv one
+    im2col copy (from a strided window view) and one GEMM, bias and ReLU in place, 2x2 max
+    pooling as a max over a reshaped view; back to channels-first only to flatten."""
+    kernels = {name: w[name + ".w"].transpose(2, 3, 1, 0).reshape(-1, w[name + ".w"].shape[0])  # [9*C, O]
+               for name in ("conv1", "conv2")}
+
+    def conv_relu_pool(h, name):                     # h [N, H, W, C]
+        n, hh, ww, c = h.shape
+        padded = np.zeros((n, hh + 2, ww + 2, c), h.dtype)
+        padded[:, 1:-1, 1:-1] = h
+        windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))  # [N,H,W,C,3,3]
+        cols = windows.transpose(0, 1, 2, 4, 5, 3).reshape(n * hh * ww, 9 * c)
+        y = cols @ kernels[name]
+        y += w[name + ".b"]
+        np.maximum(y, 0, out=y)
+        return y.reshape(n, hh // 2, 2, ww // 2, 2, -1).max(axis=(2, 4))
+
+    def run(x):
+        h = conv_relu_pool(x.transpose(0, 2, 3, 1), "conv1")
+        h = conv_relu_pool(h, "conv2").transpose(0, 3, 1, 2).reshape(x.shape[0], -1)
+        h = h @ w["fc1.w"]
+        h += w["fc1.b"]
+        np.maximum(h, 0, out=h)
+        return h @ w["fc2.w"] + w["fc2.b"]
+    return run
+
+
+FLOORS = {"mlp": numpy_mlp, "cnn": numpy_cnn}
+
 MODELS = {"mlp": ("MLP 784-1024-1024-10", keel_mlp, onnx_mlp, (784,)),
           "cnn": ("CNN 2x conv3x3+pool, fc128", keel_cnn, onnx_cnn, (1, 28, 28)),
           "transformer": (f"Transformer layer {T}x{D}, {H} heads", keel_transformer, onnx_transformer, (T, D))}
@@ -205,7 +258,7 @@ MODELS = {"mlp": ("MLP 784-1024-1024-10", keel_mlp, onnx_mlp, (784,)),
 # -- setting up the contenders ------------------------------------------------------------------
 def build(keel_model, onnx_model, workdir):
     """(Keel predictor without passes, with passes, ORT session or None without ONNX
-    Runtime) on the same weights."""
+    Runtime, the weights by name)."""
     main, startup = pg.Program(), pg.Program()
     startup.random_seed = 1
     with pg.unique_name.guard(), pg.program_guard(main, startup):
@@ -225,13 +278,13 @@ def build(keel_model, onnx_model, workdir):
         cfg.switch_ir_optim(optim)
         predictors.append(create_predictor(cfg))
     if ort is None:
-        return predictors[0], predictors[1], None
+        return predictors[0], predictors[1], None, weights
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = os.cpu_count() or 2
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     session = ort.InferenceSession(onnx_model(weights), opts, providers=["CPUExecutionProvider"])
-    return predictors[0], predictors[1], session
+    return predictors[0], predictors[1], session, weights
 
 
 def ort_call(session, x):
@@ -240,11 +293,11 @@ def ort_call(session, x):
 
 
 def check(calls, label):
-    """The three agree to 1e-4 of the output's scale (without ORT, the two Keel ones)."""
+    """All agree to 1e-4 of the output's scale (the reference: ORT, else Keel)."""
     reference = "ort" if "ort" in calls else "keel"
     ref = calls[reference]()
     scale = float(np.abs(ref).max())
-    for name in ("keel", "keel+passes"):
+    for name in calls:
         if name == reference:
             continue
         got = calls[name]()
@@ -367,13 +420,16 @@ def main(argv=None):
         mobile_table = mobile_rows(mobile, args, workdir) if mobile and not args.passes_only else []
         for key in (key for key in args.models if key in MODELS):
             label, keel_model, onnx_model, shape = MODELS[key]
-            plain, optimized, session = build(keel_model, onnx_model, workdir)
+            plain, optimized, session, weights = build(keel_model, onnx_model, workdir)
+            floor = FLOORS[key](weights) if key in FLOORS else None
             big = args.transformer_batch if keel_model is keel_transformer else 64
             for batch in sorted(set(args.batches or (1, 8, big))):
                 x = RNG.standard_normal((batch, *shape)).astype(np.float32)
                 calls = {"keel": keel_call(plain, x), "keel+passes": keel_call(optimized, x)}
                 if session is not None:
                     calls["ort"] = ort_call(session, x)
+                if floor is not None and not args.passes_only:
+                    calls["floor"] = functools.partial(floor, x)
                 check(calls, f"{label}, batch {batch}")
                 if not with_ort:
                     calls.pop("ort", None)
@@ -385,9 +441,12 @@ def main(argv=None):
                 else:
                     n = repeats(calls["keel"], args.repeat)
                     t = measure_blocks(calls, repeat=n)
+                    floors = ((f"{t['floor'] * 1e3:.3f} ms", f"{t['keel+passes'] / t['floor']:.2f}x")
+                              if "floor" in t else ("", ""))
                     rows.append((label, batch, f"{t['keel'] * 1e3:.3f} ms", f"{t['keel+passes'] * 1e3:.3f} ms",
-                                 f"{t['keel'] / t['keel+passes']:.2f}x")
-                                + ((f"{t['ort'] * 1e3:.3f} ms", f"{t['keel+passes'] / t['ort']:.2f}x")
+                                 f"{t['keel'] / t['keel+passes']:.2f}x") + floors
+                                + ((f"{t['ort'] * 1e3:.3f} ms", f"{t['keel+passes'] / t['ort']:.2f}x",
+                                    f"{t['floor'] / t['ort']:.2f}x" if "floor" in t else "")
                                    if with_ort else ()))
                 if args.profile:
                     profile(optimized, x, f"{label}, batch {batch}, Keel with passes", n)
@@ -396,6 +455,7 @@ def main(argv=None):
                     "Keel / peer)", mobile_table,
                     ("model", "batch", "Keel", "ONNX Runtime", "Keel/ORT", "Paddle Inference", "Keel/Paddle")))
     columns = ("model", "batch", "Keel (no passes)", "Keel (passes)", "speedup from passes")
+    floors = ("numpy floor", "Keel(passes)/floor")
     if not rows:
         pass
     elif args.passes_only:
@@ -403,9 +463,9 @@ def main(argv=None):
                     rows, columns))
     elif with_ort:
         print(table(f"Inference latency (medians; ORT {ort.__version__}, {os.cpu_count()} intra-op threads)",
-                    rows, columns + ("ONNX Runtime", "Keel(passes)/ORT")))
+                    rows, columns + floors + ("ONNX Runtime", "Keel(passes)/ORT", "floor/ORT")))
     else:
-        print(table("Inference latency without and with the passes (medians)", rows, columns))
+        print(table("Inference latency without and with the passes (medians)", rows, columns + floors))
     print("Each contender timed in alternating blocks of its own (see the docstring).")
 
 

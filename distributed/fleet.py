@@ -5,7 +5,12 @@
     optimizer = fleet.distributed_optimizer(pg.optimizer.Adam(1e-3), strategy)
     optimizer.minimize(loss)
 
-`minimize` appends the backward pass, then the gradient all-reduce, then the updates:
+The strategy (distributed/strategy.py) may first wrap the optimizer in PaddlePaddle's
+meta-optimizers: `amp` (static.amp.decorate with `amp_configs`), `recompute`
+(RecomputeOptimizer with `recompute_configs["checkpoints"]`) and `gradient_merge`
+(GradientMergeOptimizer; the gradients are all-reduced every step, which sums to the same
+merged average). `minimize` appends the backward pass, then the gradient all-reduce, then
+the updates:
 
 - the backward pass is seeded with 1/N instead of 1 (a `scale` after the loss gradient's
   `fill_constant`, as PaddlePaddle's fleet writes it), so each rank's gradients are its
@@ -33,28 +38,27 @@ update ops, and so holds the accumulators (moments, velocities), of the paramete
 owns only; then one `c_allgather` per dtype of the owners' parameters (coalesced and
 padded alike) brings every parameter back from its owner. The arithmetic is the same as
 without sharding, so is the trajectory; each rank's optimizer state and update work are
-about 1/N, its communication that of one all-reduce.
+about 1/N, its communication that of one all-reduce. What needs every gradient is
+all-reduced inside the updates: ClipGradByGlobalNorm's sum of squares, and under AMP the
+overflow flag (so all ranks skip the same steps and keep one loss scale). The program
+records the owners (`program.sharding`): `save_checkpoint`, called on every rank, then
+gathers the ranks' accumulators into one file on rank 0 (executor/checkpoint.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 
 import numpy as np
 
 from distributed import parallel
+from distributed.strategy import DistributedStrategy
 from program import default, dtypes, op_role, unique_name
+from program.amp import AutoMixedPrecisionLists, OptimizerWithMixedPrecision, decorate
 from program.gradient_clip import ClipGradByGlobalNorm
+from program.gradient_merge import GradientMergeOptimizer
+from program.recompute import RecomputeOptimizer
+from program.sharding import Sharding
 RING = 0
-
-
-@dataclass
-class DistributedStrategy:
-    """The options of PaddlePaddle's DistributedStrategy that Keel acts on."""
-    fuse_all_reduce_ops: bool = True
-    fuse_grad_size_in_MB: float = 32.0
-    sharding: bool = False
-    sharding_configs: dict = field(default_factory=dict)
-    sync_batch_norm: bool = False
 
 
 _STRATEGY: DistributedStrategy | None = None
@@ -91,14 +95,33 @@ def distributed_optimizer(optimizer, strategy: DistributedStrategy | None = None
 
 
 class DistributedOptimizer:
-    """Wraps an optimizer: its `minimize` also averages the gradients over the ranks."""
+    """Wraps an optimizer: its `minimize` also averages the gradients over the ranks. The
+    strategy's meta-optimizers wrap it first (`_with_meta_optimizers`)."""
 
     def __init__(self, optimizer, strategy: DistributedStrategy):
-        self.inner, self.strategy = optimizer, strategy
+        self.user_optimizer, self.strategy = optimizer, strategy
+        self.inner = _with_meta_optimizers(optimizer, strategy)
         self.owners: dict[str, int] = {}  # with sharding: parameter name -> owner rank
 
-    def __getattr__(self, name):  # get_lr, set_lr, state_dict, ... of the wrapped optimizer
-        return getattr(self.inner, name)
+    def __getattr__(self, name):  # get_lr, set_lr, state_dict, ... of the user's optimizer
+        return getattr(self.user_optimizer, name)
+
+    def _amp(self):
+        amp = next((o for o in _layers(self.inner) if isinstance(o, OptimizerWithMixedPrecision)), None)
+        if amp is None:
+            raise RuntimeError("this distributed optimizer has no AMP: set strategy.amp = True")
+        return amp
+
+    def amp_init(self, place=None, scope=None, test_program=None, use_fp16_test=False):
+        """strategy.amp with pure float16/bfloat16: after the startup program, the parameters
+        into low precision (static.amp's amp_init)."""
+        return self._amp().amp_init(place, scope, test_program, use_fp16_test)
+
+    def get_loss_scaling(self):
+        return self._amp().get_loss_scaling()
+
+    def restore_master_weights(self, scope=None):
+        return self._amp().restore_master_weights(scope)
 
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         if not parallel.is_initialized():
@@ -112,9 +135,6 @@ class DistributedOptimizer:
         if nranks == 1:
             return self.inner.apply_gradients(params_grads, startup), params_grads
         sharding = self.strategy.sharding
-        if sharding and isinstance(self.inner._grad_clip, ClipGradByGlobalNorm):
-            raise NotImplementedError("sharding with ClipGradByGlobalNorm: the global norm needs every "
-                                      "gradient, which a rank's shard does not have")
         block = loss.block
         _broadcast_from(startup.global_block(), [p.name for p, _ in params_grads], lambda name: 0)
         with op_role.role_guard(block.program, op_role.BACKWARD):
@@ -130,15 +150,96 @@ class DistributedOptimizer:
         with op_role.role_guard(block.program, op_role.BACKWARD):
             _finish(block, _start_reduce_scatters(block, buckets, grad_owner, nranks, rank))
         mine = [(p, g) for p, g in params_grads if self.owners[p.name] == rank]
-        ops = self.inner.apply_gradients(mine, startup) if mine else []
+        with _over_all_ranks(self.inner) as collective_updates:
+            idle = sorted(set(range(nranks)) - set(self.owners.values()))
+            if idle and collective_updates:  # every rank finds it: none waits for the others
+                raise ValueError(f"sharding: rank(s) {idle} of {nranks} own none of the {len(params_grads)} "
+                                 f"parameter(s), but {collective_updates} all-reduce in the update ops, in "
+                                 f"which every rank takes part; train with fewer ranks or without sharding")
+            ops = self.inner.apply_gradients(mine, startup) if mine else []
         with op_role.role_guard(block.program, op_role.OPTIMIZE):
             _gather_parameters(block, [p for p, _ in params_grads], self.owners, nranks, rank)
+        block.program.sharding = Sharding(rank, nranks, dict(self.owners))
         return ops, params_grads
 
     def _bucket_bytes(self) -> int:
         if not self.strategy.fuse_all_reduce_ops:
             return 0  # one gradient per bucket
         return int(self.strategy.fuse_grad_size_in_MB * (1 << 20))
+
+
+def _with_meta_optimizers(optimizer, strategy: DistributedStrategy):
+    """The user's optimizer inside PaddlePaddle's meta-optimizers the strategy switches on,
+    innermost first: recompute, amp, gradient_merge (the order PaddlePaddle chains them)."""
+    opt = optimizer
+    if strategy.recompute:
+        config = strategy.recompute_configs
+        if config["enable_offload"]:
+            raise NotImplementedError("recompute_configs['enable_offload']: offloading checkpoints to the host "
+                                      "is not supported (there is no device memory to spare on the CPU)")
+        if not config["checkpoints"]:
+            raise ValueError("strategy.recompute needs recompute_configs = {'checkpoints': [...]}: the "
+                             "variables (or names) that end the recomputed segments")
+        opt = RecomputeOptimizer(opt)
+        opt._set_checkpoints(list(config["checkpoints"]))
+    if strategy.amp:
+        config = strategy.amp_configs
+        if config["use_optimizer_fp16"]:
+            raise NotImplementedError("amp_configs['use_optimizer_fp16']: optimizer state in float16 is not "
+                                      "supported; pure float16 keeps float32 master weights and moments")
+        pure = config["use_pure_fp16"] or config["use_pure_bf16"]
+        dtype = "bfloat16" if config["use_pure_bf16"] else "float16"
+        lists = AutoMixedPrecisionLists(set(config["custom_white_list"]), set(config["custom_black_list"]),
+                                        set(config["custom_black_varnames"]), dtype=dtype)
+        opt = decorate(opt, amp_lists=lists, level="O2" if pure else "O1", dtype=dtype,
+                       init_loss_scaling=config["init_loss_scaling"],
+                       incr_every_n_steps=config["incr_every_n_steps"],
+                       decr_every_n_nan_or_inf=config["decr_every_n_nan_or_inf"],
+                       incr_ratio=config["incr_ratio"], decr_ratio=config["decr_ratio"],
+                       use_dynamic_loss_scaling=config["use_dynamic_loss_scaling"],
+                       use_amp_guard=bool(pure and config["use_fp16_guard"]))
+    if strategy.gradient_merge:
+        config = strategy.gradient_merge_configs
+        opt = GradientMergeOptimizer(opt, k_steps=config["k_steps"], avg=config["avg"])
+    if strategy.sharding:
+        config = strategy.sharding_configs
+        if config["stage"] != 1 or config["mp_degree"] != 1 or config["pp_degree"] != 1:
+            raise NotImplementedError(f"sharding_configs: only stage 1 (optimizer state) over all ranks is "
+                                      f"supported, got stage {config['stage']}, mp_degree {config['mp_degree']}, "
+                                      f"pp_degree {config['pp_degree']}")
+    return opt
+
+
+def _layers(optimizer):
+    """The chain of wrapped optimizers, outermost first."""
+    while optimizer is not None:
+        yield optimizer
+        optimizer = getattr(optimizer, "_optimizer", None) or getattr(optimizer, "inner_optimizer", None)
+
+
+@contextmanager
+def _over_all_ranks(optimizer):
+    """While a rank appends the updates of its own shard: what depends on every gradient
+    is computed over all ranks. ClipGradByGlobalNorm all-reduces its sum of squares; AMP's
+    overflow check all-reduces found_inf, so every rank skips the same steps and keeps the
+    same loss scale. Yields what of the updates is collective ("" if nothing)."""
+    layers = list(_layers(optimizer))
+    amp = next((o for o in layers if isinstance(o, OptimizerWithMixedPrecision)), None)
+    base = layers[-1]
+    clip = base._grad_clip
+    collective = []
+    if isinstance(clip, ClipGradByGlobalNorm):
+        base._grad_clip = ClipGradByGlobalNorm(clip.clip_norm, ring_id=RING)
+        collective.append("ClipGradByGlobalNorm's sum of squares")
+    if amp is not None:
+        amp._found_inf_ring = RING
+        collective.append("AMP's overflow check")
+    try:
+        yield " and ".join(collective)
+    finally:
+        base._grad_clip = clip
+        if amp is not None:
+            amp._found_inf_ring = None
 
 
 def _use_sync_batch_norm(block) -> None:

@@ -5,11 +5,16 @@ random stream and the LR schedules' positions, in one file written atomically.
     ...
     extra = load_checkpoint("ckpt/last.keel", main, exe)   # the same trajectory continues
 
-The file is a zip archive holding `manifest.json` (names, dtypes, shapes, the random
-state, schedules, `extra`) and `tensors.bin` (one tensor record per variable, in
-PaddlePaddle's parameter-file record format). It is written to a temporary file and
+The file is a zip archive holding `manifest.json` (names, dtypes, shapes, each optimizer
+accumulator's parameter, the random state, schedules, `extra`) and `tensors.bin` (one
+tensor record per variable, in PaddlePaddle's parameter-file record format). It is written to a temporary file and
 renamed over the old one, so a crash mid-save leaves the previous checkpoint intact.
 Loading reads only data: no pickle, no code runs.
+
+Data-parallel training writes one file for all ranks (rank 0 writes; a sharded program's
+ranks first send rank 0 their shares of the optimizer state), holding what one process
+training alone would hold, so it resumes on any number of ranks: a sharded program loads
+the accumulators of the parameters its rank owns and passes over the others'.
 
 Version 2 stores the executor's random stream as Keel's (seed, counter) state
 (executor/random_state.py), the same on CPU and GPU. Version 1 files hold numpy's PCG64
@@ -31,6 +36,7 @@ from program import dtypes
 from program.errors import KeelError
 from program.io.atomic import atomic_open
 from program.io.tensor_file import TensorFileError, read_tensor, write_tensor
+from program.sharding import optimizer_state
 
 FORMAT = "keel-checkpoint"
 VERSION = 2  # 2: the random state is (seed, counter); 1: numpy's bit-generator state
@@ -52,21 +58,41 @@ def _persistables(program) -> list:
 def save_checkpoint(path, program, executor=None, scope=None, extra: dict | None = None) -> None:
     """Write every persistable variable of `program` held in `scope` (default: the global
     scope), the random state of `executor` and the program's LR schedules to `path`.
-    `extra` (JSON-serializable: epoch, step, ...) comes back from load_checkpoint."""
+    `extra` (JSON-serializable: epoch, step, ...) comes back from load_checkpoint.
+
+    A program whose optimizer state is sharded over ranks (`program.sharding`, fleet's
+    ZeRO-1) makes this a collective: call it on every rank; rank 0 gathers the ranks'
+    shares and writes one file holding the whole state, as one process would have, which
+    resumes on any number of ranks, sharded or not."""
     scope = scope if scope is not None else global_scope()
-    variables = [v for v in _persistables(program) if scope.find_var(v.name) is not None]
+    arrays = {var.name: _host(scope.get(var.name)) for var in _persistables(program)
+              if scope.find_var(var.name) is not None}
+    state = optimizer_state(program)
+    shards = program.sharding
+    if shards is not None and shards.nranks > 1:
+        _save_sharded(path, program, executor, extra, arrays, state, shards)
+    else:
+        _write(path, program, executor, extra, arrays, state)
+
+
+def _host(value) -> np.ndarray:
+    return value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) else np.asarray(value)
+
+
+def _write(path, program, executor, extra, arrays: dict, state: dict) -> None:
     tensors = io.BytesIO()
     entries = []
-    for var in variables:
-        value = scope.get(var.name)
-        array = value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) else np.asarray(value)
-        write_tensor(tensors, array, name=var.name)
-        entries.append({"name": var.name, "dtype": str(array.dtype), "shape": list(array.shape)})
+    for name in sorted(arrays):
+        array = arrays[name]
+        write_tensor(tensors, array, name=name)
+        entries.append({"name": name, "dtype": str(array.dtype), "shape": list(array.shape)})
     rng = getattr(executor, "rng", None)
     manifest = {
         "format": FORMAT,
         "version": VERSION,
         "variables": entries,
+        # each optimizer accumulator's parameter: a sharded program loads its own share
+        "optimizer_state": {name: param for name, param in sorted(state.items()) if name in arrays},
         "random_state": rng.get_state() if rng is not None else None,
         "lr_schedules": {name: s.state_dict() for name, s in program.lr_schedules.items()
                          if hasattr(s, "state_dict")},
@@ -83,6 +109,59 @@ def save_checkpoint(path, program, executor=None, scope=None, extra: dict | None
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
             zf.writestr("manifest.json", manifest_bytes)
             zf.writestr("tensors.bin", tensors.getvalue())
+
+
+def _save_sharded(path, program, executor, extra, arrays: dict, state: dict, shards) -> None:
+    """Every rank sends rank 0 its share of the optimizer state (over ring 0's MPI
+    communicator: buffers of tensor records, no pickle); rank 0 writes the whole, then
+    tells every rank whether it could, so all return or all raise."""
+    from kernels import communicators
+    what = (f"save_checkpoint({os.fspath(path)!r}): the optimizer state is sharded over {shards.nranks} ranks, "
+            f"so every rank must call save_checkpoint")
+    comm = communicators.lookup(0, np, what)
+    if comm.size != shards.nranks or comm.rank != shards.rank:
+        raise CheckpointError(f"{what}; this program was sharded as rank {shards.rank} of {shards.nranks}, "
+                              f"but this process is rank {comm.rank} of {comm.size}")
+    mine = {name: param for name, param in state.items() if name in arrays}
+    parts = comm.gather_bytes(b"" if comm.rank == 0 else _pack_share(arrays, mine), 0, what)
+    failure = b""
+    if comm.rank == 0:
+        try:
+            for rank, part in enumerate(parts[1:], start=1):
+                for name, param, array in _unpack_share(part, rank):
+                    arrays[name], state[name] = array, param
+            _write(path, program, executor, extra, arrays, state)
+        except Exception as e:  # every rank learns of it below; rank 0 raises it itself
+            failure = f"{type(e).__name__}: {e}".encode()
+            comm.bcast_bytes(failure, 0, what)
+            raise
+    failure = comm.bcast_bytes(failure, 0, what)
+    if failure:
+        raise CheckpointError(f"save_checkpoint({os.fspath(path)!r}): rank 0 could not write the checkpoint: "
+                              f"{failure.decode(errors='replace')}")
+
+
+def _pack_share(arrays: dict, state: dict) -> bytes:
+    """This rank's optimizer state: a JSON list of [name, parameter], then its tensor records."""
+    names = sorted(state)
+    header = json.dumps([[name, state[name]] for name in names]).encode()
+    out = io.BytesIO()
+    out.write(len(header).to_bytes(8, "little"))
+    out.write(header)
+    for name in names:
+        write_tensor(out, arrays[name], name=name)
+    return out.getvalue()
+
+
+def _unpack_share(data: bytes, rank: int) -> list:
+    source = f"<rank {rank}'s share of the optimizer state>"
+    try:
+        size = int.from_bytes(data[:8], "little")
+        listed = json.loads(data[8:8 + size])
+        stream = io.BytesIO(data[8 + size:])
+        return [(name, param, read_tensor(stream, source=source, name=name)[0]) for name, param in listed]
+    except (ValueError, TypeError, TensorFileError) as e:
+        raise CheckpointError(f"{source} is damaged: {e}") from None
 
 
 _FIELDS = {"extra": "`extra`", "random_state": "the executor's random state (executor.rng.get_state())",
@@ -121,6 +200,8 @@ def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = 
                                   f"{entry['dtype']}{entry['shape']}, its tensor record holds "
                                   f"{array.dtype}{list(array.shape)}")
         var = wanted.get(entry["name"])
+        if var is None and _another_ranks_share(program, manifest, entry["name"]):
+            continue
         if var is None:
             problems.append(f"{entry['name']}: in the checkpoint but not a persistable variable of the program")
             continue
@@ -165,6 +246,14 @@ def load_checkpoint(path, program, executor=None, scope=None, *, strict: bool = 
     for schedule, state in schedules.values():
         schedule.set_state_dict(state)
     return manifest.get("extra", {})
+
+
+def _another_ranks_share(program, manifest, name: str) -> bool:
+    """Whether `name` is optimizer state of a parameter whose state another rank keeps,
+    in this program's sharding."""
+    shards = program.sharding
+    param = manifest.get("optimizer_state", {}).get(name)
+    return shards is not None and param in shards.owners and not shards.owns(param)
 
 
 # A unique-name counter: the `_0` of fc_0.w_0, learning_rate_0, fc_0.w_0_moment1_0.
@@ -269,6 +358,12 @@ def manifest_problems(manifest: dict) -> list[str]:
     schedules = manifest.get("lr_schedules", {})
     if not isinstance(schedules, dict) or not all(isinstance(v, dict) for v in schedules.values()):
         problems.append(f"'lr_schedules' is {_kind(schedules)}; allowed: an object of name -> state object")
+    state = manifest.get("optimizer_state", {})
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in state.items()):
+        problems.append(f"'optimizer_state' is {_kind(state)}; allowed: an object of variable name -> parameter name")
+    elif not set(state) <= names:
+        problems.append(f"'optimizer_state' names variable(s) the manifest does not list: "
+                        f"{', '.join(sorted(set(state) - names)[:5])}")
     if not isinstance(manifest.get("extra", {}), dict):
         problems.append(f"'extra' is {_kind(manifest.get('extra'))}; allowed: an object")
     return problems

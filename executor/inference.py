@@ -362,7 +362,8 @@ class Predictor:
         params = {name: exe.to_host(scope.get(name)) for name in names}
         program, params, self._report = optimize_inference(
             program, params, evaluate=call_kernel, disabled=tuple(sorted(disabled)), fp16=half,
-            keep_io_types=not config._low_precision_io, cpu=exe.place.device == "cpu")
+            keep_io_types=not config._low_precision_io, cpu=exe.place.device == "cpu",
+            fuse_conv=True)  # in memory only: fused_conv2d never reaches a file from here
         scope.erase(names)
         for name, value in params.items():
             scope.set(name, exe.to_device(value))

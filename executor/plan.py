@@ -23,6 +23,7 @@ display-only annotations, after the fact.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import keyword
 import time
@@ -34,7 +35,7 @@ from executor import bf16
 from executor.errors import ExecutionError, FeedError
 from executor.kernel_call import MissingKernelError, bind, specialize
 from kernels.control_flow import sum_arrays
-from kernels.registry import UfuncCall
+from kernels.registry import KEEPS_INPUTS, UfuncCall
 from program import dtypes
 from program.ops import registry as op_registry
 from program.ops.control_flow import CONTROL_FLOW_OPS, block_io, control_io
@@ -116,6 +117,9 @@ class WhileGrad:
         return out
 
 
+_OVERFLOW_CHECKS = frozenset({"check_finite_and_unscale", "update_loss_scaling"})
+
+
 @dataclass
 class Plan:
     steps: list
@@ -144,6 +148,9 @@ class Plan:
         self.outputs = tuple(dict.fromkeys(names))  # what it returns
         self.fetch_positions = tuple(self.outputs.index(n) for n in self.fetch_names)
         self.has_parallel_levels = any(self.pooled)
+        # A block that checks its gradients for overflow itself (AMP's dynamic loss
+        # scaling) overflows on purpose now and then: numpy's warnings would be noise.
+        self.overflow_expected = any(s.op.type in _OVERFLOW_CHECKS for s in self.steps)
 
 
 @dataclass
@@ -319,9 +326,15 @@ def generate(plan, *, check=None, profile=False, shapes=False, pool=None, sub=No
     if check is not None:
         consts["check"] = check
     if pool is not None:
-        consts["submit"] = pool.submit
+        consts["submit"] = functools.partial(_submit_in_context, pool)
     return Function(_define(source, consts, f"block_{plan.block.idx}"), source, line_steps, names, consts,
                     subs)
+
+
+def _submit_in_context(pool, fn, *args, **kwargs):
+    """pool.submit with the caller's context (numpy's errstate lives in a contextvar: a
+    plan run with its floating-point warnings off keeps them off in the pool's threads)."""
+    return pool.submit(contextvars.copy_context().run, fn, *args, **kwargs)
 
 
 def _holds(cond) -> bool:
@@ -478,7 +491,8 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             fast = specialize(kdef, op.attrs, present, donated, xp)
         if fast is not None:  # it takes the bound inputs only
             fn, in_specs, out_specs = fast, [s for s, p in zip(in_specs, present) if p is not None], out_specs[:1]
-            clobbers = (first,) if donated else ()  # its buffer may be overwritten
+            # its buffer may be overwritten, unless the callable says it never is
+            clobbers = (first,) if donated and not getattr(fast, KEEPS_INPUTS, False) else ()
         # a UfuncCall is made in the generated code when its result is surely an array
         # (X declared with a rank; numpy gives a scalar for 0-d) and Y is one variable
         inline = (isinstance(fn, UfuncCall) and _declared_rank(block, in_specs[0]) > 0

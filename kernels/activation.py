@@ -307,11 +307,14 @@ def _hard_sigmoid(xp, x, out, *, slope, offset):
 
 
 def _hard_swish(xp, x, out, *, threshold, scale, offset):
-    # Paddle: x * min(max(x + offset, 0), threshold) / scale: 4 passes, one array written
+    # Paddle: x * min(max(x + offset, 0), threshold) / scale: 4 passes, one array written.
+    # Times the reciprocal of scale (within 2 ulp of dividing): float32 [1, 120, 3, 160],
+    # [1, 200, 2, 96], [1, 16, 24, 160] 1.16-1.21x, [1, 288, 2, 160] 1.05x (CPU time, one
+    # thread, medians of alternating blocks): a divide pass costs 2x a multiply's.
     t = xp.add(x, offset, out=_scratch(xp, x, out))
     t.clip(0, threshold, out=t)
+    t *= 1 / scale
     xp.multiply(x, t, out=out)
-    out /= scale
 
 
 _in_place_unary("hard_sigmoid", _hard_sigmoid, ["slope", "offset"])

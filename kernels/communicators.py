@@ -220,6 +220,24 @@ class MPICommunicator:
         self._run(self.comm.Ibcast(buf, root=root), what, True)
         return buf.tobytes()
 
+    def gather_bytes(self, data: bytes, root: int, what: str) -> list[bytes] | None:
+        """Host-side records of any length (a checkpoint's shares): on the root, every
+        rank's `data` in rank order; elsewhere None. Buffers only: nothing is pickled."""
+        self._check_root(root, what)
+        mine = np.array([len(data)], np.int64)
+        sizes = np.empty(self.size, np.int64) if self.rank == root else None
+        self._run(self.comm.Igather(mine, sizes, root=root), what, True)
+        send = np.frombuffer(data, np.uint8)
+        if self.rank != root:
+            self._run(self.comm.Igatherv(send, None, root=root), what, True, buffers=(send,))
+            return None
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        recv = np.empty(int(sizes.sum()), np.uint8)
+        MPI = mpi()
+        self._run(self.comm.Igatherv(send, [recv, sizes, offsets, MPI.BYTE], root=root), what, True,
+                  buffers=(send, recv))
+        return [recv[o:o + s].tobytes() for o, s in zip(offsets, sizes)]
+
     # -- checks ------------------------------------------------------------------------
     def _check_root(self, root: int, what: str) -> None:
         if not 0 <= root < self.size:

@@ -22,7 +22,9 @@ the activation op's own Keel kernel (kernels/activation.py) with the matching at
 threshold 6, scale 6, offset 3; other values take the oneDNN formula above), so they give
 the separate ops' numbers bit for bit (float32 and float64).
 
-Speed (NCHW on numpy): the epilogue runs on each part of the output as soon as the
+Speed (NCHW on numpy): float32/float64 NCHW calls are specialized per shape (`_specialize`:
+the geometry and the path worked out once, as for conv2d); a 1x1 convolution widening the
+channels adds its bias inside its GEMM (kernels/conv.py `pointwise_with_bias`); the epilogue runs on each part of the output as soon as the
 convolution path (kernels/conv.py) has written it, in the thread that wrote it, while it
 is in cache; the bias, the residual add and relu/relu6 write in place, the other
 activations once more. float16 computes in float32 and rounds once at the end.
@@ -32,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from kernels.activation import _swish_into
-from kernels.nn import _conv_geometry, conv2d_finish
+from kernels.conv import bias_in_gemm, nchw_path, pointwise_with_bias
+from kernels.nn import _channel_last, _conv_geometry, _per_shape, conv2d_finish
 from kernels.registry import get as kernel_of
 from kernels.registry import kernel
 
@@ -80,9 +83,71 @@ def _activation(xp, name: str, alpha: float, beta: float):
     return through_kernel
 
 
+def _epilogue(bias, residual, act):
+    """epilogue(part, lo, hi): bias, residual and activation on output channels [lo, hi)
+    (NCHW) in place; bias [O] or None, residual of the output's shape or None."""
+    def epilogue(part, lo, hi):
+        if bias is not None:
+            part += bias[lo:hi, None, None]
+        if residual is not None:
+            part += residual[:, lo:hi]
+        if act is not None:
+            act(part)
+    return epilogue
+
+
+def _specialize(xp, attrs, present, donated):
+    """float32/float64 NCHW with every bound input of one dtype: the geometry, the checks of
+    Bias and ResidualData and the path worked out once per shape (kernels/nn.py
+    `_per_shape`); a call is the path and the epilogue. The activation is bound once."""
+    dtype = present[0]
+    if (dtype is None or dtype.kind != "f" or dtype.itemsize < 4 or _channel_last(attrs["data_format"])
+            or any(p is not None and p != dtype for p in present)):
+        return None
+    has_bias = present[2] is not None
+    residual_slot = present[3] is not None
+    if attrs["fuse_residual_connection"] and not residual_slot:
+        return None  # the general kernel says what is missing
+    act = _activation(xp, attrs["fuse_activation"], float(np.float32(attrs["fuse_alpha"])),
+                      float(np.float32(attrs["fuse_beta"])))
+
+    def general(x, w, *rest):
+        rest = iter(rest)
+        bias = next(rest) if has_bias else None
+        residual = next(rest) if residual_slot else None
+        return fused_conv2d(xp, x, w, bias, residual, **attrs)
+
+    def plan_for(x, w, *rest):
+        geo = _conv_geometry(xp, x, w, attrs["strides"], attrs["paddings"], attrs["padding_algorithm"],
+                             attrs["dilations"], attrs["groups"], attrs["data_format"], "fused_conv2d")
+        o = w.shape[0]
+        bias = rest[0] if has_bias else None
+        residual = rest[-1] if residual_slot and attrs["fuse_residual_connection"] else None
+        if (x.dtype != dtype or any(a.dtype != dtype for a in rest) or (bias is not None and bias.size != o)
+                or (residual is not None and tuple(residual.shape) != geo.out_shape)):
+            return general  # it converts, or says what is wrong
+        path = nchw_path(x.shape, w.shape, geo.strides, geo.dilations, geo.pads, geo.groups)
+        folded = has_bias and bias_in_gemm(x.shape, w.shape, geo.strides, geo.pads, geo.groups)
+        shape, strides, uses_residual = geo.out_shape, geo.strides, residual is not None
+
+        def plan(x, w, *rest):
+            bias = rest[0].reshape(o) if has_bias else None
+            residual = rest[-1] if uses_residual else None
+            out = xp.empty(shape, dtype=dtype)
+            if folded:
+                pointwise_with_bias(xp, x, w, bias, strides, out)
+                if residual is not None or act is not None:
+                    _epilogue(None, residual, act)(out, 0, o)
+            else:
+                path(xp, x, w, out, _epilogue(bias, residual, act))
+            return out
+        return plan
+    return _per_shape(plan_for)
+
+
 @kernel("fused_conv2d", inputs=["Input", "Filter", "Bias", "ResidualData"], outputs=["Output"],
         attrs=["strides", "paddings", "padding_algorithm", "dilations", "groups", "data_format",
-               "fuse_activation", "fuse_alpha", "fuse_beta", "fuse_residual_connection"])
+               "fuse_activation", "fuse_alpha", "fuse_beta", "fuse_residual_connection"], specialize=_specialize)
 def fused_conv2d(xp, x, w, bias=None, residual=None, *, strides, paddings, padding_algorithm, dilations,
                  groups, data_format, fuse_activation, fuse_alpha=0.0, fuse_beta=0.0,
                  fuse_residual_connection=False):
@@ -105,20 +170,12 @@ def fused_conv2d(xp, x, w, bias=None, residual=None, *, strides, paddings, paddi
         residual = None
     act = _activation(xp, fuse_activation, float(np.float32(fuse_alpha)), float(np.float32(fuse_beta)))
 
-    def epilogue(part, lo, hi):
-        """Bias, residual and activation on output channels [lo, hi) (NCHW) in place."""
-        if bias is not None:
-            part += bias[lo:hi, None, None]
-        if residual is not None:
-            part += residual[:, lo:hi]
-        if act is not None:
-            act(part)
-
     xc, wc = x.astype(cdt, copy=False), w.astype(cdt, copy=False)
     if not channel_last:
-        return conv2d_finish(xp, geo.run(xp, xc, wc, epilogue), x.dtype)
+        return conv2d_finish(xp, geo.run(xp, xc, wc, _epilogue(bias, residual, act)), x.dtype)
     out = geo.run(xp, xc, wc)
     if residual is not None:
         residual = residual.transpose(0, 3, 1, 2)
-    epilogue(out.transpose(0, 3, 1, 2), 0, o)  # NCHW views: the epilogue writes through them
+    # NCHW views: the epilogue writes through them
+    _epilogue(bias, residual, act)(out.transpose(0, 3, 1, 2), 0, o)
     return conv2d_finish(xp, out, x.dtype)

@@ -41,7 +41,7 @@ from kernels.conv_grad import filter_grad_chunked, input_grad_chunked_s1
 from kernels.conv import pad_spatial as _pad_spatial
 from kernels.conv import windows as _windows
 from kernels.blocked import row_blocks
-from kernels.registry import kernel
+from kernels.registry import KEEPS_INPUTS, kernel
 from kernels.sums import column_dots, column_sums, last_axis_dots, last_axis_sums
 from kernels.tensor import check_index_range, scatter_add
 
@@ -200,7 +200,10 @@ _PLANS_KEPT = 8
 def _per_shape(make_plan):
     """run(*arrays) = make_plan(*arrays)(*arrays), each plan made once per the arrays'
     shapes and dtypes (the last _PLANS_KEPT of them kept): what a specialized kernel works
-    out from the shapes is not worked out again on every call."""
+    out from the shapes is not worked out again on every call. The plans (convolutions,
+    pooling) write only new arrays, never into their inputs: `run` says so to the executor
+    (kernels/registry.py `KEEPS_INPUTS`), which then need not order it after the other
+    readers of a donated input."""
     plans = {}
 
     def run(*arrays):
@@ -211,6 +214,7 @@ def _per_shape(make_plan):
                 plans.clear()
             plan = plans[key] = make_plan(*arrays)
         return plan(*arrays)
+    setattr(run, KEEPS_INPUTS, True)
     return run
 
 

@@ -37,7 +37,9 @@ and never imports `program` or `executor`. Its signature names what it consumes:
   generic call's overhead and a fresh allocation cost as much as the arithmetic. Where
   the fast path is a single ufunc call, `specialize` returns a `UfuncCall` instead of a
   callable, and the executor's generated code makes that call itself (one Python call
-  per op fewer);
+  per op fewer). A callable with the attribute named KEEPS_INPUTS set true never writes
+  into its inputs, donated or not: the executor then runs it beside the donated input's
+  other readers instead of after them;
 - `inplace` maps an output slot to the input slot whose buffer the kernel may reuse
   (optimizer ParamOut/Param, batch_norm MeanOut/Mean): the executor hands over the
   array and the kernel may write into it.
@@ -52,6 +54,9 @@ import inspect
 import keyword
 from dataclasses import dataclass, field
 from typing import Callable
+
+# The attribute a specialized callable sets true when it never writes into its inputs.
+KEEPS_INPUTS = "keeps_inputs"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ def clone_program(program, for_test: bool):
     copy = Program.from_desc(program.to_desc(), verify=False)
     copy.random_seed = program.random_seed
     copy.lr_schedules = dict(program.lr_schedules)
+    copy.sharding = program.sharding
     # Parameter settings are build-time Python state, not part of the file: carry them over.
     for block, src in zip(copy.blocks, program.blocks):
         for name, var in src.vars.items():

@@ -63,12 +63,25 @@ class ClipGradByGlobalNorm(ClipGradBase):
     """Rescale all gradients together by clip_norm / max(global_norm, clip_norm), where
     global_norm = sqrt(sum of every gradient's squared L2 norm)."""
 
-    def __init__(self, clip_norm: float):
+    def __init__(self, clip_norm: float, ring_id: int | None = None):
         self.clip_norm = float(clip_norm)
+        # Where each rank holds only its shard of the gradients (fleet's sharding): the
+        # ring whose ranks' sums of squares make up the global one.
+        self.ring_id = ring_id
+
+    def _sum_over_ranks(self, block, total) -> None:
+        if self.ring_id is not None:
+            block.append_op("c_allreduce_sum", {"X": [total]}, {"Out": [total]},
+                            {"ring_id": self.ring_id, "use_calc_stream": True})
 
     def __call__(self, params_grads, block):
         clipped = [(p, g) for p, g in params_grads if _clips(p, g)]
         if not clipped:
+            if self.ring_id is not None:  # the other ranks' all-reduce still needs this rank's zero
+                zero = block.create_var(unique_name.generate("global_norm_sq"), [1], "float32")
+                block.append_op("fill_constant", {}, {"Out": [zero]},
+                                {"shape": [1], "dtype": zero.dtype, "value": 0.0})
+                self._sum_over_ranks(block, zero)
             return list(params_grads)
         dtype = clipped[0][1].dtype
 
@@ -82,6 +95,7 @@ class ClipGradByGlobalNorm(ClipGradBase):
             squares.append(sq)
         total = tmp("global_norm_sq")
         block.append_op("sum", {"X": squares}, {"Out": [total]})
+        self._sum_over_ranks(block, total)
         norm = tmp("global_norm")
         block.append_op("sqrt", {"X": [total]}, {"Out": [norm]})
         limit = tmp("clip_norm")

@@ -102,6 +102,9 @@ class Program:
         self.lr_schedules: dict = {}
         # What reading a file written by an older PaddlePaddle changed (program/legacy.py).
         self.upgrade_notes: list[str] = []
+        # Which rank keeps each parameter's optimizer state, where fleet shards it
+        # (program/sharding.py); None: this program holds all of it.
+        self.sharding = None
 
     # -- structure ----------------------------------------------------------------------
     @property
@@ -173,6 +176,7 @@ class Program:
         prog._namescopes = []
         prog.lr_schedules = {}
         prog.upgrade_notes = []
+        prog.sharding = None
         for i, bdesc in enumerate(desc.blocks):
             header = pb.BlockDesc()
             header.CopyFrom(bdesc)

@@ -1,5 +1,5 @@
 """Depthwise convolution (kernels/conv_depthwise.py: banded GEMMs for planes no taller than
-the kernel, flat taps for large planes at stride 1, im2col in blocks of channels otherwise)
+the kernel, im2col on the flattened padded planes at stride 1, im2col in blocks otherwise)
 against a direct float64 reference: a plain loop over window offsets reading the UNPADDED
 input with explicit bounds, so it shares no padding or window code with the kernel. Odd shapes, strides 1, 2 and (2, 1),
 dilations, symmetric and asymmetric paddings, padding that whole kernel rows and columns
@@ -22,16 +22,22 @@ CASES = [
     ("4 rows 5x3 unpadded", "banded", (2, 3, 4, 9), (5, 3), 1, (1, 1), (1, 0, 0, 0), (1, 1)),
     ("width all padding on the left", "banded", (1, 2, 2, 3), (3, 3), 1, (1, 1), (1, 1, 6, 0), (1, 1)),
     ("3 rows, input wider than the windows", "banded", (1, 2, 3, 12), (3, 3), 1, (1, 2), (1, 1, 0, 0), (1, 1)),
-    ("6 rows 5x5 stride (2, 1)", "im2col_blocks", (1, 5, 6, 23), (5, 5), 1, (2, 1), (2, 2, 2, 2), (1, 1)),
-    ("odd plane 3x3 batch 3", "im2col_blocks", (3, 7, 11, 13), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("6 rows 5x5 stride (2, 1), taller than the kernel", "banded", (1, 5, 6, 23), (5, 5), 1, (2, 1), (2, 2, 2, 2),
+     (1, 1)),
+    ("12 rows 5x5 pad 2 batch 2", "banded", (2, 3, 12, 19), (5, 5), 1, (1, 1), (2, 2, 2, 2), (1, 1)),
+    ("12 rows 5x3 dilation 2 x2 multiplier, asymmetric pads", "banded", (1, 3, 12, 14), (5, 3), 2, (1, 1),
+     (3, 1, 2, 0), (2, 1)),
+    ("13 rows 5x5 stride (2, 1)", "im2col_blocks", (1, 5, 13, 23), (5, 5), 1, (2, 1), (2, 2, 2, 2), (1, 1)),
+    ("6 rows 3x3", "flat_im2col", (1, 4, 6, 20), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("odd plane 3x3 batch 3", "flat_im2col", (3, 7, 11, 13), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
     ("strided 5x5 x2 multiplier", "im2col_blocks", (2, 3, 15, 14), (5, 5), 2, (2, 2), (2, 2, 2, 2), (1, 1)),
     ("asymmetric pads dilation (2, 3)", "im2col_blocks", (1, 4, 12, 17), (3, 3), 1, (1, 2), (3, 0, 1, 4), (2, 3)),
     ("unpadded stride (1, 2)", "im2col_blocks", (1, 3, 9, 10), (3, 2), 1, (1, 2), (0, 0, 0, 0), (1, 1)),
-    ("many channels, several blocks", "im2col_blocks", (1, 40, 40, 60), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
-    ("large plane 3x3", "flat_taps", (1, 3, 91, 101), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
-    ("large plane 5x3 x2 multiplier, asymmetric pads, dilation (2, 1), batch 2", "flat_taps", (2, 2, 95, 97),
+    ("many channels, several blocks", "flat_im2col", (1, 40, 40, 60), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("large plane 3x3", "flat_im2col", (1, 3, 91, 101), (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    ("large plane 5x3 x2 multiplier, asymmetric pads, dilation (2, 1), batch 2", "flat_im2col", (2, 2, 95, 97),
      (5, 3), 2, (1, 1), (3, 1, 0, 2), (2, 1)),
-    ("large plane unpadded, several blocks", "flat_taps", (1, 12, 100, 120), (3, 3), 1, (1, 1), (0, 0, 0, 0),
+    ("large plane unpadded, several blocks", "flat_im2col", (1, 12, 100, 120), (3, 3), 1, (1, 1), (0, 0, 0, 0),
      (1, 1)),
 ]
 IDS = [c[0] for c in CASES]
@@ -92,7 +98,7 @@ def test_matches_direct_reference(case, dtype):
 def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, _, strides, pads, dilations = case
     taken = []
-    for name in ("_banded", "_flat_taps", "_im2col_blocks"):
+    for name in ("_banded", "_flat_im2col", "_im2col_blocks"):
         real = getattr(conv_depthwise, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -125,21 +131,25 @@ def test_same_and_valid_padding(shape, kernel, strides, algorithm):
     _assert_close(got, reference(x, w, strides, pads, (1, 1)), np.float32, kernel[0] * kernel[1])
 
 
-def test_band_filter_places_each_weight_at_its_input_row():
+@pytest.mark.parametrize("h, oh, sh, dh, top, kh", [(3, 2, 2, 1, 2, 5), (2, 2, 1, 1, 2, 5), (6, 6, 1, 1, 2, 5),
+                                                   (7, 5, 2, 2, 3, 3), (9, 5, 2, 1, 2, 5), (4, 2, 1, 1, 1, 5),
+                                                   (3, 3, 1, 2, 2, 3), (12, 8, 1, 2, 3, 5), (2, 4, 1, 1, 6, 3)])
+def test_band_filter_places_each_weight_at_its_input_row(h, oh, sh, dh, top, kh):
     """Row i of the band holds W[a] at input row i*sh + a*dh - top, zeros elsewhere."""
-    w = np.arange(1, 1 + 2 * 5 * 3, dtype=np.float64).reshape(2, 1, 5, 3)
-    band = conv_depthwise.band_filter(np, w, h=3, oh=2, sh=2, dh=1, top=2)   # [O, oh, h, kw]
-    for i in range(2):
-        for r in range(3):
-            a = r - i * 2 + 2
-            want = w[:, 0, a] if 0 <= a < 5 else np.zeros((2, 3))
+    kw = 3
+    w = np.arange(1, 1 + 2 * kh * kw, dtype=np.float64).reshape(2, 1, kh, kw)
+    band = conv_depthwise.band_filter(np, w, h=h, oh=oh, sh=sh, dh=dh, top=top)   # [O, oh, h, kw]
+    assert band.shape == (2, oh, h, kw)
+    for i in range(oh):
+        for r in range(h):
+            a, rest = divmod(r - i * sh + top, dh)
+            want = w[:, 0, a] if rest == 0 and 0 <= a < kh else np.zeros((2, kw))
             np.testing.assert_array_equal(band[:, i, r], want)
 
 
 def test_epilogue_applied_once_per_channel(monkeypatch):
     """Blocks of channels (forced small) each get the epilogue with their channel range."""
     monkeypatch.setattr(conv_depthwise, "BLOCK_BYTES", 1)
-    monkeypatch.setattr(conv_depthwise, "TAPS_BLOCK_BYTES", 1)
     for case in CASES:
         _, _, _, _, _, strides, pads, dilations = case
         x, w = _data(case, np.float32, seed=5)

@@ -23,6 +23,8 @@ CASES = [
     ("unpadded", (4, 3, 7, 6), (2, 3, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),
     ("stride 2 (dInput by the general path)", (5, 3, 9, 10), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
     ("stride (2, 1), dilation (1, 2)", (3, 2, 9, 11), (3, 2, 3, 3), (2, 1), (1, 0, 2, 2), (1, 2)),
+    ("more filters than columns (dFilter's GEMM the other way round)", (4, 1, 8, 7), (12, 1, 2, 2), (1, 1),
+     (0, 1, 1, 0), (1, 1)),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -74,10 +76,27 @@ def _assert_close(got, want, terms):
     np.testing.assert_allclose(got, want, rtol=0, atol=4e-7 * terms)
 
 
+# SHIFTED_COLUMNS_MIN_RATIO forcing each stride-1 dInput formulation (C * ratio >= O)
+DINPUT_PATHS = {"shifted columns": 1 << 30, "col2im": 0}
+# the settings forcing each dFilter formulation (kernels/conv_grad.py filter_grad_chunked)
+DFILTER_PATHS = {"GEMM per sample": {"PER_SAMPLE_MAX_SIDE": 1 << 30, "CHANNELS_LAST_MIN_C": 0},
+                 "GEMM per chunk": {"PER_SAMPLE_MAX_SIDE": 0, "CHANNELS_LAST_MIN_C": 1 << 30},
+                 "GEMM per chunk, channels last": {"PER_SAMPLE_MAX_SIDE": 0, "CHANNELS_LAST_MIN_C": 0}}
+
+
+def _force(monkeypatch, settings):
+    for name, value in settings.items():
+        monkeypatch.setattr(conv_grad, name, value)
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 @pytest.mark.parametrize("chunk_bytes", [1, 700, 1 << 30], ids=["one sample", "uneven chunks", "one chunk"])
-def test_chunked_grads_match_reference(case, chunk_bytes, monkeypatch):
+@pytest.mark.parametrize("dinput", DINPUT_PATHS)
+@pytest.mark.parametrize("dfilter", DFILTER_PATHS)
+def test_chunked_grads_match_reference(case, chunk_bytes, dinput, dfilter, monkeypatch):
     monkeypatch.setattr(conv_grad, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(conv_grad, "SHIFTED_COLUMNS_MIN_RATIO", DINPUT_PATHS[dinput])
+    _force(monkeypatch, DFILTER_PATHS[dfilter])
     _, _, _, strides, pads, dil = case
     x, w, dy = _data(case)
     dx, dw = _grads(x, w, dy, strides, pads, dil)
@@ -101,6 +120,73 @@ def test_chunks_match_one_chunk(case, monkeypatch):
     chunked = _grads(x, w, dy, strides, pads, dil)
     for got, want in zip(chunked, whole):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
+
+
+def _random_case(r):
+    """A random one-group conv: batch, channels either side, kernel 1-5 by 1-5, stride 1-2,
+    dilation 1-2, uneven paddings; the input at least as large as the dilated kernel."""
+    kh, kw = (int(v) for v in r.integers(1, 6, 2))
+    dil = tuple(int(v) for v in r.integers(1, 3, 2))
+    strides = tuple(int(v) for v in r.integers(1, 3, 2))
+    pads = tuple(int(v) for v in r.integers(0, 3, 4))
+    h = int(r.integers(max(1, dil[0] * (kh - 1) + 1 - pads[0] - pads[1]), 12))
+    wd = int(r.integers(max(1, dil[1] * (kw - 1) + 1 - pads[2] - pads[3]), 12))
+    xs = (int(r.integers(1, 6)), int(r.integers(1, 20)), h, wd)
+    return ("random", xs, (int(r.integers(1, 20)), xs[1], kh, kw), strides, pads, dil)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_convolutions_every_formulation(seed, monkeypatch):
+    """Random geometries (tests/test_conv_grad_paths.py `_random_case`) through each dInput
+    and dFilter formulation and a small chunk, against the float64 reference."""
+    case = _random_case(np.random.default_rng(seed))
+    _, _, ws, strides, pads, dil = case
+    x, w, dy = _data(case, seed)
+    want_dx, want_dw = reference(x, w, dy, strides, pads, dil)
+    monkeypatch.setattr(conv_grad, "CHUNK_BYTES", 2000)
+    for dinput, dfilter in [("shifted columns", "GEMM per sample"), ("col2im", "GEMM per chunk"),
+                            ("shifted columns", "GEMM per chunk, channels last")]:
+        monkeypatch.setattr(conv_grad, "SHIFTED_COLUMNS_MIN_RATIO", DINPUT_PATHS[dinput])
+        _force(monkeypatch, DFILTER_PATHS[dfilter])
+        dx, dw = _grads(x, w, dy, strides, pads, dil)
+        _assert_close(dx, want_dx, ws[0] * ws[2] * ws[3])
+        _assert_close(dw, want_dw, dy.shape[0] * dy.shape[2] * dy.shape[3])
+
+
+def test_stride1_dinput_formulation_by_channel_ratio(monkeypatch):
+    """Shifted columns where C * SHIFTED_COLUMNS_MIN_RATIO >= O and the filter is wider
+    than one column, col2im otherwise: recorded by wrapping both."""
+    taken = []
+    for name in ("_input_grad_shifted_columns", "_input_grad_col2im"):
+        original = getattr(conv_grad, name)
+        monkeypatch.setattr(conv_grad, name, lambda *a, _f=original, _n=name: taken.append(_n) or _f(*a))
+    r = np.random.default_rng(0)
+    for (c, o, kw), want in [((16, 32, 3), "_input_grad_shifted_columns"), ((3, 9, 3), "_input_grad_shifted_columns"),
+                             ((2, 16, 3), "_input_grad_col2im"), ((1, 16, 3), "_input_grad_col2im"),
+                             ((16, 8, 1), "_input_grad_col2im")]:
+        w = r.standard_normal((o, c, 3, kw)).astype(np.float32)
+        dy = r.standard_normal((2, o, 5, 6)).astype(np.float32)
+        taken.clear()
+        conv_grad.input_grad_chunked_s1(np, dy, w, (2, c, 7, 6 + kw - 1), 1, 1)
+        assert taken == [want], (c, o, kw)
+
+
+def test_dfilter_formulation_by_shape(monkeypatch):
+    """One GEMM per sample where C*kh*kw or O is at most PER_SAMPLE_MAX_SIDE (the CNN
+    benchmark's first layer, K 9), one per chunk otherwise, its columns channels last from
+    CHANNELS_LAST_MIN_C channels (the second layer, 16 -> 32)."""
+    taken = []
+    for name in ("_per_sample_products", "_chunk_product", "_chunk_product_channels_last"):
+        original = getattr(conv_grad, name)
+        monkeypatch.setattr(conv_grad, name, lambda *a, _f=original, _n=name: taken.append(_n) or _f(*a))
+    r = np.random.default_rng(0)
+    for (c, o), want in [((1, 16), "_per_sample_products"), ((16, 8), "_per_sample_products"),
+                         ((16, 32), "_chunk_product_channels_last"), ((4, 64), "_chunk_product")]:
+        xpad = r.standard_normal((2, c, 6, 6)).astype(np.float32)
+        dy = r.standard_normal((2, o, 4, 4)).astype(np.float32)
+        taken.clear()
+        conv_grad.filter_grad_chunked(np, xpad, dy, 3, 3, 1, 1, 1, 1)
+        assert set(taken) == {want}, (c, o)
 
 
 def test_only_the_requested_gradient():

@@ -39,16 +39,19 @@ CASES = [
      (2, 2), 1),
     ("3x3 stride 2", "general", (2, 3, 9, 10), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
     ("3x3 stride 2 grouped", "general", (1, 4, 9, 10), (6, 2, 3, 3), (2, 1), (1, 0, 1, 1), (1, 2), 2),
-    ("depthwise small wide plane", "im2col_blocks", (2, 5, 18, 40), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
-    ("depthwise small wide plane x2 multiplier", "im2col_blocks", (1, 3, 17, 50), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1),
+    ("depthwise small wide plane", "flat_im2col", (2, 5, 18, 40), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
+    ("depthwise small wide plane x2 multiplier", "flat_im2col", (1, 3, 17, 50), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1),
      (1, 1), 3),
     ("depthwise short wide plane", "banded", (1, 4, 3, 60), (4, 1, 5, 5), (1, 1), (2, 2, 2, 2), (1, 1), 4),
-    ("depthwise small narrow plane", "im2col_blocks", (2, 5, 6, 7), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
-    ("depthwise small wide plane, dilation 2", "im2col_blocks", (1, 2, 20, 60), (2, 1, 3, 3), (1, 1), (2, 2, 2, 2),
+    ("depthwise small narrow plane", "flat_im2col", (2, 5, 6, 7), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
+    ("depthwise small wide plane, dilation 2", "flat_im2col", (1, 2, 20, 60), (2, 1, 3, 3), (1, 1), (2, 2, 2, 2),
      (2, 2), 2),
-    ("depthwise strided small plane", "im2col_blocks", (1, 4, 9, 9), (8, 1, 5, 5), (2, 2), (2, 2, 2, 2), (1, 1), 4),
-    ("depthwise large plane", "flat_taps", (1, 3, 96, 100), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
-    ("depthwise large plane x2, dilation 2", "flat_taps", (1, 2, 96, 100), (4, 1, 3, 3), (1, 1), (2, 2, 2, 2),
+    ("depthwise strided small plane, up to 2.5x the 5x5 kernel's height", "banded", (1, 4, 9, 9), (8, 1, 5, 5),
+     (2, 2), (2, 2, 2, 2), (1, 1), 4),
+    ("depthwise strided small plane, taller", "im2col_blocks", (1, 4, 13, 9), (8, 1, 5, 5), (2, 2), (2, 2, 2, 2),
+     (1, 1), 4),
+    ("depthwise large plane", "flat_im2col", (1, 3, 96, 100), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
+    ("depthwise large plane x2, dilation 2", "flat_im2col", (1, 2, 96, 100), (4, 1, 3, 3), (1, 1), (2, 2, 2, 2),
      (2, 2), 2),
     ("depthwise large plane strided 5x5", "im2col_blocks", (2, 3, 140, 150), (3, 1, 5, 5), (2, 2), (2, 2, 2, 2),
      (1, 1), 3),
@@ -154,7 +157,7 @@ def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, strides, pads, dilations, g = case
     taken = []
     for module, name in [(conv, "_pointwise"), (conv, "_shifted_gemms"), (conv, "general_nchw"),
-                         (conv, "folded_im2col"), (conv_depthwise, "_banded"), (conv_depthwise, "_flat_taps"),
+                         (conv, "folded_im2col"), (conv_depthwise, "_banded"), (conv_depthwise, "_flat_im2col"),
                          (conv_depthwise, "_im2col_blocks")]:
         real = getattr(module, name)
 
@@ -165,7 +168,7 @@ def test_case_takes_its_path(case, monkeypatch):
     x, w = _data(case)
     out_hw = _out_size(x.shape, w.shape, strides, pads, dilations)
     conv.conv2d_nchw(np, x, w, strides, dilations, list(pads), g, *out_hw)
-    want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "banded": "_banded", "flat_taps": "_flat_taps",
+    want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "banded": "_banded", "flat_im2col": "_flat_im2col",
             "im2col_blocks": "_im2col_blocks", "general": "general_nchw", "folded": "folded_im2col"}[path]
     assert taken and taken[0] == want, f"{case[0]} took {taken}"
 

@@ -94,6 +94,22 @@ def test_every_collective_op_and_dtype_on_two_ranks(tmp_path):
     np.testing.assert_array_equal(got1["reducescatter/int64"], _full_reducescatter("int64", 2)[2:])
 
 
+def test_paddle_distributed_functions_build_the_collectives_into_the_program(tmp_path):
+    r, _ = launch(tmp_path, "api", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    x = [script.rank_input(rank, "float32") for rank in range(2)]
+    want = {"all_reduce_max": [np.maximum(*x)] * 2, "all_reduce_async": [x[0] + x[1]] * 2,
+            "reduce_to_1": [x[0], x[0] + x[1]], "broadcast_from_1": [x[1]] * 2,
+            "all_gather_0": [x[0]] * 2, "all_gather_1": [x[1]] * 2,
+            # rank r's part of the sum of [x_rank, 10 x_rank] over the ranks
+            "reduce_scatter": [x[0] + x[1], 10 * (x[0] + x[1])]}
+    for rank in range(2):
+        got = results(tmp_path / "out", rank)
+        assert sorted(got) == sorted(want)
+        for name, values in want.items():
+            np.testing.assert_allclose(got[name], values[rank], rtol=1e-6, err_msg=f"{name} on rank {rank}")
+
+
 def _full_reducescatter(dtype, n):
     return sum(script.rank_input(r, dtype, (2 * n, 3)) for r in range(n)).astype(dtype)
 
@@ -136,6 +152,60 @@ def test_checkpoint_from_two_ranks_resumes_on_one(tmp_path):
     np.testing.assert_allclose(rest["losses"], ref["losses"][2:], rtol=1e-5, atol=1e-5)
     for key in (k for k in ref if k.startswith("param/")):
         np.testing.assert_allclose(rest[key], ref[key], rtol=1e-5, atol=1e-5, err_msg=key)
+
+
+def test_a_sharded_checkpoint_holds_every_ranks_state_and_resumes_on_one_or_two_ranks(tmp_path):
+    """Every rank calls save_checkpoint; rank 0 writes the whole optimizer state (both
+    ranks' moments), which resumes one process unsharded (strict: nothing missing) and two
+    sharded ranks (each takes its own share) on the uninterrupted trajectory."""
+    single(tmp_path, "train", tmp_path / "ref", "--steps", 4)
+    r, _ = launch(tmp_path, "train", tmp_path / "first", "--steps", 2, "--sharding", "--save", tmp_path / "ckpt.keel")
+    assert r.returncode == 0, r.stderr
+    single(tmp_path, "train", tmp_path / "one", "--steps", 2, "--first-step", 2, "--load", tmp_path / "ckpt.keel")
+    r, _ = launch(tmp_path, "train", tmp_path / "two", "--steps", 2, "--first-step", 2, "--sharding",
+                  "--load", tmp_path / "ckpt.keel")
+    assert r.returncode == 0, r.stderr
+    ref = results(tmp_path / "ref")
+    ref["losses"] = ref["losses"][2:]
+    _assert_same_training(ref, [results(tmp_path / "one")])
+    _assert_same_training(ref, [results(tmp_path / "two", k) for k in range(2)])
+
+
+def test_sharding_under_amp_and_global_norm_clipping_follows_the_unsharded_run(tmp_path):
+    """A rank of a sharded run holds only its share of the gradients: its overflow check
+    and its part of the global norm are all-reduced, so every rank skips the same steps,
+    keeps the same loss scale and clips by the same factor as without sharding. At this
+    loss scale some steps overflow in one rank's share only (without the all-reduce, the
+    ranks' scales part at step 5)."""
+    flags = ["--amp", "O1", "--loss-scale", 65536, "--sgd", "--clip", 0.05, "--steps", 8]
+    r, _ = launch(tmp_path, "train", tmp_path / "plain", *flags)
+    assert r.returncode == 0, r.stderr
+    r, _ = launch(tmp_path, "train", tmp_path / "zero", "--sharding", *flags)
+    assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        plain, zero = results(tmp_path / "plain", rank), results(tmp_path / "zero", rank)
+        assert len(set(plain["loss_scales"])) > 1  # the scale moved: overflows happened
+        np.testing.assert_array_equal(zero["loss_scales"], plain["loss_scales"])
+        np.testing.assert_allclose(zero["losses"], plain["losses"], rtol=1e-6, atol=1e-7)
+        for key in (k for k in plain if k.startswith("param/")):
+            np.testing.assert_allclose(zero[key], plain[key], rtol=1e-6, atol=1e-7, err_msg=key)
+
+
+def test_fleet_strategy_amp_and_gradient_merge_on_sharded_ranks(tmp_path):
+    """strategy.gradient_merge on 2 sharded ranks follows one process merging the whole
+    batch's gradients itself; strategy.amp runs exactly as the optimizer decorated by hand."""
+    single(tmp_path, "train", tmp_path / "ref", "--merge", 2, "--steps", 6)
+    r, _ = launch(tmp_path, "train", tmp_path / "merge", "--merge", 2, "--steps", 6, "--sharding", "--strategy-meta")
+    assert r.returncode == 0, r.stderr
+    _assert_same_training(results(tmp_path / "ref"), [results(tmp_path / "merge", k) for k in range(2)])
+    for name, meta in (("hand", []), ("fleet", ["--strategy-meta"])):
+        r, _ = launch(tmp_path, "train", tmp_path / name, "--amp", "O1", "--steps", 8, "--sharding", *meta)
+        assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        hand, by_fleet = results(tmp_path / "hand", rank), results(tmp_path / "fleet", rank)
+        assert len(set(hand["loss_scales"])) > 1
+        for key in hand:
+            np.testing.assert_array_equal(by_fleet[key], hand[key], err_msg=key)
 
 
 # -- faults: a rank that dies, hangs or fails ends the run with a clear error -----------------------

@@ -139,6 +139,77 @@ def test_sharding_with_a_rank_that_owns_nothing(monkeypatch):
     assert [programs[1].global_block().var(n).shape for n in gather.input("Input")] == [(3,)]  # padding only
 
 
+def test_sharding_refuses_idle_ranks_where_the_updates_are_collective(monkeypatch):
+    """Under AMP or ClipGradByGlobalNorm the update ops all-reduce (the overflow flag, the
+    sum of squares); a rank owning no parameter would append none of them, so every rank
+    refuses at build time instead of waiting for it at run time."""
+    monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=0, world_size=2, local_rank=0, device_id=-1))
+    for wrap, what in [(lambda o: pg.static.amp.decorate(o), "AMP's overflow check"),
+                       (lambda o: o, "ClipGradByGlobalNorm's sum of squares")]:
+        main, startup = pg.Program(), pg.Program()
+        with pg.program_guard(main, startup), pg.unique_name.guard():
+            x = pg.data("x", [-1, 3])
+            loss = pg.mean(pg.nn.fc(x, 1, bias_attr=False))
+            inner = wrap(pg.optimizer.Adam(0.01, grad_clip=pg.nn.ClipGradByGlobalNorm(1.0)))
+            with pytest.raises(ValueError, match=rf"rank\(s\) \[1\] of 2 own none of the 1 parameter.*{what}"):
+                fleet.distributed_optimizer(inner, fleet.DistributedStrategy(sharding=True)).minimize(loss)
+
+
+def test_sharding_all_reduces_the_overflow_flag_and_the_global_norm(two_ranks):
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        h = pg.nn.fc(pg.data("x", [-1, 10]), 16, activation="tanh")
+        loss = pg.mean(pg.nn.fc(h, 4))
+        inner = pg.static.amp.decorate(pg.optimizer.SGD(0.1, grad_clip=pg.nn.ClipGradByGlobalNorm(1.0)))
+        optimizer = fleet.distributed_optimizer(inner, fleet.DistributedStrategy(sharding=True))
+        optimizer.minimize(loss)
+    main.verify()
+    ops = main.global_block().ops
+    types = _types(main)
+    check = types.index("check_finite_and_unscale")
+    found = ops[check].output("FoundInfinite")[0]
+    # found_inf -> int32 -> max over the ranks -> bool, before the loss scale is updated
+    cast_in, reduce, cast_out = ops[check + 1:check + 4]
+    assert [cast_in.type, reduce.type, cast_out.type] == ["cast", "c_allreduce_max", "cast"]
+    assert cast_in.input("X") == [found] and reduce.input("X") == cast_in.output("Out")
+    assert ops[types.index("update_loss_scaling")].input("FoundInfinite") == cast_out.output("Out")
+    # the sum of this rank's squared norms is summed over the ranks before its square root
+    total = ops[types.index("sum")].output("Out")
+    assert ops[types.index("sum") + 1].type == "c_allreduce_sum" and ops[types.index("sum") + 1].input("X") == total
+    assert main.sharding.nranks == 2 and main.sharding.rank == 0
+    assert all(main.sharding.owns(op.input("Param")[0]) for op in ops if op.type == "sgd")
+    # the user's optimizer is left as it was
+    assert inner._found_inf_ring is None and inner._optimizer._grad_clip.ring_id is None
+
+
+def test_a_sharded_rank_loads_its_share_of_a_whole_checkpoint(tmp_path, monkeypatch):
+    """A checkpoint names each accumulator's parameter; rank 1 of a sharded program loads
+    strictly the accumulators of the parameters it owns and passes over the others'."""
+    from executor import CheckpointError, Executor, Scope, load_checkpoint, save_checkpoint
+    from program.sharding import optimizer_state
+    monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=0, world_size=1, local_rank=0, device_id=-1))
+    whole, startup, _, _ = _mlp(fleet.DistributedStrategy(), sizes=(10, 64, 64, 4))
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    state = optimizer_state(whole)
+    assert set(state.values()) == {p.name for p in whole.global_block().all_parameters()}
+    assert len(state) == 4 * len(set(state.values()))  # moment1/2, beta1/2 powers; not the learning rate
+    save_checkpoint(tmp_path / "c.keel", whole, exe, scope)
+    monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=1, world_size=2, local_rank=1, device_id=-1))
+    rank1, _, _, optimizer = _mlp(fleet.DistributedStrategy(sharding=True), sizes=(10, 64, 64, 4))
+    mine = {p for p, r in optimizer.owners.items() if r == 1}
+    assert 0 < len(mine) < len(optimizer.owners)
+    loaded = Scope()
+    load_checkpoint(tmp_path / "c.keel", rank1, Executor(), loaded)
+    for name, param in state.items():
+        assert loaded.has(name) == (param in mine), name
+        if param in mine:
+            np.testing.assert_array_equal(loaded.get(name), scope.get(name))
+    rank1.sharding = None  # the same program, not sharded: the others' accumulators are foreign
+    with pytest.raises(CheckpointError, match="in the checkpoint but not a persistable variable of the program"):
+        load_checkpoint(tmp_path / "c.keel", rank1, Executor(), Scope())
+
+
 def test_owners_balance_the_optimizer_state():
     sizes = {"a": 1000, "b": 600, "c": 500, "d": 100}
     params = [type("P", (), {"name": n, "shape": [s], "dtype": 5})() for n, s in sizes.items()]
@@ -207,3 +278,106 @@ def test_the_core_imports_without_mpi():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     assert 'pip install -e ".[dist]"' in r.stdout
+
+
+def test_paddle_distributed_functions_append_paddles_ops(two_ranks):
+    import distributed as dist
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        x = pg.data("x", [4, 3])
+        dist.all_reduce(x, op=dist.ReduceOp.PROD, sync_op=False)
+        dist.wait(x, use_calc_stream=False)
+        dist.broadcast(x, src=1)
+        parts = []
+        dist.all_gather(parts, x)
+        with pytest.raises(NotImplementedError, match="only the global group"):
+            dist.all_reduce(x, group=object())
+        with pytest.raises(ValueError, match="op must be ReduceOp.SUM, MAX, MIN or PROD, got 7"):
+            dist.reduce(x, dst=0, op=7)
+    ops = main.global_block().ops
+    assert [op.type for op in ops] == ["c_allreduce_prod", "c_sync_comm_stream", "c_broadcast", "c_allgather",
+                                       "split"]
+    assert ops[0].attr("use_calc_stream") is False and ops[2].attr("root") == 1 and ops[3].attr("nranks") == 2
+    assert len(parts) == 2 and [p.shape for p in parts] == [(4, 3), (4, 3)]
+    main.verify()
+
+
+def test_distributed_strategy_checks_options_as_paddle_does():
+    strategy = fleet.DistributedStrategy(sharding=True)
+    assert strategy.amp_configs["init_loss_scaling"] == 32768.0 and strategy.gradient_merge_configs == \
+        {"k_steps": 1, "avg": True}
+    strategy.amp_configs = {"init_loss_scaling": 1024, "use_pure_fp16": True}
+    assert strategy.amp_configs["init_loss_scaling"] == 1024 and strategy.amp_configs["decr_ratio"] == 0.8
+    strategy.nccl_comm_num = 2  # a tuning knob: accepted
+    with pytest.raises(TypeError, match="nonsense is not an attribute of DistributedStrategy"):
+        strategy.nonsense = 1
+    with pytest.raises(KeyError, match="amp_configs: no key 'bogus'"):
+        strategy.amp_configs = {"bogus": 1}
+    with pytest.raises(NotImplementedError, match="DistributedStrategy.pipeline: not supported"):
+        strategy.pipeline = True
+    strategy.pipeline = False  # off is fine
+    with pytest.raises(TypeError, match="nonsense is not an attribute"):
+        fleet.DistributedStrategy(nonsense=True)
+
+
+def _meta_program(configure):
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        h = pg.nn.fc(pg.data("x", [-1, 10]), 16, activation="tanh")
+        loss = pg.mean(pg.nn.fc(h, 4))
+        strategy = fleet.DistributedStrategy()
+        configure(strategy, h)
+        optimizer = fleet.distributed_optimizer(pg.optimizer.Adam(0.01), strategy)
+        optimizer.minimize(loss)
+    main.verify()
+    return main, optimizer
+
+
+def test_strategy_meta_optimizers_wrap_the_users_optimizer(two_ranks):
+    def amp(strategy, h):
+        strategy.amp = True
+        strategy.amp_configs = {"init_loss_scaling": 1024.0, "decr_every_n_nan_or_inf": 3}
+    main, optimizer = _meta_program(amp)
+    update = next(op for op in main.global_block().ops if op.type == "update_loss_scaling")
+    assert update.attr("decr_every_n_nan_or_inf") == 3 and update.attr("decr_ratio") == pytest.approx(0.8)
+    assert any(op.type == "cast" for op in main.global_block().ops)
+    assert optimizer.get_loss_scaling() is not None and optimizer.get_lr() == 0.01
+
+    def merge(strategy, h):
+        strategy.gradient_merge = True
+        strategy.gradient_merge_configs = {"k_steps": 4}
+    main, _ = _meta_program(merge)
+    types = _types(main)
+    assert "conditional_block" in types and "c_allreduce_sum" in types
+    k = next(op for op in main.global_block().ops if op.type == "elementwise_mod")
+    assert main.global_block().var(k.input("Y")[0]).name == "gradient_merge_k"
+
+    def recompute(strategy, h):
+        strategy.recompute = True
+        strategy.recompute_configs = {"checkpoints": [h.name]}
+    main, _ = _meta_program(recompute)
+    assert _types(main).count("mul") == 3  # the segment after the checkpoint runs again before its gradient
+
+    def offload(strategy, h):
+        strategy.recompute = True
+        strategy.recompute_configs = {"checkpoints": [h.name], "enable_offload": True}
+    with pytest.raises(NotImplementedError, match="enable_offload"):
+        _meta_program(offload)
+
+    def stage2(strategy, h):
+        strategy.sharding = True
+        strategy.sharding_configs = {"stage": 2}
+    with pytest.raises(NotImplementedError, match="only stage 1"):
+        _meta_program(stage2)
+
+
+def test_gradient_merge_accumulators_are_optimizer_state(two_ranks):
+    from program.sharding import optimizer_state
+
+    def merge(strategy, h):
+        strategy.gradient_merge = True
+        strategy.gradient_merge_configs = {"k_steps": 2}
+    main, _ = _meta_program(merge)
+    state = optimizer_state(main)
+    assert state["fc_0.w_0@GRAD@GradientMerge"] == "fc_0.w_0" and state["fc_0.w_0_moment1_0"] == "fc_0.w_0"
+    assert len(state) == 4 * 5  # 4 parameters: their merged gradients and Adam's four accumulators

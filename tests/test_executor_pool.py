@@ -172,3 +172,15 @@ def test_a_zoo_model_run_through_the_pool_gives_the_serial_outputs(name, tmp_pat
     for serial, pooled in zip(got[1], got[2]):
         for s, q in zip(serial, pooled):
             np.testing.assert_allclose(q, s, rtol=1e-6, atol=1e-6 * float(np.abs(s).max()))
+
+
+def test_pooled_steps_run_in_the_callers_numpy_errstate():
+    """An AMP plan runs with numpy's floating-point warnings off; its pooled steps too."""
+    from concurrent.futures import ThreadPoolExecutor
+    from executor.plan import _submit_in_context
+    with ThreadPoolExecutor(1) as pool:
+        with np.errstate(over="ignore", invalid="ignore"):
+            inside = _submit_in_context(pool, np.geterr).result()
+        outside = _submit_in_context(pool, np.geterr).result()
+    assert inside["over"] == inside["invalid"] == "ignore"
+    assert outside == np.geterr()

@@ -8,6 +8,7 @@ import pytest
 
 import program as pg
 from executor import Executor, Scope
+from executor.inference import Config, create_predictor
 from executor.kernel_call import call_kernel
 from inference_run import run
 from program.passes import PASSES, optimize_inference
@@ -185,3 +186,24 @@ def test_fused_program_saves_loads_back_and_runs(tmp_path):
     got = exe.run(loaded, feed={"x": x}, fetch_list=loaded_fetches, scope=loaded_scope)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_the_predictor_fuses_at_load_and_gives_the_unfused_outputs(tmp_path):
+    """The Predictor runs optimize_inference with fuse_conv=True (in memory; the default of
+    optimize_inference, for files, stays off): the specialized fused kernels give the outputs
+    of the program run with the passes off."""
+    infer, params = build(_mobile_block, ["x"])
+    pg.io.save_program(infer, tmp_path / "m.pdmodel")
+    pg.io.save_params(infer, params, tmp_path / "m.pdiparams")
+    x = np.random.default_rng(7).standard_normal((1, 4, 10, 12)).astype(np.float32)
+    outs = {}
+    for ir_optim in (False, True):
+        config = Config(str(tmp_path / "m.pdmodel"), str(tmp_path / "m.pdiparams"))
+        config.switch_ir_optim(ir_optim)
+        predictor = create_predictor(config)
+        outs[ir_optim] = predictor.run([x])
+        if ir_optim:
+            types = Counter(op.type for op in predictor._program.global_block().ops)
+            assert types["fused_conv2d"] == 6 and types["conv2d"] == types["depthwise_conv2d"] == 0
+    for got, want in zip(outs[True], outs[False]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

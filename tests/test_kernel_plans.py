@@ -8,6 +8,7 @@ import pytest
 
 from executor.kernel_call import call_kernel, specialize
 from kernels import nn
+from kernels.registry import KEEPS_INPUTS
 from kernels.registry import get as kernel_of
 from test_conv_paths import CASES, reference
 
@@ -129,3 +130,28 @@ def test_pool2d_max_2x2_against_a_loop():
     want = np.array([[[[x[n, c, 2 * i:2 * i + 2, 2 * j:2 * j + 2].max() for j in range(4)] for i in range(3)]
                       for c in range(3)] for n in range(2)])
     np.testing.assert_array_equal(got, want)
+
+
+def test_specialized_plans_say_they_keep_their_inputs():
+    """Specialized with a donated input, conv2d / depthwise_conv2d / pool2d / fused_conv2d leave
+    it as it was and say so (kernels/registry.py KEEPS_INPUTS), so the executor may run them
+    beside the input's other readers."""
+    conv = _conv_attrs((1, 1), (1, 1, 1, 1), (1, 1), 1)
+    depthwise = _conv_attrs((1, 1), (2, 2, 2, 2), (1, 1), 4)
+    fused = {**_conv_attrs((1, 1), (0, 0, 0, 0), (1, 1), 1), "fuse_activation": "relu", "fuse_alpha": 0.0,
+             "fuse_beta": 0.0, "fuse_residual_connection": False}
+    pool = {"pooling_type": "avg", "ksize": [1, 1], "global_pooling": False, "strides": [1, 1],
+            "paddings": [0, 0], "exclusive": True, "adaptive": True, "ceil_mode": False, "data_format": "NCHW",
+            "padding_algorithm": "EXPLICIT"}
+    x = _data((1, 4, 3, 20))
+    calls = [("conv2d", conv, (x, _data((6, 4, 3, 3), seed=1))),
+             ("depthwise_conv2d", depthwise, (x, _data((4, 1, 5, 5), seed=2))),
+             ("fused_conv2d", fused, (x, _data((9, 4, 1, 1), seed=3), _data((9,), seed=4))),
+             ("pool2d", pool, (x,))]
+    for op, attrs, args in calls:
+        present = tuple(a.dtype for a in args) + (None,) * (len(kernel_of(op).inputs) - len(args))
+        fast = specialize(kernel_of(op), attrs, present, True)
+        before = x.copy()
+        fast(*args)
+        assert getattr(fast, KEEPS_INPUTS, False), op
+        np.testing.assert_array_equal(x, before)

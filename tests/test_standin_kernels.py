@@ -31,6 +31,7 @@ import test_conv_depthwise
 import test_conv_grad_paths
 import test_conv_paths
 import test_fuse_conv
+import test_fused_conv_plans
 import test_kernel_plans
 import test_fused_ops
 import test_kernels_control_flow
@@ -67,7 +68,7 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_kernels_manip, test_grad_manip, test_conv_paths, test_conv_depthwise,
                        test_conv_grad_paths, test_fuse_conv, test_kernels_control_flow, test_grad_collective,
                        test_grad_sum_paths, test_kernel_plans, test_kernels_adam_chunked, test_kernels_in_place,
-                       test_kernels_rows]
+                       test_fused_conv_plans, test_kernels_rows]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
                 test_grad_collective]

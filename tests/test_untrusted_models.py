@@ -350,6 +350,9 @@ def _rewrite(path, edit):
     (lambda m: m.update(random_state=[1]), "'random_state' is list [1]; allowed: null or an object"),
     (lambda m: m.update(extra=2.5), "'extra' is float 2.5; allowed: an object"),
     (lambda m: m.update(version="2"), "'version' is '2'; allowed: an integer in [1, 2]"),
+    (lambda m: m.update(optimizer_state=["a"]), "'optimizer_state' is list ['a']; allowed: an object of variable"),
+    (lambda m: m.update(optimizer_state={"ghost_moment1_0": "ghost"}),
+     "'optimizer_state' names variable(s) the manifest does not list: ghost_moment1_0"),
 ])
 def test_a_damaged_checkpoint_manifest_is_a_checkpoint_error(checkpoint, edit, expected):
     path, main = checkpoint

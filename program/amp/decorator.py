@@ -43,6 +43,9 @@ class OptimizerWithMixedPrecision:
                  use_master_grad=False, use_promote=False):
         self._optimizer = optimizer
         self._amp_lists = amp_lists
+        # Where each rank checks only its shard of the gradients (fleet's sharding): the
+        # ring over which any rank's overflow makes every rank skip the step.
+        self._found_inf_ring = None
         self._init_loss_scaling = float(init_loss_scaling)
         self._use_dynamic_loss_scaling = bool(use_dynamic_loss_scaling)
         if dtype == "bfloat16" and use_dynamic_loss_scaling:
@@ -161,6 +164,8 @@ class OptimizerWithMixedPrecision:
             if not self._use_dynamic_loss_scaling and self._init_loss_scaling == 1.0:
                 return self._apply_inner(params_grads, startup, None)
             found_inf = self._check_finite_and_unscale(params_grads)
+            if self._found_inf_ring is not None:
+                found_inf = self._found_on_any_rank(found_inf)
             if self._use_dynamic_loss_scaling and self._amp_dtype == "float16":
                 self._add_dynamic_loss_scaling(params_grads, found_inf)
             return self._apply_inner(params_grads, startup, found_inf)
@@ -210,6 +215,18 @@ class OptimizerWithMixedPrecision:
                        {"axis": 0})
         return _append(block, "reduce_any", {"X": [both]}, unique_name.generate("reduce_any.tmp"), [], "bool",
                        {"dim": [], "keep_dim": False, "reduce_all": True})
+
+    def _found_on_any_rank(self, found_inf):
+        """found_inf of every rank or-ed together (as int32: MPI has no max over bools), so
+        all ranks skip the same steps and keep the same loss scale (PaddlePaddle's sharding
+        does the same)."""
+        block = self._train_program.global_block()
+        as_int = _append(block, "cast", {"X": [found_inf]}, unique_name.generate("found_inf_int"), list(found_inf.shape), "int32",
+                         {"in_dtype": found_inf.dtype, "out_dtype": dtypes.to_code("int32")})
+        block.append_op("c_allreduce_max", {"X": [as_int]}, {"Out": [as_int]},
+                        {"ring_id": self._found_inf_ring, "use_calc_stream": True})
+        return _append(block, "cast", {"X": [as_int]}, unique_name.generate("found_inf_any"), list(found_inf.shape), "bool",
+                       {"in_dtype": as_int.dtype, "out_dtype": dtypes.to_code("bool")})
 
     def _update_loss_scaling(self, grads, found_inf, stop_update):
         self._train_program.global_block().append_op(
