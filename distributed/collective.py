@@ -87,6 +87,9 @@ def reduce_scatter(tensor, tensor_list, op=ReduceOp.SUM, group=None, sync_op=Tru
         raise ValueError(f"distributed.reduce_scatter: only ReduceOp.SUM is supported (c_reducescatter sums), "
                          f"got {op!r}")
     block = _block("reduce_scatter", group)
+    if len(tensor_list) != get_world_size():
+        raise ValueError(f"distributed.reduce_scatter: tensor_list holds {len(tensor_list)} tensor(s); it needs "
+                         f"one per rank ({get_world_size()})")
     joined = concat(list(tensor_list), axis=0)
     block.append_op("c_reducescatter", {"X": [joined]}, {"Out": [tensor]},
                     {"ring_id": RING, "nranks": len(tensor_list), "use_calc_stream": bool(sync_op)})

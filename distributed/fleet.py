@@ -6,7 +6,7 @@
     optimizer.minimize(loss)
 
 The strategy (distributed/strategy.py) may first wrap the optimizer in PaddlePaddle's
-meta-optimizers: `amp` (static.amp.decorate with `amp_configs`), `recompute`
+meta-optimizers, innermost first: `amp` (static.amp.decorate with `amp_configs`), `recompute`
 (RecomputeOptimizer with `recompute_configs["checkpoints"]`) and `gradient_merge`
 (GradientMergeOptimizer; the gradients are all-reduced every step, which sums to the same
 merged average). `minimize` appends the backward pass, then the gradient all-reduce, then
@@ -107,7 +107,7 @@ class DistributedOptimizer:
         return getattr(self.user_optimizer, name)
 
     def _amp(self):
-        amp = next((o for o in _layers(self.inner) if isinstance(o, OptimizerWithMixedPrecision)), None)
+        amp = _amp_layer(self.inner)
         if amp is None:
             raise RuntimeError("this distributed optimizer has no AMP: set strategy.amp = True")
         return amp
@@ -169,19 +169,11 @@ class DistributedOptimizer:
 
 
 def _with_meta_optimizers(optimizer, strategy: DistributedStrategy):
-    """The user's optimizer inside PaddlePaddle's meta-optimizers the strategy switches on,
-    innermost first: recompute, amp, gradient_merge (the order PaddlePaddle chains them)."""
+    """The user's optimizer inside the meta-optimizers the strategy switches on, innermost
+    first: amp (directly around the user's optimizer, whose update ops it makes keep
+    float32 master weights), recompute, gradient_merge. Also refuses sharding configs
+    Keel lacks."""
     opt = optimizer
-    if strategy.recompute:
-        config = strategy.recompute_configs
-        if config["enable_offload"]:
-            raise NotImplementedError("recompute_configs['enable_offload']: offloading checkpoints to the host "
-                                      "is not supported (there is no device memory to spare on the CPU)")
-        if not config["checkpoints"]:
-            raise ValueError("strategy.recompute needs recompute_configs = {'checkpoints': [...]}: the "
-                             "variables (or names) that end the recomputed segments")
-        opt = RecomputeOptimizer(opt)
-        opt._set_checkpoints(list(config["checkpoints"]))
     if strategy.amp:
         config = strategy.amp_configs
         if config["use_optimizer_fp16"]:
@@ -198,6 +190,16 @@ def _with_meta_optimizers(optimizer, strategy: DistributedStrategy):
                        incr_ratio=config["incr_ratio"], decr_ratio=config["decr_ratio"],
                        use_dynamic_loss_scaling=config["use_dynamic_loss_scaling"],
                        use_amp_guard=bool(pure and config["use_fp16_guard"]))
+    if strategy.recompute:
+        config = strategy.recompute_configs
+        if config["enable_offload"]:
+            raise NotImplementedError("recompute_configs['enable_offload']: offloading checkpoints to the host "
+                                      "is not supported (there is no device memory to spare on the CPU)")
+        if not config["checkpoints"]:
+            raise ValueError("strategy.recompute needs recompute_configs = {'checkpoints': [...]}: the "
+                             "variables (or names) that end the recomputed segments")
+        opt = RecomputeOptimizer(opt)
+        opt._set_checkpoints(list(config["checkpoints"]))
     if strategy.gradient_merge:
         config = strategy.gradient_merge_configs
         opt = GradientMergeOptimizer(opt, k_steps=config["k_steps"], avg=config["avg"])
@@ -217,15 +219,19 @@ def _layers(optimizer):
         optimizer = getattr(optimizer, "_optimizer", None) or getattr(optimizer, "inner_optimizer", None)
 
 
+def _amp_layer(optimizer):
+    """The AMP decorator in the chain, or None."""
+    return next((o for o in _layers(optimizer) if isinstance(o, OptimizerWithMixedPrecision)), None)
+
+
 @contextmanager
 def _over_all_ranks(optimizer):
     """While a rank appends the updates of its own shard: what depends on every gradient
     is computed over all ranks. ClipGradByGlobalNorm all-reduces its sum of squares; AMP's
     overflow check all-reduces found_inf, so every rank skips the same steps and keeps the
     same loss scale. Yields what of the updates is collective ("" if nothing)."""
-    layers = list(_layers(optimizer))
-    amp = next((o for o in layers if isinstance(o, OptimizerWithMixedPrecision)), None)
-    base = layers[-1]
+    amp = _amp_layer(optimizer)
+    base = list(_layers(optimizer))[-1]
     clip = base._grad_clip
     collective = []
     if isinstance(clip, ClipGradByGlobalNorm):

@@ -43,8 +43,8 @@ STACKED_MIN_WORK = 8_000_000
 
 def folded_im2col(xp, win, w, out):
     """One group, N > 1: out [N, O, oh, ow] = W [O, K] x columns [K, n*oh*ow] for blocks of
-    n samples of the window view `win` [N, C, oh, ow, kh, kw] (kernels/conv.py `windows`). CPU time of one thread against the per-sample
-    batched matmul (numpy 2.4, OpenBLAS, medians of alternating blocks, loaded machine):
+    n samples of the window view `win` [N, C, oh, ow, kh, kw] (kernels/conv.py `windows`).
+    CPU time of one thread against the per-sample batched matmul (numpy 2.4, OpenBLAS, medians of alternating blocks, loaded machine):
     [64, 16, 14, 14] -> 32 3x3: 1.01x; [8, 32, 28, 28] -> 64: 0.97x; [8, 64, 16, 16] -> 128
     stride 2: 1.01x; [16, 64, 32, 32] -> 64: 1.19x."""
     n, c, oh, ow, kh, kw = win.shape

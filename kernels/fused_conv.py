@@ -24,10 +24,10 @@ the separate ops' numbers bit for bit (float32 and float64).
 
 Speed (NCHW on numpy): float32/float64 NCHW calls are specialized per shape (`_specialize`:
 the geometry and the path worked out once, as for conv2d); a 1x1 convolution widening the
-channels adds its bias inside its GEMM (kernels/conv.py `pointwise_with_bias`); the epilogue runs on each part of the output as soon as the
-convolution path (kernels/conv.py) has written it, in the thread that wrote it, while it
-is in cache; the bias, the residual add and relu/relu6 write in place, the other
-activations once more. float16 computes in float32 and rounds once at the end.
+channels adds its bias inside its GEMM (kernels/conv.py `pointwise_with_bias`); the
+epilogue runs on each part of the output as soon as the convolution path (kernels/conv.py)
+has written it, in the thread that wrote it, while it is in cache; the bias, the residual
+add and relu/relu6 write in place, the other activations once more. float16 computes in float32 and rounds once at the end.
 """
 from __future__ import annotations
 

@@ -294,6 +294,8 @@ def test_paddle_distributed_functions_append_paddles_ops(two_ranks):
             dist.all_reduce(x, group=object())
         with pytest.raises(ValueError, match="op must be ReduceOp.SUM, MAX, MIN or PROD, got 7"):
             dist.reduce(x, dst=0, op=7)
+        with pytest.raises(ValueError, match=r"tensor_list holds 3 tensor\(s\); it needs one per rank \(2\)"):
+            dist.reduce_scatter(x, [x, x, x])
     ops = main.global_block().ops
     assert [op.type for op in ops] == ["c_allreduce_prod", "c_sync_comm_stream", "c_broadcast", "c_allgather",
                                        "split"]
@@ -369,6 +371,36 @@ def test_strategy_meta_optimizers_wrap_the_users_optimizer(two_ranks):
         strategy.sharding_configs = {"stage": 2}
     with pytest.raises(NotImplementedError, match="only stage 1"):
         _meta_program(stage2)
+
+
+def test_strategy_pure_fp16_with_recompute_trains_and_restores_the_masters(monkeypatch):
+    """amp sits directly around the user's optimizer, so O2's master weights exist under
+    recompute too (amp outside recompute found no master weights to restore)."""
+    from executor import CPUPlace, Executor, Scope
+    monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=0, world_size=1, local_rank=0, device_id=-1))
+
+    def configure(strategy, h):
+        strategy.amp, strategy.recompute = True, True
+        strategy.amp_configs = {"use_pure_fp16": True, "use_fp16_guard": False}
+        strategy.recompute_configs = {"checkpoints": [h.name]}
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        h = pg.nn.fc(pg.data("x", [-1, 10]), 16, activation="tanh")
+        loss = pg.mean(pg.nn.fc(h, 4))
+        strategy = fleet.DistributedStrategy()
+        configure(strategy, h)
+        optimizer = fleet.distributed_optimizer(pg.optimizer.Adam(0.01), strategy)
+        optimizer.minimize(loss)
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    optimizer.amp_init(CPUPlace(), scope=scope)
+    assert scope.get("fc_0.w_0").dtype == np.float16
+    for _ in range(2):
+        exe.run(main, feed={"x": np.ones((4, 10), np.float32)}, fetch_list=[loss], scope=scope)
+    optimizer.restore_master_weights(scope)
+    assert scope.get("fc_0.w_0").dtype == np.float32
+    np.testing.assert_array_equal(scope.get("fc_0.w_0"), scope.get("fc_0.w_0_fp32_master_0"))
+    assert _types(main).count("mul") == 3  # recomputed as well
 
 
 def test_gradient_merge_accumulators_are_optimizer_state(two_ranks):

@@ -221,11 +221,12 @@ class OptimizerWithMixedPrecision:
         all ranks skip the same steps and keep the same loss scale (PaddlePaddle's sharding
         does the same)."""
         block = self._train_program.global_block()
-        as_int = _append(block, "cast", {"X": [found_inf]}, unique_name.generate("found_inf_int"), list(found_inf.shape), "int32",
+        shape = list(found_inf.shape)
+        as_int = _append(block, "cast", {"X": [found_inf]}, unique_name.generate("found_inf_int"), shape, "int32",
                          {"in_dtype": found_inf.dtype, "out_dtype": dtypes.to_code("int32")})
         block.append_op("c_allreduce_max", {"X": [as_int]}, {"Out": [as_int]},
                         {"ring_id": self._found_inf_ring, "use_calc_stream": True})
-        return _append(block, "cast", {"X": [as_int]}, unique_name.generate("found_inf_any"), list(found_inf.shape), "bool",
+        return _append(block, "cast", {"X": [as_int]}, unique_name.generate("found_inf_any"), shape, "bool",
                        {"in_dtype": as_int.dtype, "out_dtype": dtypes.to_code("bool")})
 
     def _update_loss_scaling(self, grads, found_inf, stop_update):
