@@ -332,14 +332,14 @@ def _meta_program(configure):
         optimizer = fleet.distributed_optimizer(pg.optimizer.Adam(0.01), strategy)
         optimizer.minimize(loss)
     main.verify()
-    return main, optimizer
+    return main, optimizer, startup
 
 
 def test_strategy_meta_optimizers_wrap_the_users_optimizer(two_ranks):
     def amp(strategy, h):
         strategy.amp = True
         strategy.amp_configs = {"init_loss_scaling": 1024.0, "decr_every_n_nan_or_inf": 3}
-    main, optimizer = _meta_program(amp)
+    main, optimizer, _ = _meta_program(amp)
     update = next(op for op in main.global_block().ops if op.type == "update_loss_scaling")
     assert update.attr("decr_every_n_nan_or_inf") == 3 and update.attr("decr_ratio") == pytest.approx(0.8)
     assert any(op.type == "cast" for op in main.global_block().ops)
@@ -348,7 +348,7 @@ def test_strategy_meta_optimizers_wrap_the_users_optimizer(two_ranks):
     def merge(strategy, h):
         strategy.gradient_merge = True
         strategy.gradient_merge_configs = {"k_steps": 4}
-    main, _ = _meta_program(merge)
+    main, _, _ = _meta_program(merge)
     types = _types(main)
     assert "conditional_block" in types and "c_allreduce_sum" in types
     k = next(op for op in main.global_block().ops if op.type == "elementwise_mod")
@@ -357,7 +357,7 @@ def test_strategy_meta_optimizers_wrap_the_users_optimizer(two_ranks):
     def recompute(strategy, h):
         strategy.recompute = True
         strategy.recompute_configs = {"checkpoints": [h.name]}
-    main, _ = _meta_program(recompute)
+    main, _, _ = _meta_program(recompute)
     assert _types(main).count("mul") == 3  # the segment after the checkpoint runs again before its gradient
 
     def offload(strategy, h):
@@ -383,20 +383,13 @@ def test_strategy_pure_fp16_with_recompute_trains_and_restores_the_masters(monke
         strategy.amp, strategy.recompute = True, True
         strategy.amp_configs = {"use_pure_fp16": True, "use_fp16_guard": False}
         strategy.recompute_configs = {"checkpoints": [h.name]}
-    main, startup = pg.Program(), pg.Program()
-    with pg.program_guard(main, startup), pg.unique_name.guard():
-        h = pg.nn.fc(pg.data("x", [-1, 10]), 16, activation="tanh")
-        loss = pg.mean(pg.nn.fc(h, 4))
-        strategy = fleet.DistributedStrategy()
-        configure(strategy, h)
-        optimizer = fleet.distributed_optimizer(pg.optimizer.Adam(0.01), strategy)
-        optimizer.minimize(loss)
+    main, optimizer, startup = _meta_program(configure)
     exe, scope = Executor(), Scope()
     exe.run(startup, scope=scope)
     optimizer.amp_init(CPUPlace(), scope=scope)
     assert scope.get("fc_0.w_0").dtype == np.float16
     for _ in range(2):
-        exe.run(main, feed={"x": np.ones((4, 10), np.float32)}, fetch_list=[loss], scope=scope)
+        exe.run(main, feed={"x": np.ones((4, 10), np.float32)}, scope=scope)
     optimizer.restore_master_weights(scope)
     assert scope.get("fc_0.w_0").dtype == np.float32
     np.testing.assert_array_equal(scope.get("fc_0.w_0"), scope.get("fc_0.w_0_fp32_master_0"))
@@ -409,7 +402,7 @@ def test_gradient_merge_accumulators_are_optimizer_state(two_ranks):
     def merge(strategy, h):
         strategy.gradient_merge = True
         strategy.gradient_merge_configs = {"k_steps": 2}
-    main, _ = _meta_program(merge)
+    main, _, _ = _meta_program(merge)
     state = optimizer_state(main)
     assert state["fc_0.w_0@GRAD@GradientMerge"] == "fc_0.w_0" and state["fc_0.w_0_moment1_0"] == "fc_0.w_0"
     assert len(state) == 4 * 5  # 4 parameters: their merged gradients and Adam's four accumulators
