@@ -363,7 +363,7 @@ class Predictor:
         program, params, self._report = optimize_inference(
             program, params, evaluate=call_kernel, disabled=tuple(sorted(disabled)), fp16=half,
             keep_io_types=not config._low_precision_io, cpu=exe.place.device == "cpu",
-            fuse_conv=True)  # in memory only: fused_conv2d never reaches a file from here
+            fuse_conv=True, in_memory=True)  # fused_conv2d never reaches a file from here
         scope.erase(names)
         for name, value in params.items():
             scope.set(name, exe.to_device(value))

@@ -55,6 +55,12 @@ def _float_unary(op_type, compute, attrs=(), ufunc=None, per_element=True):
                   specialize=specialize if ufunc else None)(run)
 
 
+# op type -> formula(xp, x, out, **attrs) of the activations registered by _in_place_unary:
+# fused kernels (kernels/fused_conv.py) apply them in place to the part of their output
+# they have just written, so they give the separate op's numbers bit for bit.
+IN_PLACE_FORMULAS: dict = {}
+
+
 def _in_place_unary(op_type, formula, attrs=(), any_dtype=False):
     """Register `formula(xp, x, out, **attrs)`, an elementwise formula which writes the op's
     result into `out` (x itself allowed) in a few in-place passes: the kernel allocates one
@@ -79,6 +85,7 @@ def _in_place_unary(op_type, formula, attrs=(), any_dtype=False):
         return into_input
     run.__name__ = op_type
     run.per_element = True  # for tests to find the kernels evaluated in blocks
+    IN_PLACE_FORMULAS[op_type] = formula
     return kernel(op_type, inputs=["X"], outputs=["Out"], attrs=list(attrs), specialize=specialize)(run)
 
 

@@ -17,7 +17,7 @@ forms PaddlePaddle 3.x's fusion passes write; program/legacy.py reads the same t
 relu is oneDNN's x * (x > 0) (as fused_elemwise_activation's relu functor, kernels/fused.py):
 the relu op's numbers except that a negative x gives -0.0 (relu: +0.0) and NaN stays NaN
 (relu: 0); it costs 0.55x of the relu op's fmax form here. The others are evaluated by
-the activation op's own Keel kernel (kernels/activation.py) with the matching attributes
+the activation op's own Keel formula (kernels/activation.py) with the matching attributes
 (hard_swish with fuse_alpha 1/6 and fuse_beta 1/2 is the hard_swish op's default
 threshold 6, scale 6, offset 3; other values take the oneDNN formula above), so they give
 the separate ops' numbers bit for bit (float32 and float64).
@@ -27,16 +27,15 @@ the geometry and the path worked out once, as for conv2d); a 1x1 convolution wid
 channels adds its bias inside its GEMM (kernels/conv.py `pointwise_with_bias`); the
 epilogue runs on each part of the output as soon as the convolution path (kernels/conv.py)
 has written it, in the thread that wrote it, while it is in cache; the bias, the residual
-add and relu/relu6 write in place, the other activations once more. float16 computes in float32 and rounds once at the end.
+add and the activation write in place. float16 computes in float32 and rounds once at the end.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kernels.activation import _swish_into
+from kernels.activation import IN_PLACE_FORMULAS
 from kernels.conv import bias_in_gemm, nchw_path, pointwise_with_bias
 from kernels.nn import _channel_last, _conv_geometry, _per_shape, conv2d_finish
-from kernels.registry import get as kernel_of
 from kernels.registry import kernel
 
 ACTIVATIONS = ("", "relu", "relu6", "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "swish")
@@ -44,7 +43,10 @@ _HARD_SWISH_ALPHA = float(np.float32(1 / 6))
 
 
 def _activation(xp, name: str, alpha: float, beta: float):
-    """fn(part): the activation applied to `part` in place, or None for ""."""
+    """fn(part): the activation applied to `part` in place, or None for "". Where the
+    oneDNN form is an activation op's with attributes fuse_alpha / fuse_beta, that op's own
+    formula (kernels/activation.py IN_PLACE_FORMULAS) runs in place: the separate op's
+    numbers bit for bit, with no array allocated for the result."""
     if name not in ACTIVATIONS:
         raise ValueError(f"fused_conv2d: fuse_activation {name!r} is not one of {list(ACTIVATIONS)}")
     if name == "":
@@ -56,31 +58,22 @@ def _activation(xp, name: str, alpha: float, beta: float):
         def relu(part):  # x * (x > 0), in place
             xp.multiply(part, xp.greater(part, 0), out=part)
         return relu
-    if name == "relu6":
-        if alpha != 0 or beta <= 0:
-            raise ValueError(f"fused_conv2d: relu6 needs fuse_alpha 0 and the threshold in fuse_beta, "
-                             f"got {alpha}, {beta}")
-
-        def relu6(part):
-            xp.maximum(part, xp.zeros((), dtype=part.dtype), out=part)
-            xp.minimum(part, xp.asarray(beta, dtype=part.dtype), out=part)
-        return relu6
+    if name == "tanh":
+        return lambda part: xp.tanh(part, out=part)
+    if name == "relu6" and (alpha != 0 or beta <= 0):
+        raise ValueError(f"fused_conv2d: relu6 needs fuse_alpha 0 and the threshold in fuse_beta, "
+                         f"got {alpha}, {beta}")
     if name == "hard_swish" and (alpha, beta) != (_HARD_SWISH_ALPHA, 0.5):
         def general_hard_swish(part):
             gate = xp.minimum(xp.maximum(part * alpha + beta, 0), 1)
             part *= gate
         return general_hard_swish
-    if name == "swish":
-        def swish(part):  # kernels/activation.py swish: x / (1 + exp(-beta * x)), in place
-            _swish_into(xp, part, part, beta=alpha)
-        return swish
-    attrs = {"hard_sigmoid": {"slope": alpha, "offset": beta},
-             "hard_swish": {"threshold": 6.0, "scale": 6.0, "offset": 3.0}}.get(name, {})
-    fn = kernel_of(name).fn
-
-    def through_kernel(part):
-        part[...] = fn(xp, part, **attrs)
-    return through_kernel
+    attrs = {"relu6": {"threshold": beta},
+             "hard_sigmoid": {"slope": alpha, "offset": beta},
+             "hard_swish": {"threshold": 6.0, "scale": 6.0, "offset": 3.0},
+             "swish": {"beta": alpha}}.get(name, {})
+    formula = IN_PLACE_FORMULAS[name]
+    return lambda part: formula(xp, part, part, **attrs)
 
 
 def _epilogue(bias, residual, act):

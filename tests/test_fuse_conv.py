@@ -11,7 +11,11 @@ from executor import Executor, Scope
 from executor.inference import Config, create_predictor
 from executor.kernel_call import call_kernel
 from inference_run import run
-from program.passes import PASSES, optimize_inference
+from program.errors import OpError
+from program.layers.math import _act as unary
+from program.passes import PASSES, PassOptions, optimize_inference
+from program.passes.fuse_conv import fused_form
+from proto import pb
 from test_passes import build
 
 CONV_ATTRS = dict(strides=[1, 1], paddings=[1, 1], padding_algorithm="EXPLICIT", dilations=[1, 1], groups=1,
@@ -158,15 +162,58 @@ def test_pass_fuses_mobile_blocks_and_keeps_the_outputs_bit_for_bit():
     assert report["fuse_conv_bias_activation"].status.startswith("skipped (off by default")
 
 
-def test_pass_leaves_activations_whose_parameters_a_file_would_drop():
-    def model(block):
-        x = pg.data("x", [-1, 2, 6, 6])
-        h = pg.nn.conv2d(x, 3, 3, bias_attr=False)
-        return [pg.relu6(h), pg.hard_sigmoid(pg.nn.conv2d(x, 3, 3, bias_attr=False))]
+def _parameterised_block(block):
+    """Convolutions followed by each activation whose fused form needs fuse_alpha /
+    fuse_beta, and a hard_swish with other than its default parameters."""
+    x = pg.data("x", [-1, 2, 6, 6])
 
-    infer, params = build(model, ["x"])
+    def conv(h):
+        return pg.nn.conv2d(h, 3, 3, padding=1, bias_attr=False)
+    return [pg.relu6(conv(x)), pg.hard_sigmoid(conv(x), slope=0.2), pg.hard_swish(conv(x)),
+            pg.swish(conv(x)),
+            unary("hard_swish", conv(x), None, {"threshold": 4.0, "scale": 6.0, "offset": 3.0})]
+
+
+def test_pass_fuses_activations_whose_parameters_a_file_would_drop_only_in_memory():
+    infer, params = build(_parameterised_block, ["x"])
     new, _, changes = PASSES["fuse_conv_bias_activation"](infer, params)
-    assert changes == {} and _types(new) == _types(infer)
+    assert changes == {} and _types(new) == _types(infer)       # for files: left as they are
+    fused, fused_params, changes = PASSES["fuse_conv_bias_activation"](infer, params, PassOptions(in_memory=True))
+    assert changes["conv_fused"] == 4
+    ops = [op for op in fused.global_block().ops if op.type == "fused_conv2d"]
+    assert [(op.attr("fuse_activation"), op.attr("fuse_alpha"), op.attr("fuse_beta")) for op in ops] == [
+        ("relu6", 0.0, 6.0), ("hard_sigmoid", pytest.approx(0.2), 0.5), ("hard_swish", ONE_SIXTH, 0.5),
+        ("swish", 1.0, 0.0)]
+    assert _types(fused)["hard_swish"] == 1 and _types(fused)["conv2d"] == 1  # threshold 4: oneDNN's form differs
+    x = np.random.default_rng(5).standard_normal((2, 2, 6, 6)).astype(np.float32) * 4
+    for got, want in zip(run(fused, fused_params, {"x": x}), run(infer, params, {"x": x})):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_parameterised_fused_forms_need_float32_values_on_float64_data():
+    def act(op_type, **attrs):
+        op = type("Op", (), {})()
+        op.type, op.attr = op_type, lambda name, default=None: attrs.get(name, default)
+        return op
+    for dtype, slope, fused in [(pb.VarType.FP32, 0.2, True), (pb.VarType.FP64, 0.2, False),
+                                (pb.VarType.FP64, 0.25, True)]:
+        form = fused_form(act("hard_sigmoid", slope=slope, offset=0.5), dtype)
+        assert (form == ("hard_sigmoid", slope, 0.5)) if fused else form is None
+    assert fused_form(act("relu6", threshold=0.0), pb.VarType.FP32) is None
+    assert fused_form(act("hard_swish", threshold=6.0, scale=5.0, offset=3.0), pb.VarType.FP32) is None
+
+
+def test_an_inference_file_refuses_a_fused_activation_it_would_drop_the_parameters_of(tmp_path):
+    infer, params = build(_parameterised_block, ["x"])
+    fused, fused_params, _ = optimize_inference(infer, params, evaluate=call_kernel, fuse_conv=True, in_memory=True)
+    scope = Scope()
+    for name, value in fused_params.items():
+        scope.set(name, value)
+    block = fused.global_block()
+    fetches = [block.var(op.input("X")[0]) for op in block.ops if op.type == "fetch"]
+    with pytest.raises(OpError, match=r"fused_conv2d: .*fuse_beta=6\.0, an extra attribute"):
+        pg.io.save_inference_model(str(tmp_path / "m"), ["x"], fetches, Executor(), program=fused, scope=scope)
+    assert not list(tmp_path.iterdir())
 
 
 def test_fused_program_saves_loads_back_and_runs(tmp_path):
@@ -205,5 +252,6 @@ def test_the_predictor_fuses_at_load_and_gives_the_unfused_outputs(tmp_path):
         if ir_optim:
             types = Counter(op.type for op in predictor._program.global_block().ops)
             assert types["fused_conv2d"] == 6 and types["conv2d"] == types["depthwise_conv2d"] == 0
+            assert types["hard_swish"] == 0   # in memory: its epilogue too
     for got, want in zip(outs[True], outs[False]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 
 from program import attrs as attr_codec
-from program.errors import ProgramError, UnsupportedProgramError
+from program.errors import OpError, ProgramError, UnsupportedProgramError
 from program.io.program_file import load_params, load_program, persistable_specs, save_params
 from program.io.atomic import FileSet, atomic_write, complete_interrupted
 from program.ops import registry
@@ -115,10 +115,23 @@ def _inference_var(var, is_feed: bool) -> pb.VarDesc:
     return desc
 
 
+# Extra attributes that carry an op's meaning where they differ from their default (the
+# writer drops extra attributes, as PaddlePaddle's does): such an op is refused, not
+# written as another op. fused_conv2d's are its activation's parameters, set only by the
+# in-memory fusion (program/passes/fuse_conv.py PARAMETERISED).
+_MEANINGFUL_EXTRA = {"fused_conv2d": ("fuse_alpha", "fuse_beta")}
+
+
 def _inference_op(op) -> pb.OpDesc:
     """The op with sorted slots and attributes, no runtime-only attributes or stripped
     outputs, and the role attributes of an inference program."""
     opdef = op.opdef
+    for name in _MEANINGFUL_EXTRA.get(op.type, ()):
+        if op.has_attr(name) and op.attr(name) != opdef.extra_attrs[name].default:
+            raise OpError(f"save_inference_model: the op writing {op.output_arg_names} has {name}="
+                          f"{op.attr(name)}, an extra attribute inference files drop, so the file would hold "
+                          f"another op; optimize a program for files with in_memory=False",
+                          op_type=op.type, callsite=op.callsite)
     desc = pb.OpDesc(type=op.type)
     for slot in sorted(op.inputs):
         if opdef is not None and slot not in opdef.input_slots and not op.input(slot):

@@ -69,7 +69,7 @@ DEFAULT_ORDER = tuple(PASSES)
 
 
 def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=None, fuse: bool = True,
-                       fp16: bool = False, bf16: bool = False, fuse_conv: bool = False,
+                       fp16: bool = False, bf16: bool = False, fuse_conv: bool = False, in_memory: bool = False,
                        keep_io_types: bool = True,
                        keep_fp32=None, fp16_ops=None, cpu: bool = True,
                        fold_max_bytes: int = 8 << 20, fold_limit_bytes: int = 256 << 20,
@@ -81,7 +81,10 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
     ops every PaddlePaddle build runs (PaddlePaddle's fused_conv2d kernels are oneDNN's and
     GPU's); the Predictor, which runs the program in memory, turns it on: its kernel,
     specialized per shape, measured 1.0-1.27x the separate conv and bias add (+ relu) on
-    the mobile CNNs' shapes, program/passes/fuse_conv.py). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
+    the mobile CNNs' shapes, program/passes/fuse_conv.py). `in_memory`: the result will be
+    run, not written to a file (the Predictor's case), so fuse_conv_bias_activation also
+    fuses the activations whose parameters live in attributes files drop (relu6,
+    hard_sigmoid, hard_swish, swish; program/io refuses to write such a program). `fp16`: run convert_to_fp16 (`keep_io_types`, `keep_fp32`,
     `fp16_ops`: see program/passes/fp16.py). `bf16`: run convert_weights_to_bf16 (`keep_fp32`
     and `fp16_ops` choose its ops too: see program/passes/bf16.py); not with `fp16`.
     `cpu`: the program will run on a CPU, so the CPU memory-layout pass (column_major_weights)
@@ -99,7 +102,7 @@ def optimize_inference(program: Program, params: dict, *, disabled=(), evaluate=
                           keep_fp32=None if keep_fp32 is None else frozenset(keep_fp32),
                           fp16_ops=None if fp16_ops is None else frozenset(fp16_ops),
                           fold_max_bytes=fold_max_bytes, fold_limit_bytes=fold_limit_bytes,
-                          column_major_min_bytes=column_major_min_bytes)
+                          column_major_min_bytes=column_major_min_bytes, in_memory=in_memory)
     program = Program.from_desc(program.to_desc(), verify=True, source="program to optimize")
     params = dict(params)
     report = Report(params_bytes_before=_nbytes(params))

@@ -26,7 +26,8 @@ class PassOptions:
     constant (bytes) folding may create when it has more elements than the constants it
     replaces; the largest result (bytes) folding may compute at all (`fold_limit_bytes`:
     bigger or value-dependent results leave their op in the program); the smallest GEMM
-    weight (bytes) column_major_weights moves."""
+    weight (bytes) column_major_weights moves; `in_memory`: the result is run, never written
+    to a file, so fusions may use attributes files drop (fuse_conv.py PARAMETERISED)."""
     evaluate: Callable | None = None
     keep_io_types: bool = True
     keep_fp32: frozenset | None = None   # None: fp16.DEFAULT_KEEP_FP32
@@ -34,6 +35,7 @@ class PassOptions:
     fold_max_bytes: int = 8 << 20
     fold_limit_bytes: int = 256 << 20
     column_major_min_bytes: int = 2 << 20
+    in_memory: bool = False
 
 
 @dataclass(frozen=True)
