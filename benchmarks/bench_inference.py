@@ -44,7 +44,8 @@ interleaved with numpy's OpenBLAS threads on a 2-core machine each slowed the ot
 (2.5x at batch 64, 5x and more at batch 1, here).
 --profile prints, per model and batch, the Keel predictor's (with passes) profile per op
 type (executor/profiler.py: calls, time, share of the op time, what a run costs around
-the ops).
+the ops); for the mobile CNNs also Keel's and ONNX Runtime's time per op class side by
+side, each from its own profiler (benchmarks/op_classes.py).
 
 Mobile CNNs of the OCR family (benchmarks/mobile_cnns.py: a MobileNetV3 detector with an
 FPN neck and a DB head at 320x480, a recognizer at 48x320, a classifier at 48x192), batch
@@ -74,6 +75,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mobile_cnns  # noqa: E402
 import onnx_export  # noqa: E402
+import op_classes  # noqa: E402
 import paddle_peer  # noqa: E402
 from common import blas_line, peer_skipped, predictor_call as keel_call, table  # noqa: E402
 
@@ -353,11 +355,15 @@ def mobile_contenders(name, workdir, paddle):
     x = RNG.standard_normal((1, *mobile_cnns.SHAPES[name])).astype(np.float32)
     calls = {"keel": keel_call(create_predictor(Config(prefix)), x)}
     if ort is not None:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads, opts.inter_op_num_threads = THREADS, 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        session = ort.InferenceSession(onnx_export.export(prefix), opts, providers=["CPUExecutionProvider"])
-        calls["ort"] = ort_call(session, x)
+        model = onnx_export.export(prefix)
+
+        def ort_session(opts=None):
+            opts = opts or ort.SessionOptions()
+            opts.intra_op_num_threads, opts.inter_op_num_threads = THREADS, 1
+            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        calls["ort"] = ort_call(ort_session(), x)
+        calls["ort"].session = ort_session
     if paddle is not None:
         calls["paddle"] = paddle_peer.inference_call(paddle, prefix, x, THREADS)
     return calls, x
@@ -391,8 +397,25 @@ def mobile_rows(keys, args, workdir):
                       else ["not installed", "-"])
         rows.append((label, 1, *cells))
         if args.profile:
-            profile(calls["keel"].predictor, x, f"{label}, batch 1, Keel with passes", n)
+            profile_against_ort(calls, x, t, f"{label}, batch 1", n)
     return rows
+
+
+def profile_against_ort(calls, x, t, label, repeat):
+    """Keel's profile per op type, then Keel's and ONNX Runtime's time per op class side by
+    side (benchmarks/op_classes.py), each from its own profiler over `repeat` runs."""
+    predictor = calls["keel"].predictor
+    profile(predictor, x, f"{label}, Keel with passes", repeat)
+    if "ort" not in calls:
+        return
+    call = keel_call(predictor, x)
+    with Profiler() as prof:
+        for _ in range(repeat):
+            call()
+    keel = op_classes.keel_classes(prof, repeat)
+    peer = op_classes.ort_classes(calls["ort"].session, {"x": x}, repeat)
+    print(table(f"{label}, time per op class (profiled; unprofiled medians: Keel {t['keel'] * 1e3:.2f} ms, "
+                f"ORT {t['ort'] * 1e3:.2f} ms)", op_classes.rows(keel, peer), op_classes.HEADERS))
 
 
 def main(argv=None):

