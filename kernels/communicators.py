@@ -290,10 +290,19 @@ class NCCLCommunicator:
         from cupy.cuda import nccl
         self.cupy, self.nccl = cupy, nccl
         self.rank, self.size = bootstrap.rank, bootstrap.size
-        uid = bytes(nccl.get_unique_id()) if self.rank == 0 else None
+        # cupy gives the id as a tuple of C chars: -128..127 where char is signed (x86), 0..255
+        # where it is not (ARM); bytes on the wire, each rank's own convention back
+        uid = bytes(v & 0xFF for v in nccl.get_unique_id()) if self.rank == 0 else None
         uid = bootstrap.bcast_bytes(uid, 0, "c_gen_nccl_id")
-        self.comm = nccl.NcclCommunicator(self.size, tuple(uid), self.rank)
+        try:
+            self.comm = nccl.NcclCommunicator(self.size, tuple(b - 256 if b > 127 else b for b in uid), self.rank)
+        except OverflowError:   # char is unsigned here (the values are checked before NCCL is called)
+            self.comm = nccl.NcclCommunicator(self.size, tuple(uid), self.rank)
         self.stream = cupy.cuda.Stream(non_blocking=True)
+        # operands of collectives enqueued on self.stream: kept until `wait_all`, else the memory
+        # pool could hand their memory to the current stream while NCCL still reads it (the
+        # executor drops its references as soon as the kernel returns)
+        self._held: list = []
 
     def _dtype(self, x, what: str) -> int:
         code = self._DTYPES.get(x.dtype.name)
@@ -301,36 +310,38 @@ class NCCLCommunicator:
             raise CommError(f"{what}: NCCL has no type for {x.dtype}")
         return code
 
-    def _stream(self, wait: bool):
+    def _stream(self, wait: bool, *inputs):
         current = self.cupy.cuda.get_current_stream()
         if wait:
             return current
         self.stream.wait_event(current.record())
+        self._held.extend(inputs)
         return self.stream
 
     def allreduce(self, x, op: str, what: str, wait: bool = True):
         x = self.cupy.ascontiguousarray(x)
         out = self.cupy.empty_like(x)
         self.comm.allReduce(x.data.ptr, out.data.ptr, x.size, self._dtype(x, what), self._OPS[op],
-                            self._stream(wait).ptr)
+                            self._stream(wait, x, out).ptr)
         return out
 
     def reduce(self, x, op: str, root: int, what: str, wait: bool = True):
         x = self.cupy.ascontiguousarray(x)
         out = self.cupy.empty_like(x) if self.rank == root else x
         self.comm.reduce(x.data.ptr, out.data.ptr, x.size, self._dtype(x, what), self._OPS[op], root,
-                         self._stream(wait).ptr)
+                         self._stream(wait, x, out).ptr)
         return out
 
     def broadcast(self, x, root: int, what: str, wait: bool = True):
         out = self.cupy.array(x, copy=True, order="C")
-        self.comm.bcast(out.data.ptr, out.size, self._dtype(out, what), root, self._stream(wait).ptr)
+        self.comm.bcast(out.data.ptr, out.size, self._dtype(out, what), root, self._stream(wait, out).ptr)
         return out
 
     def allgather(self, x, what: str, wait: bool = True):
         x = self.cupy.ascontiguousarray(x)
         out = self.cupy.empty((self.size,) + x.shape, x.dtype)
-        self.comm.allGather(x.data.ptr, out.data.ptr, x.size, self._dtype(x, what), self._stream(wait).ptr)
+        self.comm.allGather(x.data.ptr, out.data.ptr, x.size, self._dtype(x, what),
+                            self._stream(wait, x, out).ptr)
         return out if x.ndim == 0 else out.reshape((self.size * x.shape[0],) + x.shape[1:])
 
     def reducescatter(self, x, what: str, wait: bool = True):
@@ -339,7 +350,7 @@ class NCCLCommunicator:
         x = self.cupy.ascontiguousarray(x)
         out = self.cupy.empty((x.shape[0] // self.size,) + x.shape[1:], x.dtype)
         self.comm.reduceScatter(x.data.ptr, out.data.ptr, out.size, self._dtype(x, what), self._OPS["sum"],
-                                self._stream(wait).ptr)
+                                self._stream(wait, x, out).ptr)
         return out
 
     def barrier(self, what: str) -> None:
@@ -347,9 +358,9 @@ class NCCLCommunicator:
         self.allreduce(one, "sum", what)
         self.cupy.cuda.get_current_stream().synchronize()
 
-    def wait_for(self, request, what: str) -> None:
-        """Wait, within the timeout, for an MPI request started outside this class."""
-        self._wait(_Pending(request, what))
-
     def wait_all(self) -> None:
+        """Make the current stream wait for every collective enqueued on this communicator's
+        stream; their inputs may then be freed (what the current stream does next is
+        ordered after them)."""
         self.cupy.cuda.get_current_stream().wait_event(self.stream.record())
+        self._held.clear()

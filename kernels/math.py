@@ -10,6 +10,7 @@ import weakref
 
 import numpy as np
 
+from kernels.constants import filled
 from kernels.control_flow import sum_arrays
 from kernels.elementwise import align, sum_to
 from kernels.registry import UfuncCall, kernel
@@ -494,8 +495,8 @@ def _specialize_fc(xp, attrs, present, donated):
             out += bias.reshape(-1)
         else:
             out = _gemm(xp, _flatten_2d(inp, k), w, bias.reshape(-1))
-        if relu:  # out > 0 ? out : 0 (NaN -> 0, -0 -> +0)
-            xp.fmax(zero, out, out=out)
+        if relu:  # out > 0 ? out : 0 (NaN -> 0, -0 -> +0); zeros as an array: kernels/constants.py
+            xp.fmax(filled(xp, 0, out), out, out=out)
             out += zero
         return out.reshape(inp.shape[:k] + w.shape[1:])
     return run
@@ -513,9 +514,8 @@ def fc(xp, inp, w, bias, *, in_num_col_dims=1, activation_type="", padding_weigh
     if bias is not None:
         out += bias.reshape(-1)
     if activation_type == "relu":  # out > 0 ? out : 0 (NaN -> 0, -0 -> +0), in place
-        zero = xp.zeros((), dtype=out.dtype)
-        xp.fmax(zero, out, out=out)
-        out += zero
+        xp.fmax(filled(xp, 0, out), out, out=out)
+        out += 0
     return out.reshape(inp.shape[:in_num_col_dims] + (w.shape[1],))
 
 
