@@ -332,9 +332,15 @@ def measure_blocks(contenders: dict, repeat: int, rounds: int = 5) -> dict[str, 
     return {name: float(np.median(ts)) for name, ts in times.items()}
 
 
+# Before a profile: the peers' thread pools spin a while after their last call (ORT's,
+# and Paddle Inference's OpenMP threads for 200 ms), taking a core from Keel's BLAS.
+SETTLE_S = 0.5
+
+
 def profile(predictor, x, label, repeat):
     """The predictor's profile over `repeat` calls (executor/profiler.py), per op type."""
     call = keel_call(predictor, x)
+    time.sleep(SETTLE_S)
     call()
     with Profiler() as prof:
         for _ in range(repeat):
@@ -409,13 +415,16 @@ def profile_against_ort(calls, x, t, label, repeat):
     if "ort" not in calls:
         return
     call = keel_call(predictor, x)
+    time.sleep(SETTLE_S)
+    call()
     with Profiler() as prof:
         for _ in range(repeat):
             call()
     keel = op_classes.keel_classes(prof, repeat)
     peer = op_classes.ort_classes(calls["ort"].session, {"x": x}, repeat)
-    print(table(f"{label}, time per op class (profiled; unprofiled medians: Keel {t['keel'] * 1e3:.2f} ms, "
-                f"ORT {t['ort'] * 1e3:.2f} ms)", op_classes.rows(keel, peer), op_classes.HEADERS))
+    print(table(f"{label}, profiled time per op class (benchmarks/op_classes.py; unprofiled medians: "
+                f"Keel {t['keel'] * 1e3:.2f} ms, ORT {t['ort'] * 1e3:.2f} ms)", op_classes.rows(keel, peer),
+                op_classes.HEADERS))
 
 
 def main(argv=None):

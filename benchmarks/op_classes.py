@@ -10,9 +10,12 @@ reorders (it converts maps to and from its blocked layout; Keel has none), and t
 
 Keel's side comes from executor/profiler.py (per op, with input shapes); ONNX Runtime's
 from its own profiler (SessionOptions.enable_profiling: a JSON event per node per run,
-with the op type and input shapes). Both profilers add their own cost per op, so the
-class shares, and the ratios between classes, are what to read; each side's median call
-time, unprofiled, is printed with its table.
+with the op type and input shapes). Each profiler adds a cost per op, ONNX Runtime's far
+more than Keel's (its profiled classifier takes 3-4x its unprofiled run, Keel's 1.2-1.3x),
+so the table prints both runtimes' profiled and unprofiled totals: a class where Keel
+takes several times ONNX Runtime's profiled time is slower still against its real one.
+(Subtracting a mean added cost per op from each class was tried: the cost is not uniform,
+and cheap classes came out negative.)
 """
 from __future__ import annotations
 
@@ -48,18 +51,20 @@ def op_class(op_type: str, shapes) -> str:
     return next((name for name, types in CLASSES.items() if op_type in types), "other")
 
 
-def keel_classes(profiler, runs: int) -> dict[str, float]:
-    """Class -> seconds per run, from a Profiler that recorded `runs` runs."""
-    seconds = defaultdict(float)
+def keel_classes(profiler, runs: int) -> dict[str, tuple[float, float]]:
+    """Class -> (seconds, calls) per run, from a Profiler that recorded `runs` runs."""
+    seconds, calls = defaultdict(float), defaultdict(float)
     for stats in profiler.ops().values():
-        seconds[op_class(stats.name.split(" -> ")[0], stats.shapes)] += stats.total / runs
-    return dict(seconds)
+        name = op_class(stats.name.split(" -> ")[0], stats.shapes)
+        seconds[name] += stats.total / runs
+        calls[name] += stats.calls / runs
+    return {name: (seconds[name], calls[name]) for name in seconds}
 
 
-def ort_classes(make_session, feed: dict, runs: int) -> dict[str, float]:
-    """Class -> seconds per run of ONNX Runtime's node kernels over `runs` profiled runs
-    (after 5 unprofiled ones): `make_session(options)` builds the session with the
-    benchmark's options plus profiling on."""
+def ort_classes(make_session, feed: dict, runs: int) -> dict[str, tuple[float, float]]:
+    """Class -> (seconds, calls) per run of ONNX Runtime's node kernels over `runs`
+    profiled runs: `make_session(options)` builds the session with the benchmark's options
+    plus profiling on."""
     import onnxruntime as ort
     with tempfile.TemporaryDirectory() as tmp:
         options = ort.SessionOptions()
@@ -70,28 +75,33 @@ def ort_classes(make_session, feed: dict, runs: int) -> dict[str, float]:
             session.run(None, feed)
         with open(session.end_profiling()) as f:
             events = json.load(f)
-    seconds = defaultdict(float)
+    seconds, calls = defaultdict(float), defaultdict(float)
     for event in events:
         if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time"):
             continue
         args = event["args"]
         shapes = [next(iter(s.values())) for s in args.get("input_type_shape", [])]
-        seconds[op_class(args["op_name"], shapes)] += event["dur"] * 1e-6 / runs
-    return dict(seconds)
+        name = op_class(args["op_name"], shapes)
+        seconds[name] += event["dur"] * 1e-6 / runs
+        calls[name] += 1 / runs
+    return {name: (seconds[name], calls[name]) for name in seconds}
 
 
 def rows(keel: dict, ort: dict) -> list[tuple]:
-    """Table rows: class, Keel ms / run and share, ORT ms / run and share, Keel / ORT."""
-    keel_total, ort_total = sum(keel.values()), sum(ort.values())
+    """Table rows: class, then for Keel and ORT the ops and profiled ms per run and the
+    share of the profiled total, and Keel / ORT."""
+    keel_total, ort_total = (sum(t for t, _ in d.values()) for d in (keel, ort))
     out = []
-    for name in ORDER:
-        k, o = keel.get(name, 0.0), ort.get(name, 0.0)
-        if k or o:
-            out.append((name, f"{k * 1e3:.3f}", f"{k / keel_total:.1%}", f"{o * 1e3:.3f}", f"{o / ort_total:.1%}",
-                        f"{k / o:.2f}x" if o else "-"))
-    out.append(("all ops", f"{keel_total * 1e3:.3f}", "100%", f"{ort_total * 1e3:.3f}", "100%",
-                f"{keel_total / ort_total:.2f}x"))
+    for name in ORDER + ("all ops",):
+        if name == "all ops":
+            (k, kn), (o, on) = [(sum(t for t, _ in d.values()), sum(n for _, n in d.values())) for d in (keel, ort)]
+        elif name in keel or name in ort:
+            (k, kn), (o, on) = keel.get(name, (0.0, 0.0)), ort.get(name, (0.0, 0.0))
+        else:
+            continue
+        out.append((name, f"{kn:.0f}", f"{k * 1e3:.3f}", f"{k / keel_total:.1%}", f"{on:.0f}", f"{o * 1e3:.3f}",
+                    f"{o / ort_total:.1%}", f"{k / o:.2f}x" if o else "-"))
     return out
 
 
-HEADERS = ("op class", "Keel ms/run", "share", "ORT ms/run", "share", "Keel/ORT")
+HEADERS = ("op class", "Keel ops", "Keel ms", "share", "ORT ops", "ORT ms", "share", "Keel/ORT")
