@@ -77,7 +77,7 @@ import mobile_cnns  # noqa: E402
 import onnx_export  # noqa: E402
 import op_classes  # noqa: E402
 import paddle_peer  # noqa: E402
-from common import blas_line, peer_skipped, predictor_call as keel_call, table  # noqa: E402
+from common import blas_line, measure_blocks, peer_skipped, predictor_call as keel_call, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Config, Executor, Profiler, Scope, create_predictor  # noqa: E402
@@ -313,23 +313,6 @@ def repeats(fn, wanted, budget_s=2.0):
     t0 = time.perf_counter()
     fn()
     return max(10, min(wanted, int(budget_s / max(time.perf_counter() - t0, 1e-6))))
-
-
-def measure_blocks(contenders: dict, repeat: int, rounds: int = 5) -> dict[str, float]:
-    """Median seconds per call, each contender timed in blocks of its own (repeat / rounds
-    calls), the blocks alternating so that slow drifts of the machine hit all alike. Before
-    a block: a pause, for the other's threads (OpenBLAS's and ORT's spin a while after
-    work) to go idle, and 2 untimed calls to re-warm caches and thread pools."""
-    times = {name: [] for name in contenders}
-    for _ in range(rounds):
-        for name, fn in contenders.items():
-            time.sleep(0.2)
-            fn(), fn()
-            for _ in range(max(3, repeat // rounds)):
-                t0 = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t0)
-    return {name: float(np.median(ts)) for name, ts in times.items()}
 
 
 # Before a profile: the peers' thread pools spin a while after their last call (ORT's,

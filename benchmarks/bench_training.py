@@ -1,9 +1,9 @@
 """Training-step benchmarks: Keel's executor running forward + backward + optimizer ops
-vs the same math written by hand in numpy (the floor), interleaved in one process, and
-PyTorch eager and PaddlePaddle's static executor where installed (each timed in a pass of
-its own, see main(); PaddlePaddle builds legacy programs, see paddle_peer.py).
+vs the same math written by hand in numpy (the floor), PyTorch eager and PaddlePaddle's
+static executor where installed (PaddlePaddle builds legacy programs, see paddle_peer.py),
+in one process, each contender timed in blocks of its own, alternating (see main()).
 
-    python benchmarks/bench_training.py [--repeat 10]
+    python benchmarks/bench_training.py [--repeat 30]
 
 Workloads (issue: training):
 - MLP: x[128,784] -> 1024 relu -> 1024 relu -> 10, softmax cross-entropy, Adam;
@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paddle_peer  # noqa: E402
-from common import blas_line, measure, peer_cell, peer_skipped, table  # noqa: E402
+from common import blas_line, measure_blocks, peer_cell, peer_skipped, table  # noqa: E402
 
 import program as pg  # noqa: E402
 from executor import Executor, Scope  # noqa: E402
@@ -234,7 +234,7 @@ def paddle_steps(mlp_x, mlp_y, cnn_x, cnn_y):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=30, help="timed steps per contender (in 5 blocks)")
     args = parser.parse_args(argv)
     print(blas_line(), flush=True)
     mlp_x = RNG.standard_normal((128, 784)).astype(np.float32)
@@ -254,14 +254,16 @@ def main(argv=None):
         ("CNN step (2x conv3x3+pool, fc128, momentum)", build_cnn, cnn_floor(cnn_x, cnn_y),
          {"x": cnn_x, "y": cnn_y[:, None]}),
     ]:
-        t = measure({"keel": keel_step(build, feed), "floor": floor}, repeat=args.repeat, warmup=2)
         key = "mlp" if name.startswith("MLP") else "cnn"
-        if key in peers:
-            # PyTorch in a pass of its own: its OpenMP threads and numpy's OpenBLAS threads
-            # busy-wait against each other when the two alternate on 2 cores, slowing both.
-            t.update(measure({"torch": peers[key]}, repeat=args.repeat, warmup=2))
-        if key in paddle_peers:  # likewise
-            t.update(measure({"paddle": paddle_peers[key]}, repeat=args.repeat, warmup=2))
+        contenders = {"keel": keel_step(build, feed), "floor": floor}
+        contenders.update({peer: steps[key] for peer, steps in (("torch", peers), ("paddle", paddle_peers))
+                           if key in steps})
+        # Each contender in blocks of its own, alternating (common.measure_blocks): PyTorch's
+        # OpenMP threads and numpy's OpenBLAS threads busy-wait against each other when they
+        # alternate step by step on 2 cores, slowing both; and this machine's speed drifts
+        # from minute to minute, which one pass per contender turned into the ratio (the CNN
+        # step measured 1.26x-1.49x PyTorch in three runs of a few minutes).
+        t = measure_blocks(contenders, repeat=args.repeat)
         rows.append((name, f"{t['keel'] * 1e3:.1f} ms", f"{t['floor'] * 1e3:.1f} ms",
                      f"{t['keel'] / t['floor']:.2f}x", peer_cell(t, "torch"), peer_cell(t, "paddle")))
     print(table("Training-step benchmarks (medians; ratio = Keel / numpy floor)", rows,

@@ -10,7 +10,7 @@ Each model gets its recorded inputs (batch 2). A timed call is what a server doe
 copy the inputs in, run, copy the outputs out. Keel: `switch_ir_optim(True)`; Paddle
 Inference: `switch_ir_optim(True)` (its default CPU passes, oneDNN included),
 `set_cpu_math_library_num_threads(threads)` for both. Contenders are timed in blocks of their
-own, alternating (bench_inference.measure_blocks); medians and Keel's ratio are printed,
+own, alternating (common.measure_blocks); medians and Keel's ratio are printed,
 then the models over 3x Paddle Inference's time.
 
 On a loaded machine, numpy's OpenBLAS threads dominate small models: Keel's VGG-BN here took
@@ -28,8 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "zoo"))
-from bench_inference import measure_blocks  # noqa: E402
-from common import blas_line, peer_skipped, table  # noqa: E402
+from common import blas_line, measure_blocks, peer_skipped, table  # noqa: E402
 from zoo_files import NAMES, feeds, unpack  # noqa: E402
 
 from executor.inference import Config, create_predictor  # noqa: E402
