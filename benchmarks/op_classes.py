@@ -11,7 +11,7 @@ reorders (it converts maps to and from its blocked layout; Keel has none), and t
 Keel's side comes from executor/profiler.py (per op, with input shapes); ONNX Runtime's
 from its own profiler (SessionOptions.enable_profiling: a JSON event per node per run,
 with the op type and input shapes). Each profiler adds a cost per op, ONNX Runtime's far
-more than Keel's (its profiled classifier takes 3-4x its unprofiled run, Keel's 1.2-1.3x),
+more than Keel's (its profiled runs take 1.6x-3.4x its unprofiled ones, Keel's 1.0x-1.3x),
 so the table prints both runtimes' profiled and unprofiled totals: a class where Keel
 takes several times ONNX Runtime's profiled time is slower still against its real one.
 (Subtracting a mean added cost per op from each class was tried: the cost is not uniform,
