@@ -69,13 +69,18 @@ def test_specialized_fused_conv2d_matches_general_kernel_and_reference(case, wit
     present = (F32, F32, F32 if with_bias else None, F32 if with_residual else None)
     fast = specialize(kernel_of("fused_conv2d"), attrs, present, False)
     assert fast is not None
-    folded = []
-    real = fused_conv.pointwise_with_bias
+    folded, one_gemm = [], []
+    real, real_one_gemm = fused_conv.pointwise_with_bias, fused_conv._one_gemm_plan
 
     def spy(*args):
         folded.append(True)
         return real(*args)
+
+    def one_gemm_spy(*args):
+        one_gemm.append(True)
+        return real_one_gemm(*args)
     monkeypatch.setattr(fused_conv, "pointwise_with_bias", spy)
+    monkeypatch.setattr(fused_conv, "_one_gemm_plan", one_gemm_spy)
     args = [a for a in (x, w, bias, residual) if a is not None]
     want = call_kernel("fused_conv2d", {"Input": x, "Filter": w, "Bias": bias, "ResidualData": residual},
                        attrs)["Output"]
@@ -88,6 +93,9 @@ def test_specialized_fused_conv2d_matches_general_kernel_and_reference(case, wit
             np.testing.assert_array_equal(got, want)
     assert bool(folded) == (folds and with_bias)
     assert conv.bias_in_gemm(xs, ws, strides, pads, groups) == folds
+    # one sample, one group, 1x1 at stride 1, bias (if any) after the GEMM: the direct plan
+    assert one_gemm == ([True] if (xs[0] == 1 and groups == 1 and ws[2:] == (1, 1) and strides == (1, 1)
+                                   and not (folds and with_bias)) else [])
     ref = _reference(x, w, bias, residual, strides, pads, groups, act)
     np.testing.assert_allclose(got, ref, rtol=0, atol=4e-6 * max(1.0, np.abs(ref).max()))
 
