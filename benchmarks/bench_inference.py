@@ -320,8 +320,9 @@ def repeats(fn, wanted, budget_s=2.0):
 SETTLE_S = 0.5
 
 
-def profile(predictor, x, label, repeat):
-    """The predictor's profile over `repeat` calls (executor/profiler.py), per op type."""
+def profile(predictor, x, label, repeat) -> Profiler:
+    """Print the predictor's profile over `repeat` calls (executor/profiler.py), per op
+    type; returns the Profiler."""
     call = keel_call(predictor, x)
     time.sleep(SETTLE_S)
     call()
@@ -329,6 +330,7 @@ def profile(predictor, x, label, repeat):
         for _ in range(repeat):
             call()
     print(f"\n{label}:\n{prof.summary(op_detail=False)}")
+    return prof
 
 
 # -- mobile CNNs of the OCR family: one saved file, three runtimes --------------------------------
@@ -393,16 +395,9 @@ def mobile_rows(keys, args, workdir):
 def profile_against_ort(calls, x, t, label, repeat):
     """Keel's profile per op type, then Keel's and ONNX Runtime's time per op class side by
     side (benchmarks/op_classes.py), each from its own profiler over `repeat` runs."""
-    predictor = calls["keel"].predictor
-    profile(predictor, x, f"{label}, Keel with passes", repeat)
+    prof = profile(calls["keel"].predictor, x, f"{label}, Keel with passes", repeat)
     if "ort" not in calls:
         return
-    call = keel_call(predictor, x)
-    time.sleep(SETTLE_S)
-    call()
-    with Profiler() as prof:
-        for _ in range(repeat):
-            call()
     keel = op_classes.keel_classes(prof, repeat)
     peer = op_classes.ort_classes(calls["ort"].session, {"x": x}, repeat)
     print(table(f"{label}, profiled time per op class (benchmarks/op_classes.py; unprofiled medians: "
