@@ -2,7 +2,7 @@
 --nproc_per_node N tests/distributed_script.py MODE OUT ...`), and on one process for the
 reference runs. Each rank writes its results to OUT.<rank>.npz.
 
-Modes:
+Modes (--gpu: each rank on its GPU, the collectives through NCCL; collectives and train):
   collectives OUT       every collective op on every dtype, inputs made from the rank
   api OUT               paddle.distributed's functions (all_reduce, ...) in one static program
   train OUT [options]   data-parallel training of an MLP (or, --bn, a CNN with batch norm):
@@ -28,7 +28,7 @@ import numpy as np
 import distributed as dist
 import program as pg
 from distributed import fleet
-from executor import CPUPlace, Executor, Scope
+from executor import CPUPlace, CUDAPlace, Executor, Scope
 from executor.checkpoint import load_checkpoint, save_checkpoint
 from program.gradient_merge import GradientMergeOptimizer
 
@@ -55,10 +55,15 @@ def _run_op(exe, op_type, x, attrs, sync=False):
     return result
 
 
-def collectives(out_path: str) -> None:
-    dist.init_parallel_env()
+def place(gpu: bool):
+    """This rank's place: its GPU (init_parallel_env gave it one: FLAGS_selected_gpus), or the CPU."""
+    return CUDAPlace(int(os.environ["FLAGS_selected_gpus"])) if gpu else CPUPlace()
+
+
+def collectives(out_path: str, gpu: bool = False) -> None:
+    dist.init_parallel_env(backend="nccl" if gpu else "auto")
     rank, n = dist.get_rank(), dist.get_world_size()
-    exe, results = Executor(CPUPlace()), {}
+    exe, results = Executor(place(gpu)), {}
     for dtype in DTYPES:
         x = rank_input(rank, dtype)
         for op in REDUCE:
@@ -170,8 +175,13 @@ def train(out_path: str, args) -> None:
         strategy = fleet.DistributedStrategy(fuse_grad_size_in_MB=args.bucket_mb, sharding=args.sharding)
     rank, n = dist.get_rank(), dist.get_world_size()
     main, startup, loss, optimizer = build(args.bn, args.bn, strategy, args)
-    exe, scope = Executor(CPUPlace()), Scope()
-    exe.run(startup, scope=scope)
+    exe, scope = Executor(place(args.gpu)), Scope()
+    if args.gpu:  # the CPU's initial values (a GPU draws other random numbers), then on the device
+        Executor(CPUPlace()).run(startup, scope=scope)
+        for name in list(scope):
+            scope.set(name, exe.to_device(scope.get(name)))
+    else:
+        exe.run(startup, scope=scope)
     fetches = [loss]
     if args.amp:
         optimizer.amp_init(CPUPlace(), scope=scope)
@@ -199,8 +209,8 @@ def train(out_path: str, args) -> None:
         print(f"step {step} loss {float(value):.6f}", flush=True)
     if args.save and (rank == 0 or main.sharding is not None):
         save_checkpoint(args.save, main, exe, scope)
-    params = {p.name: np.asarray(scope.get(p.name)) for p in main.global_block().all_parameters()}
-    accumulators = {v.name: np.asarray(scope.get(v.name)) for v in main.global_block().vars.values()
+    params = {p.name: exe.to_host(scope.get(p.name)) for p in main.global_block().all_parameters()}
+    accumulators = {v.name: exe.to_host(scope.get(v.name)) for v in main.global_block().vars.values()
                     if v.persistable and ("moment" in v.name or "pow_acc" in v.name or "master" in v.name)
                     and scope.has(v.name)}
     optimizer_bytes = sum(a.nbytes for a in accumulators.values())
@@ -214,6 +224,7 @@ def main(argv):
     p.add_argument("mode", choices=["collectives", "api", "train"])
     p.add_argument("out")
     p.add_argument("--single", action="store_true", help="no process group: the 1-process reference")
+    p.add_argument("--gpu", action="store_true", help="each rank on its GPU, collectives through NCCL")
     p.add_argument("--bn", action="store_true")
     p.add_argument("--sharding", action="store_true")
     p.add_argument("--amp", choices=["O1", "O2"])
@@ -234,7 +245,7 @@ def main(argv):
     p.add_argument("--fault-step", type=int, default=2)
     args = p.parse_args(argv)
     if args.mode == "collectives":
-        collectives(args.out)
+        collectives(args.out, args.gpu)
     elif args.mode == "api":
         api(args.out)
     else:

@@ -3,7 +3,10 @@
 
 The ranks run tests/distributed_script.py and write their results to .npz files. These
 tests need mpi4py and an mpiexec (the mpich wheel of the "test" and "dist" extras) and are
-skipped without them. The NCCL path has no test here (no GPU; see kernels/communicators.py).
+skipped without them. The NCCL tests (each rank on a GPU of its own: NCCL refuses two ranks
+on one device) also need cupy and 2 CUDA devices, and are skipped without them; they have
+not run yet (no GPU here: tests/test_nccl_communicator.py checks NCCLCommunicator against a
+stand-in of cupy.cuda.nccl).
 """
 from __future__ import annotations
 
@@ -76,8 +79,20 @@ def _reference(key, n):
     return xs[0]  # identity, barrier: rank 0's own
 
 
-def test_every_collective_op_and_dtype_on_two_ranks(tmp_path):
-    r, _ = launch(tmp_path, "collectives", tmp_path / "out")
+def _gpus() -> int:
+    from kernels.array_module import cupy_available
+    if not cupy_available():
+        return 0
+    import cupy
+    return cupy.cuda.runtime.getDeviceCount()
+
+
+two_gpus = [pytest.mark.gpu, pytest.mark.skipif(_gpus() < 2, reason="NCCL: a GPU per rank (2 CUDA devices, cupy)")]
+
+
+@pytest.mark.parametrize("place", ["cpu", pytest.param("gpu", marks=two_gpus)])
+def test_every_collective_op_and_dtype_on_two_ranks(tmp_path, place):
+    r, _ = launch(tmp_path, "collectives", tmp_path / "out", *(["--gpu"] if place == "gpu" else []))
     assert r.returncode == 0, r.stderr
     got0, got1 = results(tmp_path / "out", 0), results(tmp_path / "out", 1)
     assert len(got0) == len(script.DTYPES) * (4 * len(script.REDUCE) + 7)
@@ -130,6 +145,19 @@ def test_two_ranks_train_like_one_process_with_the_whole_batch(tmp_path, model):
     r, _ = launch(tmp_path, "train", tmp_path / "dp", *flags)
     assert r.returncode == 0, r.stderr
     _assert_same_training(results(tmp_path / "ref"), [results(tmp_path / "dp", k) for k in range(2)])
+
+
+@pytest.mark.parametrize("batch_norm", [False, True], ids=["mlp", "bn"])
+@pytest.mark.gpu
+@pytest.mark.skipif(_gpus() < 2, reason="NCCL: a GPU per rank (2 CUDA devices, cupy)")
+def test_two_gpu_ranks_train_like_one_cpu_process_with_the_whole_batch(tmp_path, batch_norm):
+    """Gradients all-reduced through NCCL (bn: sync_batch_norm's statistics too); cuBLAS
+    rounds otherwise than OpenBLAS, hence the looser tolerance."""
+    flags = ["--bn"] if batch_norm else []
+    single(tmp_path, "train", tmp_path / "ref", *flags)
+    r, _ = launch(tmp_path, "train", tmp_path / "dp", "--gpu", *flags)
+    assert r.returncode == 0, r.stderr
+    _assert_same_training(results(tmp_path / "ref"), [results(tmp_path / "dp", k) for k in range(2)], tol=1e-4)
 
 
 def test_sharded_optimizer_state_same_trajectory_half_the_memory(tmp_path):
