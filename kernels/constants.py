@@ -14,6 +14,7 @@ import numpy
 
 _buffers: dict = {}   # (dtype, value) -> flat read-only buffer, grown by doubling
 _views: dict = {}     # (dtype, value, shape) -> a view of it: a call is one dict lookup
+_VIEWS_KEPT = 4096
 
 
 def filled(xp, value, like):
@@ -25,6 +26,8 @@ def filled(xp, value, like):
     key = (like.dtype, value, like.shape)
     view = _views.get(key)
     if view is None:
+        if len(_views) >= _VIEWS_KEPT:  # shapes that vary without end (a server's batch sizes)
+            _views.clear()
         view = _views[key] = _buffer(like.dtype, value, like.size)[:like.size].reshape(like.shape)
     return view
 
