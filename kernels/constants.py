@@ -4,9 +4,10 @@ numpy 2.4's maximum, minimum and fmax have no vector loop for a broadcast scalar
 on [1, 200, 2, 96] float32, maximum(x, 0-d zero) measured 13.9 us, maximum(x, zeros
 array) 2.8 us. `filled(xp, value, like)` gives such an operand without allocating and
 filling one per call: a view of one cached buffer per (dtype, value), grown to the
-largest size asked for, kept per shape (numpy only; 0.9 -> 0.15 us a call). The buffers are read-only, so the views can be shared by any
-number of threads. (clip with scalars is one pass and stays faster than maximum + minimum
-against two such arrays: 0.64-0.8x on hard_swish's maps.)
+largest size asked for, the view kept per shape (numpy only; 0.9 -> 0.17 us a call). The
+buffers are read-only, so the views can be shared by any number of threads. (clip with
+scalars is one pass and stays faster than maximum + minimum against two such arrays:
+0.64-0.8x on hard_swish's maps.)
 """
 from __future__ import annotations
 
