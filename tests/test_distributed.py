@@ -4,9 +4,9 @@
 The ranks run tests/distributed_script.py and write their results to .npz files. These
 tests need mpi4py and an mpiexec (the mpich wheel of the "test" and "dist" extras) and are
 skipped without them. The NCCL tests (each rank on a GPU of its own: NCCL refuses two ranks
-on one device) also need cupy and 2 CUDA devices, and are skipped without them; they have
-not run yet (no GPU here: tests/test_nccl_communicator.py checks NCCLCommunicator against a
-stand-in of cupy.cuda.nccl).
+on one device) also need cupy and 2 CUDA devices (one, for the one-rank test), and are
+skipped without them; they have not run yet (no GPU here: tests/test_nccl_communicator.py
+checks NCCLCommunicator against a stand-in of cupy.cuda.nccl).
 """
 from __future__ import annotations
 
@@ -107,6 +107,22 @@ def test_every_collective_op_and_dtype_on_two_ranks(tmp_path, place):
         elif not key.startswith(("reducescatter", "identity", "barrier")):
             np.testing.assert_array_equal(got1[key], want, err_msg=f"{key} on rank 1")
     np.testing.assert_array_equal(got1["reducescatter/int64"], _full_reducescatter("int64", 2)[2:])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_gpus() < 1, reason="needs cupy and a CUDA device")
+def test_every_collective_op_and_dtype_through_nccl_on_one_gpu_rank(tmp_path):
+    """One rank on one GPU (what a one-GPU machine can run: NCCL refuses two ranks on one
+    device): cupy's NCCL binding called as Keel calls it, every op and dtype, each result the
+    rank's own input reduced, gathered or scattered over one rank."""
+    r, _ = launch(tmp_path, "collectives", tmp_path / "out", "--gpu", nproc=1)
+    assert r.returncode == 0, r.stderr
+    got = results(tmp_path / "out", 0)
+    assert len(got) == len(script.DTYPES) * (4 * len(script.REDUCE) + 7)
+    for key, value in got.items():
+        want = _reference(key, 1)
+        assert value.dtype == want.dtype and value.shape == want.shape, key
+        np.testing.assert_array_equal(value, want, err_msg=key)
 
 
 def test_paddle_distributed_functions_build_the_collectives_into_the_program(tmp_path):
