@@ -51,14 +51,19 @@ def op_class(op_type: str, shapes) -> str:
     return next((name for name, types in CLASSES.items() if op_type in types), "other")
 
 
+def _per_run(entries, runs: int) -> dict[str, tuple[float, float]]:
+    """Class -> (seconds, calls) per run, from (class, seconds, calls) over `runs` runs."""
+    totals = defaultdict(lambda: [0.0, 0.0])
+    for name, seconds, calls in entries:
+        totals[name][0] += seconds / runs
+        totals[name][1] += calls / runs
+    return {name: (seconds, calls) for name, (seconds, calls) in totals.items()}
+
+
 def keel_classes(profiler, runs: int) -> dict[str, tuple[float, float]]:
     """Class -> (seconds, calls) per run, from a Profiler that recorded `runs` runs."""
-    seconds, calls = defaultdict(float), defaultdict(float)
-    for stats in profiler.ops().values():
-        name = op_class(stats.name.split(" -> ")[0], stats.shapes)
-        seconds[name] += stats.total / runs
-        calls[name] += stats.calls / runs
-    return {name: (seconds[name], calls[name]) for name in seconds}
+    return _per_run(((op_class(stats.name.split(" -> ")[0], stats.shapes), stats.total, stats.calls)
+                     for stats in profiler.ops().values()), runs)
 
 
 def ort_classes(make_session, feed: dict, runs: int) -> dict[str, tuple[float, float]]:
@@ -75,32 +80,21 @@ def ort_classes(make_session, feed: dict, runs: int) -> dict[str, tuple[float, f
             session.run(None, feed)
         with open(session.end_profiling()) as f:
             events = json.load(f)
-    seconds, calls = defaultdict(float), defaultdict(float)
-    for event in events:
-        if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time"):
-            continue
-        args = event["args"]
-        shapes = [next(iter(s.values())) for s in args.get("input_type_shape", [])]
-        name = op_class(args["op_name"], shapes)
-        seconds[name] += event["dur"] * 1e-6 / runs
-        calls[name] += 1 / runs
-    return {name: (seconds[name], calls[name]) for name in seconds}
+    nodes = (e["args"] | {"dur": e["dur"]} for e in events
+             if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"))
+    return _per_run(((op_class(n["op_name"], [next(iter(s.values())) for s in n.get("input_type_shape", [])]),
+                      n["dur"] * 1e-6, 1) for n in nodes), runs)
 
 
 def rows(keel: dict, ort: dict) -> list[tuple]:
     """Table rows: class, then for Keel and ORT the ops and profiled ms per run and the
-    share of the profiled total, and Keel / ORT."""
-    keel_total, ort_total = (sum(t for t, _ in d.values()) for d in (keel, ort))
+    share of the profiled total, and Keel / ORT; the last row all ops."""
+    keel_all, ort_all = ((sum(t for t, _ in d.values()), sum(n for _, n in d.values())) for d in (keel, ort))
     out = []
-    for name in ORDER + ("all ops",):
-        if name == "all ops":
-            (k, kn), (o, on) = [(sum(t for t, _ in d.values()), sum(n for _, n in d.values())) for d in (keel, ort)]
-        elif name in keel or name in ort:
-            (k, kn), (o, on) = keel.get(name, (0.0, 0.0)), ort.get(name, (0.0, 0.0))
-        else:
-            continue
-        out.append((name, f"{kn:.0f}", f"{k * 1e3:.3f}", f"{k / keel_total:.1%}", f"{on:.0f}", f"{o * 1e3:.3f}",
-                    f"{o / ort_total:.1%}", f"{k / o:.2f}x" if o else "-"))
+    for name, (k, kn), (o, on) in [(name, keel.get(name, (0.0, 0.0)), ort.get(name, (0.0, 0.0)))
+                                   for name in ORDER if name in keel or name in ort] + [("all ops", keel_all, ort_all)]:
+        out.append((name, f"{kn:.0f}", f"{k * 1e3:.3f}", f"{k / keel_all[0]:.1%}", f"{on:.0f}", f"{o * 1e3:.3f}",
+                    f"{o / ort_all[0]:.1%}", f"{k / o:.2f}x" if o else "-"))
     return out
 
 

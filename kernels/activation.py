@@ -218,7 +218,9 @@ def _relu(xp, x, out):
     # -0.0 into +0.0. Against an array of zeros: numpy's fmax, maximum and minimum with a
     # broadcast scalar measured 3x slower than with an array (no vector loop), 7x slower than
     # an add; a shared read-only one (kernels/constants.py) instead of filling one per call:
-    # [1, 24, 12, 96] 1.2x, [64, 16, 28, 28] 1.2-1.45x, [128, 1024] 1.3-1.6x.
+    # [1, 24, 12, 96] 1.2x, [64, 16, 28, 28] 1.2-1.45x, [128, 1024] 1.3-1.6x with the zeros in
+    # cache (the relu op runs in blocks of 512 KiB, so they stay there); with every cache
+    # flushed before each call 0.5-0.75x, the zeros being one more operand to fetch.
     xp.fmax(filled(xp, 0, x), x, out=out)
     if out.dtype.kind == "f":
         out += 0

@@ -14,8 +14,8 @@ forms PaddlePaddle 3.x's fusion passes write; program/legacy.py reads the same t
     hard_swish    x * min(max(fuse_alpha * x + fuse_beta, 0), 1)
     swish         x * sigmoid(fuse_alpha * x)
 
-relu is max(x, 0) against an array of zeros (kernels/constants.py), 3.6x oneDNN's
-x * (x > 0) on [1, 24, 12, 96]: the relu op's numbers (a negative x gives +0.0) except that
+relu is max(x, 0) against an array of zeros (kernels/constants.py), 2.2-2.6x oneDNN's
+x * (x > 0) on the mobile CNNs' maps: the relu op's numbers (a negative x gives +0.0) except that
 NaN stays NaN (relu: 0), as in oneDNN's form (fused_elemwise_activation's relu functor,
 kernels/fused.py, keeps that form; -0.0 may stay -0.0 in either). The others are evaluated by
 the activation op's own Keel formula (kernels/activation.py) with the matching attributes
