@@ -64,14 +64,14 @@ def worker(model: str, steps: int, sharding: bool = False, share: int = 0) -> No
     """Train `steps` steps; rank 0 prints `RESULT {json}` (examples/s, communication shares).
     `share`: this process's batch (default: the global batch over the ranks)."""
     import bench_training
-    import program as pg
-    from executor import Executor, Scope
+    import keel.program as pg
+    from keel.executor import Executor, Scope
 
     nranks = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
     wrap = lambda optimizer: optimizer  # noqa: E731
     rank = 0
     if nranks > 1:
-        from distributed import fleet
+        from keel.distributed import fleet
         rank = fleet.init(is_collective=True).rank
         strategy = fleet.DistributedStrategy(sharding=sharding)
         wrap = lambda optimizer: fleet.distributed_optimizer(optimizer, strategy)  # noqa: E731
@@ -137,7 +137,7 @@ def _result(cmd, stdout: str, stderr: str, returncode: int) -> dict:
 def _run(model: str, steps: int, nproc: int, log_dir: str, sharding: bool = False, share: int = 0) -> dict:
     me = _worker_cmd(model, steps, sharding, share)
     cmd = [sys.executable] + me if nproc == 1 else [
-        sys.executable, "-m", "distributed.launch", "--nproc_per_node", str(nproc), "--log_dir", log_dir, *me]
+        sys.executable, "-m", "keel.distributed.launch", "--nproc_per_node", str(nproc), "--log_dir", log_dir, *me]
     r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
     return _result(cmd, r.stdout, r.stderr, r.returncode)
 
@@ -214,7 +214,7 @@ def faults(runs: int, stop: bool = False) -> None:
     for i in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             log = Path(tmp) / "log"
-            cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", "2", "--log_dir", str(log),
+            cmd = [sys.executable, "-m", "keel.distributed.launch", "--nproc_per_node", "2", "--log_dir", str(log),
                    "--timeout", "10", str(script), "train", str(Path(tmp) / "out"), "--steps", "6000"]
             env = dict(_env(), PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE.parent / "tests")]))
             start = time.monotonic()

@@ -15,8 +15,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import blas_line, measure, table  # noqa: E402
 
-import program as pg  # noqa: E402
-from executor import Executor, Scope  # noqa: E402
+import keel.program as pg  # noqa: E402
+from keel.executor import Executor, Scope  # noqa: E402
 
 
 def per_op_overhead(n_ops: int = 1000):

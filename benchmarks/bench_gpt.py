@@ -210,8 +210,8 @@ def limit_threads(n):
 def recompute_rows(data, seed=7):
     """Peak training memory of the GPT without and with recompute (each block's output a
     checkpoint): rows of (workload, Keel, peer, ratio), the peer column the plain step's."""
-    from executor.memory import peak_bytes
-    from program.incubate.optimizer import RecomputeOptimizer
+    from keel.executor.memory import peak_bytes
+    from keel.program.incubate.optimizer import RecomputeOptimizer
 
     peaks, losses = {}, {}
     for recompute in (False, True):

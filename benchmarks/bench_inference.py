@@ -79,8 +79,8 @@ import op_classes  # noqa: E402
 import paddle_peer  # noqa: E402
 from common import blas_line, measure_blocks, peer_skipped, predictor_call as keel_call, table  # noqa: E402
 
-import program as pg  # noqa: E402
-from executor import Config, Executor, Profiler, Scope, create_predictor  # noqa: E402
+import keel.program as pg  # noqa: E402
+from keel.executor import Config, Executor, Profiler, Scope, create_predictor  # noqa: E402
 
 try:
     import onnx

@@ -48,7 +48,7 @@ NEAREST = [((1, 96, 40, 60), 2.0), ((1, 24, 20, 30), 4.0), ((1, 24, 10, 15), 8.0
 def load_old(base: Path):
     """The old checkout's conv, nn and activation modules ({op type: kernel function} too),
     imported under other names with kernel registration switched off."""
-    import kernels.registry as registry
+    import keel.kernels.registry as registry
     kernels_of, real = {}, registry.kernel
 
     def record(op_type, **_):
@@ -99,9 +99,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not (args.base / "kernels" / "conv.py").is_file():
         parser.error(f"--base {args.base}: no kernels/conv.py there")
-    from executor.kernel_call import bind
-    from executor.memory import tune_malloc
-    from kernels import conv, nn
+    from keel.executor.kernel_call import bind
+    from keel.executor.memory import tune_malloc
+    from keel.kernels import conv, nn
     tune_malloc()  # as the executor does: freed blocks reused, not page-faulted in again
     old, old_kernels = load_old(args.base)
     rng = np.random.default_rng(0)

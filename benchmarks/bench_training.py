@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paddle_peer  # noqa: E402
 from common import blas_line, measure_blocks, peer_cell, peer_skipped, table  # noqa: E402
 
-import program as pg  # noqa: E402
-from executor import Executor, Scope  # noqa: E402
+import keel.program as pg  # noqa: E402
+from keel.executor import Executor, Scope  # noqa: E402
 
 RNG = np.random.default_rng(0)
 

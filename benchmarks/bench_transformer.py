@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paddle_peer  # noqa: E402
 from common import blas_line, measure, peer_cell, peer_skipped, table  # noqa: E402
 
-import program as pg  # noqa: E402
-from executor import Executor, Scope  # noqa: E402
+import keel.program as pg  # noqa: E402
+from keel.executor import Executor, Scope  # noqa: E402
 
 B, T, D, H, F, C = 8, 128, 256, 4, 1024, 10
 DH = D // H

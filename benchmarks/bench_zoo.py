@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "zoo"))
 from common import blas_line, measure_blocks, peer_skipped, table  # noqa: E402
 from zoo_files import NAMES, feeds, unpack  # noqa: E402
 
-from executor.inference import Config, create_predictor  # noqa: E402
+from keel.executor.inference import Config, create_predictor  # noqa: E402
 
 
 def keel_call(prefix, inputs, threads):

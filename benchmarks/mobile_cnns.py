@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import program as pg  # noqa: E402
+import keel.program as pg  # noqa: E402
 
 # MobileNetV3 bottlenecks: kernel, expanded channels, out channels, squeeze-excitation,
 # activation, stride (an int, or (h, w) for the recognizers' height-only strides)
@@ -158,7 +158,7 @@ def randomize_batch_norms(program, scope, rng):
 def save(name: str, directory: str, seed: int = 1) -> str:
     """Build model `name`, initialize it (seeded) and save it as an inference model in
     `directory`; the path prefix (prefix.pdmodel, prefix.pdiparams)."""
-    from executor import Executor, Scope
+    from keel.executor import Executor, Scope
     main, startup = pg.Program(), pg.Program()
     startup.random_seed = seed
     with pg.unique_name.guard(), pg.program_guard(main, startup):

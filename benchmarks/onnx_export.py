@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import program as pg
+import keel.program as pg
 
 SKIPPED = ("feed", "fetch")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-import program as pg
-from executor import Executor, Scope, inference
+import keel.program as pg
+from keel.executor import Executor, Scope, inference
 
 VOCAB, WIDTH, STEPS, BEAM, BATCH = 24, 16, 8, 4, 2
 NAMES = ("emb", "pos", "wq", "wk", "wv", "wo", "w1", "w2", "wout")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-import program as pg
-from executor import CPUPlace, Executor
+import keel.program as pg
+from keel.executor import CPUPlace, Executor
 
 
 def main(argv=None):

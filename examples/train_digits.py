@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
 
 SEED = 2024
 
@@ -61,7 +61,7 @@ def build(steps_per_epoch: int, epochs: int, nranks: int = 1):
         schedule = pg.lr.CosineDecay(3e-3, T_max=steps_per_epoch * epochs)
         optimizer = pg.optimizer.Adam(learning_rate=schedule, weight_decay=1e-4)
         if nranks > 1:  # average the gradients over the ranks; batch norm over the global batch
-            from distributed import fleet
+            from keel.distributed import fleet
             optimizer = fleet.distributed_optimizer(optimizer, fleet.DistributedStrategy(sync_batch_norm=True))
         optimizer.minimize(loss)
     return main, startup, test_program, schedule, image, probs, loss, accuracy
@@ -83,12 +83,12 @@ def main(argv=None):
     parser.add_argument("--nproc", type=int, default=1, help="processes to train on, each a share of every batch")
     args = parser.parse_args(argv)
     if args.nproc > 1 and "PADDLE_TRAINERS_NUM" not in os.environ:  # start the ranks, this script on each
-        launch = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", str(args.nproc),
+        launch = [sys.executable, "-m", "keel.distributed.launch", "--nproc_per_node", str(args.nproc),
                   "--log_dir", os.path.join(os.path.dirname(args.out) or ".", "log"), os.path.abspath(__file__)]
         sys.exit(subprocess.run(launch + (sys.argv[1:] if argv is None else list(argv))).returncode)
     rank, nranks = 0, 1
     if args.nproc > 1:
-        import distributed
+        from keel import distributed
         env = distributed.init_parallel_env()
         rank, nranks = env.rank, env.world_size
 

@@ -1,17 +1,17 @@
 """Running programs: Scope, places, the compiled-plan Executor, the inference Predictor.
 
-    from executor import Executor, CPUPlace
+    from keel.executor import Executor, CPUPlace
     exe = Executor(CPUPlace())
     exe.run(startup)
     out, = exe.run(main, feed={"x": xb}, fetch_list=[logits])
 """
-from executor.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from executor.errors import ExecutionError, FeedError, NonFiniteError
-from executor.executor import Executor
-from executor.inference import Config, PrecisionType, PredictorError, create_predictor
-from executor.place import CPUPlace, CUDAPlace
-from executor.profiler import Profiler
-from executor.scope import Scope, global_scope, scope_guard
+from keel.executor.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
+from keel.executor.executor import Executor
+from keel.executor.inference import Config, PrecisionType, PredictorError, create_predictor
+from keel.executor.place import CPUPlace, CUDAPlace
+from keel.executor.profiler import Profiler
+from keel.executor.scope import Scope, global_scope, scope_guard
 
 def _run_program(program, feed, fetch_names, scope, _executors={}):
     """program.default's runner (jit.load's layers called on arrays): one Executor per thread."""
@@ -22,7 +22,7 @@ def _run_program(program, feed, fetch_names, scope, _executors={}):
     return exe.run(program, feed=feed, fetch_list=list(fetch_names), scope=scope)
 
 
-from program import default as _default  # noqa: E402
+from keel.program import default as _default  # noqa: E402
 _default.register_runner(_run_program)
 
 __all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",

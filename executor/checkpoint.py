@@ -31,12 +31,12 @@ import zipfile
 
 import numpy as np
 
-from executor.scope import global_scope
-from program import dtypes
-from program.errors import KeelError
-from program.io.atomic import atomic_open
-from program.io.tensor_file import TensorFileError, read_tensor, write_tensor
-from program.sharding import optimizer_state
+from keel.executor.scope import global_scope
+from keel.program import dtypes
+from keel.program.errors import KeelError
+from keel.program.io.atomic import atomic_open
+from keel.program.io.tensor_file import TensorFileError, read_tensor, write_tensor
+from keel.program.sharding import optimizer_state
 
 FORMAT = "keel-checkpoint"
 VERSION = 2  # 2: the random state is (seed, counter); 1: numpy's bit-generator state
@@ -115,7 +115,7 @@ def _save_sharded(path, program, executor, extra, arrays: dict, state: dict, sha
     """Every rank sends rank 0 its share of the optimizer state (over ring 0's MPI
     communicator: buffers of tensor records, no pickle); rank 0 writes the whole, then
     tells every rank whether it could, so all return or all raise."""
-    from kernels import communicators
+    from keel.kernels import communicators
     what = (f"save_checkpoint({os.fspath(path)!r}): the optimizer state is sharded over {shards.nranks} ranks, "
             f"so every rank must call save_checkpoint")
     comm = communicators.lookup(0, np, what)

@@ -1,7 +1,7 @@
 """Errors raised while compiling or running a program."""
 from __future__ import annotations
 
-from program.errors import KeelError
+from keel.program.errors import KeelError
 
 
 class FeedError(KeelError, ValueError):

@@ -8,17 +8,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from executor import feeds
-from executor import profiler as profiling
-from executor.errors import ExecutionError, FeedError, NonFiniteError
-from executor.memory import tune_malloc
-from executor.place import CPUPlace
-from executor.plan import compile_plan, generate
-from executor.random_state import RandomState
-from executor.scope import global_scope
-from program.default import default_main_program
-from program.program import Program
-from program.variable import Variable
+from keel.executor import feeds
+from keel.executor import profiler as profiling
+from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
+from keel.executor.memory import tune_malloc
+from keel.executor.place import CPUPlace
+from keel.executor.plan import compile_plan, generate
+from keel.executor.random_state import RandomState
+from keel.executor.scope import global_scope
+from keel.program.default import default_main_program
+from keel.program.program import Program
+from keel.program.variable import Variable
 
 
 class Executor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from executor.errors import FeedError, NonFiniteError
+from keel.executor.errors import FeedError, NonFiniteError
 
 
 def checked(name: str, spec, value):

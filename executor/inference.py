@@ -1,6 +1,6 @@
 """The inference Predictor, modelled on PaddlePaddle's `paddle.inference`.
 
-    from executor.inference import Config, create_predictor
+    from keel.executor.inference import Config, create_predictor
     config = Config("out/digits")                  # out/digits.pdmodel + out/digits.pdiparams
     predictor = create_predictor(config)
     x = predictor.get_input_handle(predictor.get_input_names()[0])
@@ -32,16 +32,16 @@ import os
 
 import numpy as np
 
-from executor.executor import Executor
-from executor.kernel_call import call_kernel
-from executor.place import CPUPlace, CUDAPlace
-from executor.profiler import Profiler
-from executor.scope import Scope
-from program import dtypes
-from program.errors import KeelError
-from program.io.inference_model import load_inference_model
-from program.io.program_file import persistable_specs
-from program.passes import PASSES, optimize_inference
+from keel.executor.executor import Executor
+from keel.executor.kernel_call import call_kernel
+from keel.executor.place import CPUPlace, CUDAPlace
+from keel.executor.profiler import Profiler
+from keel.executor.scope import Scope
+from keel.program import dtypes
+from keel.program.errors import KeelError
+from keel.program.io.inference_model import load_inference_model
+from keel.program.io.program_file import persistable_specs
+from keel.program.passes import PASSES, optimize_inference
 
 
 class PredictorError(KeelError, ValueError):

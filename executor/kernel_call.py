@@ -6,9 +6,9 @@ from typing import Callable
 
 import numpy as np
 
-import kernels  # noqa: F401  (registers every kernel)
-from kernels import registry as kernel_registry
-from program.ops import registry as op_registry
+from keel import kernels  # noqa: F401  (registers every kernel)
+from keel.kernels import registry as kernel_registry
+from keel.program.ops import registry as op_registry
 
 
 class MissingKernelError(LookupError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from kernels.array_module import get_array_module
+from keel.kernels.array_module import get_array_module
 
 _NO_DEVICE = nullcontext()  # reusable and reentrant
 

@@ -31,15 +31,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from executor import bf16
-from executor.errors import ExecutionError, FeedError
-from executor.kernel_call import MissingKernelError, bind, specialize
-from kernels.control_flow import sum_arrays
-from kernels.registry import KEEPS_INPUTS, UfuncCall
-from program import dtypes
-from program.ops import registry as op_registry
-from program.ops.control_flow import CONTROL_FLOW_OPS, block_io, control_io
-from proto import pb
+from keel.executor import bf16
+from keel.executor.errors import ExecutionError, FeedError
+from keel.executor.kernel_call import MissingKernelError, bind, specialize
+from keel.kernels.control_flow import sum_arrays
+from keel.kernels.registry import KEEPS_INPUTS, UfuncCall
+from keel.program import dtypes
+from keel.program.ops import registry as op_registry
+from keel.program.ops.control_flow import CONTROL_FLOW_OPS, block_io, control_io
+from keel.proto import pb
 
 FEED_FETCH = ("feed", "fetch")
 EMPTY = "@EMPTY@"  # PaddlePaddle's placeholder for "no variable" in a duplicable slot
@@ -527,7 +527,7 @@ def _op_io(program, op) -> tuple[list, list]:
         return control_io(program, op)
     reads = list(op.input_arg_names)
     if op.type not in FEED_FETCH and not _kernel_missing(op.type):
-        from kernels import registry as kernel_registry
+        from keel.kernels import registry as kernel_registry
         reads += [n for s in kernel_registry.get(op.type).inputs if s not in op.inputs for n in op.output(s)]
     return reads, list(op.output_arg_names)
 
@@ -662,7 +662,7 @@ def _feed_specs(block, feed_names) -> dict:
 
 
 def _kernel_missing(op_type):
-    from kernels import registry as kernel_registry
+    from keel.kernels import registry as kernel_registry
     return kernel_registry.get(op_type) is None
 
 

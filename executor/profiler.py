@@ -1,6 +1,6 @@
 """The profiler: where a run's time goes, per op type and per op, over many runs.
 
-    from executor.profiler import Profiler
+    from keel.executor.profiler import Profiler
     with Profiler() as prof:            # every Executor / Predictor run in between is timed
         for batch in batches:
             exe.run(main, feed=batch, fetch_list=[loss])
@@ -37,7 +37,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from executor.plan import bound_names
+from keel.executor.plan import bound_names
 
 started: list = []  # the started profilers: they record every executor's runs
 _lock = threading.Lock()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from program import default
+from keel.program import default
 
 
 class VarHandle:

@@ -12,21 +12,28 @@ written as PaddlePaddle's documentation writes it runs with its import line chan
     model.save("inference/net", training=False)
     predictor = paddle.inference.create_predictor(paddle.inference.Config("inference/net"))
 
-It holds no code of its own: `program` (the IR, builder API, layers, io, jit, optimizers),
-`executor` (running, inference), `hapi` (Model, metrics, callbacks) and `distributed`
-(process group, fleet) do the work; this facade sits above them all, as `tools/` does.
+It holds no code of its own: `keel.program` (the IR, builder API, layers, io, jit, optimizers),
+`keel.executor` (running, inference), `keel.hapi` (Model, metrics, callbacks) and
+`keel.distributed` (process group, fleet) do the work; this facade sits above them all, as
+`keel.tools` does.
 """
-from program import *  # noqa: F401,F403  (Program, data, nn, io, jit, static, optimizer, lr, seed, save, load, ...)
-from program import incubate, io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
-from executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
-from executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
-from hapi import Model, callbacks  # noqa: F401
-from hapi import metrics as metric  # noqa: F401
-import distributed  # noqa: F401,E402  (paddle.distributed: init_parallel_env, fleet, ...; mpi4py only when used)
+__version__ = "0.2.0"
 
 import sys as _sys
 
-from program import vision  # noqa: E402,F401
+from keel.program import *  # noqa: F401,F403  (Program, data, nn, io, jit, static, optimizer, lr, seed, save, load, ...)
+
+# The star import copied keel.program's module `program` (where Program is defined) over the
+# package's own name here: put the package back, before anything below imports keel.program.
+program = _sys.modules["keel.program"]
+from keel.program import incubate, io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
+from keel.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
+from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
+from keel.hapi import Model, callbacks  # noqa: F401
+from keel.hapi import metrics as metric  # noqa: F401
+from keel import distributed  # noqa: F401,E402  (paddle.distributed: init_parallel_env, fleet, ...; mpi4py only when used)
+
+from keel.program import vision  # noqa: E402,F401
 
 # `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
 # packages' own modules under a second name (the same objects, not copies)
@@ -35,5 +42,3 @@ for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimi
                        "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
-_sys.modules[f"{__name__}.distributed"] = distributed
-_sys.modules[f"{__name__}.distributed.fleet"] = distributed.fleet

@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from kernels.blocked import elementwise, in_blocks, row_blocks
-from kernels.constants import filled
-from kernels.registry import UfuncCall, kernel
-from kernels.sums import last_axis_dots, last_axis_sums
+from keel.kernels.blocked import elementwise, in_blocks, row_blocks
+from keel.kernels.constants import filled
+from keel.kernels.registry import UfuncCall, kernel
+from keel.kernels.sums import last_axis_dots, last_axis_sums
 
 # -- dtype plumbing --------------------------------------------------------------------------
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.optimizer import _scalar, _skip, _store, _work
-from kernels.registry import kernel
+from keel.kernels.optimizer import _scalar, _skip, _store, _work
+from keel.kernels.registry import kernel
 
 CHUNK = 1 << 16  # elements: 4 float32 slices of 256 KiB + the scratch, about a core's L2
 WHOLE_MAX = 1 << 19  # elements: up to this, one chunk (the module's doc)

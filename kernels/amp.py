@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.registry import kernel
-from kernels.tensor import host_int, present
+from keel.kernels.registry import kernel
+from keel.kernels.tensor import host_int, present
 
 
 @kernel("check_finite_and_unscale", inputs=["X", "Scale"], outputs=["Out", "FoundInfinite"])

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels import communicators, nn, registry
-from kernels.registry import kernel
-from kernels.tensor import np_dtype
+from keel.kernels import communicators, nn, registry
+from keel.kernels.registry import kernel
+from keel.kernels.tensor import np_dtype
 
 
 def _allreduce(op: str):

@@ -74,7 +74,7 @@ def lookup(ring_id: int, xp, op_type: str):
         raise CommError(
             f"{op_type}: no {backend.upper()} communicator for ring_id {ring_id} (rings set up: "
             f"{known or 'none'}); call keel.distributed.init_parallel_env() (or fleet.init) first, "
-            f"and start the script with `python -m distributed.launch --nproc_per_node N` or mpirun")
+            f"and start the script with `python -m keel.distributed.launch --nproc_per_node N` or mpirun")
     return comm
 
 

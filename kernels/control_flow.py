@@ -8,7 +8,7 @@ list, so a value another variable holds is never changed under it; entries are s
 never written into (`read_from_array` returns a copy, which later ops may overwrite)."""
 from __future__ import annotations
 
-from kernels.registry import kernel
+from keel.kernels.registry import kernel
 
 
 def _index(xp, i, length, op, what="index"):

@@ -39,9 +39,9 @@ import functools
 
 import numpy as np
 
-from kernels import conv_depthwise  # (it builds on this module's helpers, read when called)
-from kernels.conv_fold import FOLD_MIN_DEPTH, folded_im2col, stacked_taps
-from kernels.parallel import split_run
+from keel.kernels import conv_depthwise  # (it builds on this module's helpers, read when called)
+from keel.kernels.conv_fold import FOLD_MIN_DEPTH, folded_im2col, stacked_taps
+from keel.kernels.parallel import split_run
 
 
 def pad_spatial(xp, x, pads, channel_last, value=0.0):

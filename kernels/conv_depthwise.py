@@ -35,8 +35,8 @@ import functools
 
 import numpy as np
 
-from kernels import conv  # (conv.py dispatches to this module: its helpers are read when called)
-from kernels.parallel import split_run
+from keel.kernels import conv  # (conv.py dispatches to this module: its helpers are read when called)
+from keel.kernels.parallel import split_run
 
 # Bytes of columns built and multiplied at a time (a block of channels). On the mobile CNNs'
 # maps 1-4 MiB measured alike (512 KiB: 0.8-0.95x); the whole tensor at once 0.55-0.75x on

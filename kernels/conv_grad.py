@@ -47,7 +47,7 @@ small, 2.1-2.4x only where O is small against C (one formulation fewer instead).
 """
 from __future__ import annotations
 
-from kernels.conv import windows
+from keel.kernels.conv import windows
 
 # Bytes of column matrix per chunk of samples: about a core's L2.
 CHUNK_BYTES = 1 << 20

@@ -33,9 +33,9 @@ import math
 
 import numpy as np
 
-from kernels import stl_order
-from kernels.registry import kernel
-from kernels.tensor import scatter_add
+from keel.kernels import stl_order
+from keel.kernels.registry import kernel
+from keel.kernels.tensor import scatter_add
 
 _FLT_MAX = np.finfo(np.float32).max
 

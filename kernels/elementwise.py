@@ -1,7 +1,7 @@
 """Binary elementwise kernels with PaddlePaddle's `axis` broadcasting rule."""
 from __future__ import annotations
 
-from kernels.registry import UfuncCall, kernel
+from keel.kernels.registry import UfuncCall, kernel
 
 
 def align(x, y, axis: int):

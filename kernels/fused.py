@@ -20,9 +20,9 @@ activation in float32, rounded back, as kernels/activation.py does.
 """
 from __future__ import annotations
 
-from kernels.activation import _finish, _float_in
-from kernels.elementwise import align
-from kernels.registry import kernel
+from keel.kernels.activation import _finish, _float_in
+from keel.kernels.elementwise import align
+from keel.kernels.registry import kernel
 
 # PaddlePaddle's functor constants (the clip bounds of TanhFunctor / SigmoidFunctor, the
 # coefficients of GeluFunctor), cast to the computing dtype as static_cast<T> does.

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.activation import IN_PLACE_FORMULAS
-from kernels.constants import filled
-from kernels.conv import bias_in_gemm, nchw_path, pointwise_with_bias
-from kernels.nn import _channel_last, _conv_geometry, _per_shape, conv2d_finish
-from kernels.parallel import MIN_WORK_PER_PART
-from kernels.registry import kernel
+from keel.kernels.activation import IN_PLACE_FORMULAS
+from keel.kernels.constants import filled
+from keel.kernels.conv import bias_in_gemm, nchw_path, pointwise_with_bias
+from keel.kernels.nn import _channel_last, _conv_geometry, _per_shape, conv2d_finish
+from keel.kernels.parallel import MIN_WORK_PER_PART
+from keel.kernels.registry import kernel
 
 ACTIVATIONS = ("", "relu", "relu6", "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "swish")
 _HARD_SWISH_ALPHA = float(np.float32(1 / 6))

@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from kernels.registry import kernel
+from keel.kernels.registry import kernel
 
 _APPROX_INF = 1e20  # Paddle's TolerableValue bound
 

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from kernels.registry import kernel
-from kernels.tensor import check_index_range, host_ints, present, scatter_add
+from keel.kernels.registry import kernel
+from keel.kernels.tensor import check_index_range, host_ints, present, scatter_add
 
 
 def _axis(axis: int, ndim: int) -> int:

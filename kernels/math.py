@@ -10,11 +10,11 @@ import weakref
 
 import numpy as np
 
-from kernels.constants import filled
-from kernels.control_flow import sum_arrays
-from kernels.elementwise import align, sum_to
-from kernels.registry import UfuncCall, kernel
-from kernels.tensor import BF16, from_bf16_bits, to_bf16_bits
+from keel.kernels.constants import filled
+from keel.kernels.control_flow import sum_arrays
+from keel.kernels.elementwise import align, sum_to
+from keel.kernels.registry import UfuncCall, kernel
+from keel.kernels.tensor import BF16, from_bf16_bits, to_bf16_bits
 
 # VarType numbers (framework.proto) -> dtype names. Kept here: kernels never import `program`.
 _VARTYPE_DTYPES = {

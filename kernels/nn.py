@@ -36,14 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.conv import conv2d_nchw, general_nchw, nchw_path, transpose_tiles_nchw
-from kernels.conv_grad import filter_grad_chunked, input_grad_chunked_s1
-from kernels.conv import pad_spatial as _pad_spatial
-from kernels.conv import windows as _windows
-from kernels.blocked import row_blocks
-from kernels.registry import KEEPS_INPUTS, kernel
-from kernels.sums import column_dots, column_sums, last_axis_dots, last_axis_sums
-from kernels.tensor import check_index_range, scatter_add
+from keel.kernels.conv import conv2d_nchw, general_nchw, nchw_path, transpose_tiles_nchw
+from keel.kernels.conv_grad import filter_grad_chunked, input_grad_chunked_s1
+from keel.kernels.conv import pad_spatial as _pad_spatial
+from keel.kernels.conv import windows as _windows
+from keel.kernels.blocked import row_blocks
+from keel.kernels.registry import KEEPS_INPUTS, kernel
+from keel.kernels.sums import column_dots, column_sums, last_axis_dots, last_axis_sums
+from keel.kernels.tensor import check_index_range, scatter_add
 
 _FLT_MAX = 3.4028234663852886e38  # C's FLT_MAX: Paddle's initial value for max pooling
 

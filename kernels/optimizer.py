@@ -13,7 +13,7 @@ accumulators stay on the device: no value is read to the host except SkipUpdate.
 """
 from __future__ import annotations
 
-from kernels.registry import kernel
+from keel.kernels.registry import kernel
 
 
 def _scalar(t, dt):

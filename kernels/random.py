@@ -20,8 +20,8 @@ import threading
 
 import numpy as np
 
-from kernels.registry import kernel
-from kernels.tensor import BF16, present, cast, host_int, host_ints, np_dtype
+from keel.kernels.registry import kernel
+from keel.kernels.tensor import BF16, present, cast, host_int, host_ints, np_dtype
 
 
 def generator(xp, rng, seed: int):

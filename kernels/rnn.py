@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.random import generator
-from kernels.registry import kernel
+from keel.kernels.random import generator
+from keel.kernels.registry import kernel
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from kernels.registry import kernel
+from keel.kernels.registry import kernel
 
 # VarType number -> numpy dtype. BF16 travels as its uint16 bit pattern (as in program/dtypes).
 BF16 = 22

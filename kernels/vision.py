@@ -35,10 +35,10 @@ import math
 
 import numpy as np
 
-from kernels.nn import (_FLT_MAX, _adaptive_windows, _as_list, _channel_last, _compute_dtype,
+from keel.kernels.nn import (_FLT_MAX, _adaptive_windows, _as_list, _channel_last, _compute_dtype,
                         _resolve_padding)
-from kernels.registry import kernel
-from kernels.tensor import check_index_range, scatter_add
+from keel.kernels.registry import kernel
+from keel.kernels.tensor import check_index_range, scatter_add
 
 
 # ----------------------------------------------------------------------------- layout helpers

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from proto import pb
+from keel.proto import pb
 
 A = pb.AttrType
 _INT32 = (-(2**31), 2**31 - 1)

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from program import dtypes, op_role
-from program.errors import OpError, ProgramError
-from program.ops import registry
-from program.ops.registry import NOT_DIFFERENTIABLE, GradOp, GradRule, grad_name
-from program.variable import Parameter, Variable
+from keel.program import dtypes, op_role
+from keel.program.errors import OpError, ProgramError
+from keel.program.ops import registry
+from keel.program.ops.registry import NOT_DIFFERENTIABLE, GradOp, GradRule, grad_name
+from keel.program.variable import Parameter, Variable
 
 EMPTY = "@EMPTY@"  # PaddlePaddle's name for "no variable" in a duplicable slot
 

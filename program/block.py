@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from program import attrs as attr_codec
-from program import callsite, dtypes
-from program.errors import AttrError, DuplicateNameError, SlotError, UndefinedVariableError
-from program.operator import Operator
+from keel.program import attrs as attr_codec
+from keel.program import callsite, dtypes
+from keel.program.errors import AttrError, DuplicateNameError, SlotError, UndefinedVariableError
+from keel.program.operator import Operator
 
 EMPTY_VAR = "@EMPTY@"
-from program.ops import registry
-from program.ops.infer import InferContext, VarInfo
-from program.variable import Parameter, Variable
-from proto import pb
+from keel.program.ops import registry
+from keel.program.ops.infer import InferContext, VarInfo
+from keel.program.variable import Parameter, Variable
+from keel.proto import pb
 
 if TYPE_CHECKING:
-    from program.program import Program
+    from keel.program.program import Program
 
 
 def _names(value) -> list[str]:
@@ -109,7 +109,7 @@ class Block:
     def _add_var(self, cls, name, shape, dtype, persistable, stop_gradient, lod_level, type,
                  need_check_feed, exist_ok):
         if name is None:
-            from program import unique_name
+            from keel.program import unique_name
             name = unique_name.generate("_generated_var")
         if name in self.vars:
             if exist_ok:

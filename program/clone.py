@@ -1,15 +1,15 @@
 """Program.clone: deep copies, and the evaluation program of `clone(for_test=True)`."""
 from __future__ import annotations
 
-from program import op_role
-from program.variable import Parameter
+from keel.program import op_role
+from keel.program.variable import Parameter
 
 # Ops with these op_role bits are not part of evaluation.
 _TRAINING_ONLY = op_role.BACKWARD | op_role.OPTIMIZE | op_role.LRSCHED
 
 
 def clone_program(program, for_test: bool):
-    from program.program import Program
+    from keel.program.program import Program
 
     copy = Program.from_desc(program.to_desc(), verify=False)
     copy.random_seed = program.random_seed

@@ -9,7 +9,7 @@ PaddlePaddle records them. A branch's results are copied (`assign`) into variabl
 enclosing block, and `select_input` picks the taken branch's; a loop's body writes its new
 values back into the loop variables, and its condition into the loop's condition variable.
 
-    import program as pg
+    import keel.program as pg
     x = pg.data("x", [1], "float32")
     y = pg.static.nn.cond(pg.mean(x) > 0, lambda: x * 2, lambda: x - 1)
     i, s = pg.static.nn.while_loop(lambda i, s: i < 10, lambda i, s: [i + 1, s + i],
@@ -17,13 +17,13 @@ values back into the loop variables, and its condition into the loop's condition
 """
 from __future__ import annotations
 
-from program import callsite, dtypes, unique_name
-from program.default import default_main_program
-from program.errors import OpError
-from program.layers.helper import LayerHelper
-from program.ops.control_flow import block_io
-from program.variable import Variable
-from proto import pb
+from keel.program import callsite, dtypes, unique_name
+from keel.program.default import default_main_program
+from keel.program.errors import OpError
+from keel.program.layers.helper import LayerHelper
+from keel.program.ops.control_flow import block_io
+from keel.program.variable import Variable
+from keel.proto import pb
 
 _T = pb.VarType
 
@@ -90,7 +90,7 @@ def _branch(pred, fn):
         for v in flat:
             if not isinstance(v, Variable):
                 _fail("cond", f"a branch must return Variables (or lists of them), got {v!r}")
-        from program.layers.tensor import assign
+        from keel.program.layers.tensor import assign
         outer = [parent.create_var(unique_name.generate("cond.tmp"), v.shape, v.dtype) for v in flat]
         for v, o in zip(flat, outer):
             assign(v, output=o)
@@ -103,7 +103,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     built, each in a conditional_block, and select_input picks the results of the one taken
     (where the two disagree on a dim, the result's is -1). Both functions return Variables of
     the same nesting and dtypes, or both None."""
-    from program.layers.math import cast, logical_not
+    from keel.program.layers.math import cast, logical_not
     _check_condition("cond", pred)
     true_out = _branch(pred, true_fn) if true_fn is not None else None
     false_out = _branch(logical_not(pred), false_fn) if false_fn is not None else None
@@ -145,8 +145,8 @@ def switch_case(branch_index, branch_fns, default=None, name=None):
     """The function `branch_fns` maps `branch_index` (a one-element int Variable) to: a dict
     {index: fn}, a list of (index, fn) pairs or a list of fns (indexed from 0); `default()`
     for other indices (None: the function of the largest index)."""
-    from program.layers.math import equal
-    from program.layers.tensor import fill_constant
+    from keel.program.layers.math import equal
+    from keel.program.layers.tensor import fill_constant
     if isinstance(branch_fns, dict):
         items = sorted(branch_fns.items())
     else:
@@ -162,7 +162,7 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
     """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)` holds (a while op); returns
     the loop variables, which the loop updates in place. A loop variable whose shape the body
     changes gets -1 in the dims that change."""
-    from program.layers.tensor import assign
+    from keel.program.layers.tensor import assign
     if not callable(cond) or not callable(body):
         _fail("while_loop", "cond and body must be callable")
     loop_vars = list(loop_vars) if isinstance(loop_vars, (list, tuple)) else [loop_vars]
@@ -210,7 +210,7 @@ def create_array(dtype="float32", initialized_list=None):
 
 
 def _index(i):
-    from program.layers.tensor import fill_constant
+    from keel.program.layers.tensor import fill_constant
     if isinstance(i, Variable):
         if i.dtype != _T.INT64 or (i.shape is not None and any(d > 1 for d in i.shape)):
             _fail("array index", f"the index must be a one-element int64 Variable, got {i!r}")

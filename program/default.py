@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 
-from program.program import Program
+from keel.program.program import Program
 
 _main = Program()
 _startup = Program()
@@ -58,14 +58,14 @@ def register_runner(run) -> None:
 
 def run_program(program, feed: dict, fetch_names, scope):
     if _runner is None:
-        raise RuntimeError("running a program needs the executor package: from executor import Executor")
+        raise RuntimeError("running a program needs the executor package: from keel.executor import Executor")
     return _runner(program, feed, fetch_names, scope)
 
 
 def global_scope():
     """The executor's global scope (the one `Executor.run` uses when given none)."""
     if _global_scope_provider is None:
-        raise RuntimeError("no scope: import the executor package (from executor import Executor), "
+        raise RuntimeError("no scope: import the executor package (from keel.executor import Executor), "
                            "or pass scope=...")
     return _global_scope_provider()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 

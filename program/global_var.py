@@ -2,7 +2,7 @@
 block set to a constant by the startup program (loss scales, step counters)."""
 from __future__ import annotations
 
-from program import default
+from keel.program import default
 
 
 def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, name=None, *,

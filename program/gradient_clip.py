@@ -3,7 +3,7 @@ ClipGradByGlobalNorm), appended as ops before the optimizer update. Parameters c
 with `need_clip=False` (ParamAttr) are left alone."""
 from __future__ import annotations
 
-from program import unique_name
+from keel.program import unique_name
 
 __all__ = ["ClipGradBase", "ClipGradByValue", "ClipGradByNorm", "ClipGradByGlobalNorm"]
 

@@ -17,11 +17,11 @@ zeroes each merged gradient. Off steps run no update op at all.
 """
 from __future__ import annotations
 
-from program import control_flow, op_role
-from program.global_var import create_global_var
-from program.layers.tensor import fill_constant
-from program.optimizer import update_context
-from program.variable import Variable
+from keel.program import control_flow, op_role
+from keel.program.global_var import create_global_var
+from keel.program.layers.tensor import fill_constant
+from keel.program.optimizer import update_context
+from keel.program.variable import Variable
 
 __all__ = ["GradientMergeOptimizer"]
 

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from program import dtypes
+from keel.program import dtypes
 
 
 class Initializer:

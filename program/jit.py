@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import inspect
 
-from program import default, unique_name
-from program.io.inference_model import load_inference_model, save_inference_model
-from program.io.program_file import persistable_specs
-from program.layers.data import data
-from program.nn.layer import Layer
-from program.program import Program
-from program.static import InputSpec
-from program.variable import Variable
+from keel.program import default, unique_name
+from keel.program.io.inference_model import load_inference_model, save_inference_model
+from keel.program.io.program_file import persistable_specs
+from keel.program.layers.data import data
+from keel.program.nn.layer import Layer
+from keel.program.program import Program
+from keel.program.static import InputSpec
+from keel.program.variable import Variable
 
 __all__ = ["save", "load", "TranslatedLayer"]
 

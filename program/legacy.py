@@ -43,10 +43,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
-from program import attrs as attr_codec
-from program.errors import ProgramError, UnsupportedProgramError
-from program.op_versions import OP_VERSIONS
-from proto import pb
+from keel.program import attrs as attr_codec
+from keel.program.errors import ProgramError, UnsupportedProgramError
+from keel.program.op_versions import OP_VERSIONS
+from keel.proto import pb
 
 A = pb.AttrType
 
@@ -486,7 +486,7 @@ def upgrade_program(program, source: str = "program") -> list[str]:
     for (that Keel implements) made ordinary ops. Returns a line per change (empty for a file
     Keel or 3.3.1 wrote). Warns for a release after 3.3.1; what cannot be run is left for
     the verifier to report."""
-    from program.ops import registry
+    from keel.program.ops import registry
 
     notes = []
     version = program.header.version.version if program.header.HasField("version") else 0

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from program import attrs as attr_codec
-from program import callsite as callsite_mod
-from program.errors import AttrError
-from program.ops import registry
-from proto import pb
+from keel.program import attrs as attr_codec
+from keel.program import callsite as callsite_mod
+from keel.program.errors import AttrError
+from keel.program.ops import registry
+from keel.proto import pb
 
 if TYPE_CHECKING:
-    from program.block import Block
+    from keel.program.block import Block
 
 
 class Operator:
@@ -155,5 +155,5 @@ class Operator:
 
     # -- display ----------------------------------------------------------------------
     def __repr__(self):
-        from program.printer import format_op
+        from keel.program.printer import format_op
         return format_op(self)

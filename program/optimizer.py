@@ -14,13 +14,13 @@ name order, with `op_role = 2` and `op_role_var = [param, grad]`.
 """
 from __future__ import annotations
 
-from program import callsite, default, dtypes, op_role, unique_name
-from program.backward import append_backward
-from program.errors import ProgramError
-from program.ops.registry import grad_name
-from program.gradient_clip import ClipGradBase
-from program.lr import LRScheduler
-from program.regularizer import append_regularization, as_regularizer
+from keel.program import callsite, default, dtypes, op_role, unique_name
+from keel.program.backward import append_backward
+from keel.program.errors import ProgramError
+from keel.program.ops.registry import grad_name
+from keel.program.gradient_clip import ClipGradBase
+from keel.program.lr import LRScheduler
+from keel.program.regularizer import append_regularization, as_regularizer
 
 _LOW_PRECISION = (dtypes.to_code("float16"), dtypes.to_code("bfloat16"))
 

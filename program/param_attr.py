@@ -31,7 +31,7 @@ class ParamAttr:
             return arg
         if isinstance(arg, str):
             return ParamAttr(name=arg)
-        from program.initializer import Initializer
+        from keel.program.initializer import Initializer
         if isinstance(arg, Initializer):
             return ParamAttr(initializer=arg)
         raise TypeError(f"expected a ParamAttr, a name, an initializer, None or False; got {arg!r}")

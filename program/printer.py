@@ -6,8 +6,8 @@ One line per variable (`name : float32[-1, 64]  (flags)`) and per op
 attributes (and between the items of a list that alone is too long)."""
 from __future__ import annotations
 
-from program import dtypes
-from program.ops.registry import COMMON_ATTRS
+from keel.program import dtypes
+from keel.program.ops.registry import COMMON_ATTRS
 
 # Bookkeeping attributes left out of the listing when they hold their default value.
 _QUIET = {"op_callstack", "op_namescope", "op_device", "with_quant_attr", "op_role_var", "op_role"}

@@ -5,10 +5,10 @@ from typing import Iterator
 
 from google.protobuf.message import DecodeError
 
-from program.block import Block
-from program.errors import ParseError
-from program.variable import Parameter, Variable
-from proto import pb
+from keel.program.block import Block
+from keel.program.errors import ParseError
+from keel.program.variable import Parameter, Variable
+from keel.proto import pb
 
 # The file-format version PaddlePaddle 3.3.1 writes (3*10^6 + 3*10^3 + 1); files we write
 # declare the op semantics of that release.
@@ -84,7 +84,7 @@ class Program:
     `random_seed` seeds the random initializer ops this program's layers create."""
 
     def __init__(self):
-        from program.op_versions import OP_VERSIONS
+        from keel.program.op_versions import OP_VERSIONS
 
         self.header = pb.ProgramDesc()  # version, op_version_map, ...; blocks live in self.blocks
         self.header.version.version = FILE_VERSION
@@ -202,7 +202,7 @@ class Program:
             raise ParseError(f"{source}: the program's blocks do not form a tree rooted at block 0:\n  - "
                              + "\n  - ".join(problems))
         if verify:
-            from program.verify import verify_program
+            from keel.program.verify import verify_program
             verify_program(prog, source=source)
         return prog
 
@@ -224,31 +224,31 @@ class Program:
         if missing:
             raise ParseError(f"{source} is not a valid program file (ProgramDesc): missing required "
                              f"field(s) {', '.join(missing[:5])}")
-        from program import legacy
+        from keel.program import legacy
         prog = cls.from_desc(desc, verify=False, source=source)
         prog.upgrade_notes = legacy.upgrade_program(prog, source)
         if verify:
-            from program.verify import shape_problems, verify_program
+            from keel.program.verify import shape_problems, verify_program
             verify_program(prog, source=source)
             # every op's shape rule on the declared shapes: what a kernel would refuse on
             # shapes alone is named now (load_inference_model checks again with the
             # parameters' real shapes)
             problems = shape_problems(prog)
             if problems:
-                from program.errors import UnsupportedProgramError
+                from keel.program.errors import UnsupportedProgramError
                 raise UnsupportedProgramError(problems, source)
         return prog
 
     def clone(self, for_test: bool = False) -> "Program":
         """A deep copy. `for_test=True` gives the evaluation program: forward ops only
         (backward and optimizer ops dropped) with `is_test` set on ops that have it."""
-        from program.clone import clone_program
+        from keel.program.clone import clone_program
         return clone_program(self, for_test)
 
     def verify(self) -> None:
         """Check the program (known ops, defined variables, attribute types); raises
         UnsupportedProgramError listing every problem."""
-        from program.verify import verify_program
+        from keel.program.verify import verify_program
         verify_program(self)
 
     # -- comparison and display -------------------------------------------------------------
@@ -260,7 +260,7 @@ class Program:
     __hash__ = object.__hash__
 
     def __str__(self):
-        from program.printer import format_program
+        from keel.program.printer import format_program
         return format_program(self)
 
     def __repr__(self):

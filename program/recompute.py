@@ -26,9 +26,9 @@ would update them twice (PaddlePaddle's recompute does), so their outputs are ke
 """
 from __future__ import annotations
 
-from program import op_role
-from program.errors import ProgramError
-from program.variable import Variable
+from keel.program import op_role
+from keel.program.errors import ProgramError
+from keel.program.variable import Variable
 
 __all__ = ["RecomputeOptimizer"]
 

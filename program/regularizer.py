@@ -7,7 +7,7 @@ L2Decay(c) adds c * param (a `scale` op), L1Decay(c) adds c * sign(param) (`sign
 """
 from __future__ import annotations
 
-from program import unique_name
+from keel.program import unique_name
 
 __all__ = ["L1Decay", "L2Decay", "WeightDecayRegularizer"]
 

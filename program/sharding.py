@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from program import op_role
+from keel.program import op_role
 
 # Input slots of an update op that are not state of its parameter.
 _NOT_STATE = frozenset({"Param", "Grad", "LearningRate", "SkipUpdate"})

@@ -4,10 +4,10 @@ not already have under another name: `InputSpec`, the description of a model inp
 `switch_case`, `while_loop`: program/control_flow.py)."""
 from __future__ import annotations
 
-from program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
-from program import control_flow as nn
-from program.global_var import create_global_var  # noqa: F401
-from program.layers.data import data
+from keel.program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
+from keel.program import control_flow as nn
+from keel.program.global_var import create_global_var  # noqa: F401
+from keel.program.layers.data import data
 
 __all__ = ["InputSpec", "data", "nn", "amp", "create_global_var"]
 

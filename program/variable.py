@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from program import dtypes
-from proto import pb
+from keel.program import dtypes
+from keel.proto import pb
 
 if TYPE_CHECKING:
-    from program.block import Block
+    from keel.program.block import Block
 
 _T = pb.VarType
 # Var kinds whose shape/dtype live in a TensorDesc, and which field holds it.
@@ -42,7 +42,7 @@ class Variable:
         field = _TENSOR_FIELD.get(self.desc.type.type)
         if field is None:
             if create:  # a feed/fetch list, a scope list, a reader: it holds no tensor
-                from program.errors import ProgramError
+                from keel.program.errors import ProgramError
                 kind = pb.VarType.Type.Name(self.type) if self.type in pb.VarType.Type.values() else str(self.type)
                 raise ProgramError(f"variable {self.name!r} is a {kind}, which has no shape or dtype "
                                    f"(an op may only write tensors to it)")
@@ -131,7 +131,7 @@ class Variable:
     # -- operators: each appends ops to the program's current block (see
     # program/layers/math.py `binary_operator` for the rules on Python numbers) -------------
     def _binary(self, other, op_type, reverse=False):
-        from program.layers.math import binary_operator
+        from keel.program.layers.math import binary_operator
         return binary_operator(self, other, op_type, reverse)
 
     def __add__(self, other):
@@ -183,11 +183,11 @@ class Variable:
         return self._binary(other, "matmul_v2", reverse=True) if isinstance(other, Variable) else NotImplemented
 
     def __neg__(self):
-        from program.layers.math import negative
+        from keel.program.layers.math import negative
         return negative(self)
 
     def __abs__(self):
-        from program.layers.math import abs as abs_
+        from keel.program.layers.math import abs as abs_
         return abs_(self)
 
     def __eq__(self, other):
@@ -210,7 +210,7 @@ class Variable:
 
     def __getitem__(self, item):
         """`x[1]`, `x[:, 1:3]`, `x[::2]`, `x[..., 0]`, `x[None]`: slice/strided_slice ops."""
-        from program.layers.tensor import getitem
+        from keel.program.layers.tensor import getitem
         return getitem(self, item)
 
     def __iter__(self):
@@ -220,7 +220,7 @@ class Variable:
 
     def astype(self, dtype) -> "Variable":
         """This variable converted to `dtype` (a `cast` op)."""
-        from program.layers.math import astype
+        from keel.program.layers.math import astype
         return astype(self, dtype)
 
 

@@ -4,11 +4,11 @@ It collects every problem before raising, so a user loading a file with three
 unsupported op types learns about all three at once."""
 from __future__ import annotations
 
-from program import attrs as attr_codec
-from program import dtypes, legacy, limits, verify_rules
-from program.errors import KeelError, UnsupportedProgramError
-from program.ops import registry
-from proto import pb
+from keel.program import attrs as attr_codec
+from keel.program import dtypes, legacy, limits, verify_rules
+from keel.program.errors import KeelError, UnsupportedProgramError
+from keel.program.ops import registry
+from keel.proto import pb
 
 # Variables that ops may name without declaring them (PaddlePaddle's placeholder for "no var").
 _PLACEHOLDERS = {"@EMPTY@"}
@@ -20,7 +20,7 @@ def program_problems(program) -> list[str]:
     ranges (program/verify_rules.py, sizes against program/limits.py), and the data flow
     of the feeds and fetches."""
     problems: list[str] = legacy.version_problems(program)
-    from program.program import block_structure_problems
+    from keel.program.program import block_structure_problems
     structure = block_structure_problems([b.parent_idx for b in program.blocks])
     if structure:
         return problems + structure  # nothing below may walk a broken block tree
@@ -274,8 +274,8 @@ def shape_problems(program, values: dict | None = None) -> list[str]:
     loaded): what a kernel would refuse at run time on shapes alone (a weight that does not
     fit its input, a reshape to another size, a concat of mismatched parts) is named at load
     instead. Works on a copy; the program is not changed."""
-    from program.ops.infer import InferContext, VarInfo
-    from program.program import Program
+    from keel.program.ops.infer import InferContext, VarInfo
+    from keel.program.program import Program
 
     copy = Program.from_desc(program.to_desc(), verify=False)
     block = copy.global_block()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from program import dtypes, limits
+from keel.program import dtypes, limits
 
 _INT64 = (-(2**63), 2**63 - 1)
 

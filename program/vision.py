@@ -14,7 +14,7 @@ stop_gradient, as are all outputs of the non-differentiable ops.
 """
 from __future__ import annotations
 
-from program.layers.helper import LayerHelper
+from keel.program.layers.helper import LayerHelper
 
 __all__ = ["yolo_box", "multiclass_nms", "matrix_nms", "prior_box", "density_prior_box",
            "anchor_generator", "box_coder", "roi_align", "roi_pool", "generate_proposals",

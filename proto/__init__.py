@@ -2,6 +2,6 @@
 
 `framework_pb2` is generated from `framework.proto` (see `proto/generate.py`).
 """
-from proto import framework_pb2 as pb
+from keel.proto import framework_pb2 as pb
 
 __all__ = ["pb"]

@@ -1,7 +1,7 @@
 """Regenerate proto/framework_pb2.py from proto/framework.proto.
 
-    python -m proto.generate          # rewrite proto/framework_pb2.py
-    python -m proto.generate --check  # exit 1 if the committed module is stale
+    python -m keel.proto.generate          # rewrite proto/framework_pb2.py
+    python -m keel.proto.generate --check  # exit 1 if the committed module is stale
 
 Needs grpcio-tools (in the `dev` and `test` extras), which bundles protoc.
 protoc's output is kept as is, except for its runtime-version guard: that guard
@@ -35,6 +35,8 @@ def generate() -> str:
             raise SystemExit(f"protoc failed on {PROTO} (exit {rc})")
         text = (Path(out) / "proto" / "framework_pb2.py").read_text()
     text = _GUARD.sub("", text)
+    # protoc names the module after the .proto's path (proto/); installed, it is keel.proto's.
+    text = text.replace("'proto.framework_pb2'", "'keel.proto.framework_pb2'")
     # The protoc version line changes with grpcio-tools releases; it carries no meaning for us.
     return re.sub(r"# Protobuf Python Version: .*\n", "", text)
 
@@ -43,7 +45,7 @@ def main(argv: list[str]) -> int:
     text = generate()
     if "--check" in argv:
         if MODULE.read_text() != text:
-            print(f"{MODULE} is stale: run `python -m proto.generate`", file=sys.stderr)
+            print(f"{MODULE} is stale: run `python -m keel.proto.generate`", file=sys.stderr)
             return 1
         return 0
     MODULE.write_text(text)

@@ -1,4 +1,4 @@
-"""What tests/test_distributed.py runs on every rank (`python -m distributed.launch
+"""What tests/test_distributed.py runs on every rank (`python -m keel.distributed.launch
 --nproc_per_node N tests/distributed_script.py MODE OUT ...`), and on one process for the
 reference runs. Each rank writes its results to OUT.<rank>.npz.
 
@@ -25,12 +25,12 @@ import time
 
 import numpy as np
 
-import distributed as dist
-import program as pg
-from distributed import fleet
-from executor import CPUPlace, CUDAPlace, Executor, Scope
-from executor.checkpoint import load_checkpoint, save_checkpoint
-from program.gradient_merge import GradientMergeOptimizer
+import keel.distributed as dist
+import keel.program as pg
+from keel.distributed import fleet
+from keel.executor import CPUPlace, CUDAPlace, Executor, Scope
+from keel.executor.checkpoint import load_checkpoint, save_checkpoint
+from keel.program.gradient_merge import GradientMergeOptimizer
 
 DTYPES = ["float32", "float64", "int32", "int64", "float16"]
 REDUCE = ["sum", "max", "min", "prod"]

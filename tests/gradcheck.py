@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
-from program.ops import registry
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
+from keel.program.ops import registry
 
 
 @dataclass

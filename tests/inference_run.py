@@ -1,5 +1,5 @@
 """Running an inference program (feed/fetch ops, parameters as a dict) in a fresh scope."""
-from executor import Executor, Scope
+from keel.executor import Executor, Scope
 
 
 def run(program, params, feed):

@@ -2,8 +2,8 @@
 shapes and dtypes its rule gave the outputs."""
 import pytest
 
-import program as pg
-from program import dtypes
+import keel.program as pg
+from keel.program import dtypes
 
 
 def build(op_type, inputs, outputs=None, attrs=None):

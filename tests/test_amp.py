@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from program.amp import AutoMixedPrecisionLists, decorate, fp16_guard
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.program.amp import AutoMixedPrecisionLists, decorate, fp16_guard
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "amp"
 # loaded under a name of its own: tests/fixtures/paddle has a generate.py too

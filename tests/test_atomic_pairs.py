@@ -16,10 +16,10 @@ import time
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope, load_checkpoint, save_checkpoint
-from program.io import atomic
-from program.io.atomic import InterruptedWriteError
+import keel.program as pg
+from keel.executor import Executor, Scope, load_checkpoint, save_checkpoint
+from keel.program.io import atomic
+from keel.program.io.atomic import InterruptedWriteError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -122,11 +122,7 @@ def test_save_inference_model_killed_at_any_step_leaves_the_old_or_the_new_pair(
 
 
 def test_prune_tool_output_killed_at_any_step_leaves_the_old_or_the_new_pair(monkeypatch, tmp_path):
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    try:
-        import prune_for_inference as tool
-    finally:
-        sys.path.pop(0)
+    from keel.tools import prune_for_inference as tool
     source = str(tmp_path / "source")
     save(source, 4)
 
@@ -221,8 +217,8 @@ def test_save_checkpoint_removes_what_a_killed_save_left(tmp_path):
     path = tmp_path / "ckpt.keel"
     exe = Executor()
     save_checkpoint(str(path), main, exe, scope=scope)
-    script = (f"import sys, os, time; sys.path.insert(0, {ROOT!r})\n"
-              "from program.io import atomic\n"
+    script = ("import sys, os, time\n"
+              "from keel.program.io import atomic\n"
               f"with atomic.atomic_open({str(path)!r}) as f:\n"
               "    f.write(b'partial'); f.flush(); print('writing', flush=True); time.sleep(60)\n")
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -239,7 +235,7 @@ def test_save_checkpoint_removes_what_a_killed_save_left(tmp_path):
 
 WRITER = """
 import sys
-sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
+sys.path.insert(0, {tests!r})
 import test_atomic_pairs as t
 version = {start}
 while True:
@@ -251,8 +247,7 @@ while True:
 
 def prune_save(prefix, version):
     """The prune tool's -o, from a source saved beside the output."""
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    import prune_for_inference as tool
+    from keel.tools import prune_for_inference as tool
     source = prefix + "-source"
     save(source, version)
     with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CheckpointError, Executor, Scope, load_checkpoint, save_checkpoint
+import keel.program as pg
+from keel.executor import CheckpointError, Executor, Scope, load_checkpoint, save_checkpoint
 
 
 def build(hidden=5):

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import ExecutionError, Executor, NonFiniteError, Scope
-from kernels.registry import all_kernels
+import keel.program as pg
+from keel.executor import ExecutionError, Executor, NonFiniteError, Scope
+from keel.kernels.registry import all_kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +57,7 @@ def _tokens(source):
 
 @pytest.mark.parametrize("shift", range(0, len(HOSTILE), 6))
 def test_hostile_names_and_attributes_run_correctly_and_inject_nothing(shift, monkeypatch):
-    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
+    monkeypatch.setattr("keel.executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     names = (HOSTILE[shift:] + HOSTILE[:shift])[:6]
     attr_text = "".join(HOSTILE)
     p = _hostile_program(names, attr_text)
@@ -169,7 +169,7 @@ def test_nan_check_names_the_op_and_variable_after_a_donated_write():
 
 
 def test_a_kernel_error_through_the_pool_names_its_op(monkeypatch):
-    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
+    monkeypatch.setattr("keel.executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 3], "float32", need_check_feed=True)

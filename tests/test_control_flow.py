@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope, inference
-from executor.errors import ExecutionError
-from program.errors import KeelError
-from proto import pb
+import keel.program as pg
+from keel.executor import Executor, Scope, inference
+from keel.executor.errors import ExecutionError
+from keel.program.errors import KeelError
+from keel.proto import pb
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "control_flow"
 nn = pg.static.nn

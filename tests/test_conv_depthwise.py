@@ -8,8 +8,8 @@ names the path it takes and a test checks that it does."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import conv_depthwise
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import conv_depthwise
 
 # (name, path, x [N, C, H, W], kernel (kh, kw), multiplier, strides, paddings [t, b, l, r], dilations)
 CASES = [

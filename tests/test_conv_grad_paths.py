@@ -11,9 +11,9 @@ reruns on the cupy stand-in (tests/test_standin_kernels.py)."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import conv_grad
-from kernels.nn import conv2d_grad
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import conv_grad
+from keel.kernels.nn import conv2d_grad
 
 # (name, x shape [N, C, H, W], filter [O, C, kh, kw], strides, paddings [t, b, l, r], dilations)
 CASES = [

@@ -9,9 +9,9 @@ them, and on the cupy stand-in (tests/test_standin_kernels.py)."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import conv, conv_depthwise, conv_fold, parallel
-from kernels.conv import general_nchw, pad_spatial
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import conv, conv_depthwise, conv_fold, parallel
+from keel.kernels.conv import general_nchw, pad_spatial
 
 # (name, path, x shape [N, C, H, W], filter shape [O, C/g, kh, kw], strides, paddings
 #  [top, bottom, left, right], dilations, groups)

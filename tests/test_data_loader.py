@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-import program as pg
+import keel.program as pg
 
 
 class Squares(pg.io.Dataset):

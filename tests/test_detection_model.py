@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from executor.inference import Config, create_predictor
-from program.io.inference_model import load_inference_model
-from program import dtypes
-from program.errors import AttrError, ShapeError
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.executor.inference import Config, create_predictor
+from keel.program.io.inference_model import load_inference_model
+from keel.program import dtypes
+from keel.program.errors import AttrError, ShapeError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "detection"
 F32, I32, I64 = "float32", "int32", "int64"

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CPUPlace, CUDAPlace, Executor, Scope
-from executor.inference import Config, create_predictor
-from kernels import registry as kernel_registry
+import keel.program as pg
+from keel.executor import CPUPlace, CUDAPlace, Executor, Scope
+from keel.executor.inference import Config, create_predictor
+from keel.kernels import registry as kernel_registry
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
 

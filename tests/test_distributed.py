@@ -1,5 +1,5 @@
 """Data-parallel training on MPI: 2-rank runs on localhost through the launcher
-(`python -m distributed.launch`), each bounded in time, against 1-process references.
+(`python -m keel.distributed.launch`), each bounded in time, against 1-process references.
 
 The ranks run tests/distributed_script.py and write their results to .npz files. These
 tests need mpi4py and an mpiexec (the mpich wheel of the "test" and "dist" extras) and are
@@ -27,7 +27,7 @@ RUN_LIMIT_S = 120  # no launch may take longer, hang or not
 
 mpi4py = pytest.importorskip("mpi4py", reason="needs mpi4py and mpich (the test extra)")
 try:
-    from distributed.launch import find_mpiexec
+    from keel.distributed.launch import find_mpiexec
     find_mpiexec()
 except SystemExit:
     pytest.skip("no mpiexec (pip install -e '.[dist]')", allow_module_level=True)
@@ -41,7 +41,7 @@ def _env():
 
 def launch(tmp_path, *args, nproc=2, timeout=30.0):
     """Run the script on `nproc` ranks through the launcher; (result, seconds)."""
-    cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", str(nproc),
+    cmd = [sys.executable, "-m", "keel.distributed.launch", "--nproc_per_node", str(nproc),
            "--log_dir", str(tmp_path / "log"), "--timeout", str(timeout), str(SCRIPT), *map(str, args)]
     start = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S, env=_env(), cwd=tmp_path)
@@ -80,7 +80,7 @@ def _reference(key, n):
 
 
 def _gpus() -> int:
-    from kernels.array_module import cupy_available
+    from keel.kernels.array_module import cupy_available
     if not cupy_available():
         return 0
     import cupy
@@ -284,7 +284,7 @@ def test_exit_code_is_the_failing_ranks(tmp_path):
         "dist.init_parallel_env()\n"
         "print('rank', dist.get_rank(), 'of', dist.get_world_size(), flush=True)\n"
         "sys.exit(3 if dist.get_rank() == 1 else 0)\n")
-    cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", "2", "--log_dir", str(tmp_path / "log"),
+    cmd = [sys.executable, "-m", "keel.distributed.launch", "--nproc_per_node", "2", "--log_dir", str(tmp_path / "log"),
            "--timeout", "5", str(tmp_path / "exit3.py")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S, env=_env(), cwd=tmp_path)
     assert r.returncode == 3, r.stderr
@@ -295,11 +295,11 @@ def test_exit_code_is_the_failing_ranks(tmp_path):
 
 def test_a_hostfile_starts_nproc_per_node_ranks_on_each_machine(tmp_path):
     (tmp_path / "hello.py").write_text(
-        "import distributed as dist\n"
+        "import keel.distributed as dist\n"
         "dist.init_parallel_env()\n"
         "print('rank', dist.get_rank(), 'of', dist.get_world_size(), flush=True)\n")
     (tmp_path / "hosts").write_text("localhost slots=2\n")   # Open MPI's syntax, whatever the MPI
-    cmd = [sys.executable, "-m", "distributed.launch", "--nproc_per_node", "2", "--hostfile",
+    cmd = [sys.executable, "-m", "keel.distributed.launch", "--nproc_per_node", "2", "--hostfile",
            str(tmp_path / "hosts"), "--log_dir", str(tmp_path / "log"), "--timeout", "30", str(tmp_path / "hello.py")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S, env=_env(), cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from distributed import fleet, parallel
-from program import op_role
-from program.errors import ShapeError
-from program.io.data import DistributedBatchSampler
+import keel.program as pg
+from keel.distributed import fleet, parallel
+from keel.program import op_role
+from keel.program.errors import ShapeError
+from keel.program.io.data import DistributedBatchSampler
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -185,8 +185,8 @@ def test_sharding_all_reduces_the_overflow_flag_and_the_global_norm(two_ranks):
 def test_a_sharded_rank_loads_its_share_of_a_whole_checkpoint(tmp_path, monkeypatch):
     """A checkpoint names each accumulator's parameter; rank 1 of a sharded program loads
     strictly the accumulators of the parameters it owns and passes over the others'."""
-    from executor import CheckpointError, Executor, Scope, load_checkpoint, save_checkpoint
-    from program.sharding import optimizer_state
+    from keel.executor import CheckpointError, Executor, Scope, load_checkpoint, save_checkpoint
+    from keel.program.sharding import optimizer_state
     monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=0, world_size=1, local_rank=0, device_id=-1))
     whole, startup, _, _ = _mlp(fleet.DistributedStrategy(), sizes=(10, 64, 64, 4))
     exe, scope = Executor(), Scope()
@@ -270,8 +270,9 @@ def test_distributed_batch_sampler_takes_the_process_group_from_the_environment(
 
 def test_the_core_imports_without_mpi():
     code = ("import sys; sys.modules['mpi4py'] = None\n"
-            "import keel as paddle, distributed\n"
-            "from distributed import fleet\n"
+            "import keel as paddle\n"
+            "from keel import distributed\n"
+            "from keel.distributed import fleet\n"
             "assert paddle.distributed.get_world_size() == 1 and paddle.distributed.get_rank() == 0\n"
             "try:\n    distributed.init_parallel_env()\n"
             "except distributed.parallel.communicators.CommError as e:\n    print(e)\n")
@@ -281,7 +282,7 @@ def test_the_core_imports_without_mpi():
 
 
 def test_paddle_distributed_functions_append_paddles_ops(two_ranks):
-    import distributed as dist
+    import keel.distributed as dist
     main = pg.Program()
     with pg.program_guard(main, pg.Program()):
         x = pg.data("x", [4, 3])
@@ -376,7 +377,7 @@ def test_strategy_meta_optimizers_wrap_the_users_optimizer(two_ranks):
 def test_strategy_pure_fp16_with_recompute_trains_and_restores_the_masters(monkeypatch):
     """amp sits directly around the user's optimizer, so O2's master weights exist under
     recompute too (amp outside recompute found no master weights to restore)."""
-    from executor import CPUPlace, Executor, Scope
+    from keel.executor import CPUPlace, Executor, Scope
     monkeypatch.setattr(parallel, "_ENV", parallel.ParallelEnv(rank=0, world_size=1, local_rank=0, device_id=-1))
 
     def configure(strategy, h):
@@ -397,7 +398,7 @@ def test_strategy_pure_fp16_with_recompute_trains_and_restores_the_masters(monke
 
 
 def test_gradient_merge_accumulators_are_optimizer_state(two_ranks):
-    from program.sharding import optimizer_state
+    from keel.program.sharding import optimizer_state
 
     def merge(strategy, h):
         strategy.gradient_merge = True

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import program as pg
-from executor import Executor, Scope
+import keel.program as pg
+from keel.executor import Executor, Scope
 
 ROOT = Path(__file__).resolve().parents[1]
 

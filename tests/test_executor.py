@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-import program as pg
-from executor import ExecutionError, Executor, FeedError, NonFiniteError, Scope
+import keel.program as pg
+from keel.executor import ExecutionError, Executor, FeedError, NonFiniteError, Scope
 
 THIS_FILE = __file__
 
@@ -81,7 +81,7 @@ def test_peak_live_set_is_bounded_by_freeing():
 
 
 def test_concurrent_and_serial_runs_agree(monkeypatch):
-    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
+    monkeypatch.setattr("keel.executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 64], need_check_feed=True)
@@ -110,7 +110,7 @@ def test_a_step_writing_into_a_donated_buffer_waits_for_its_other_readers(monkey
     """t is read by exp (not its last use) and by the scale after it, which writes into
     t's buffer: the two must not share a level of the concurrent runner, and the values
     equal the serial run's."""
-    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
+    monkeypatch.setattr("keel.executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 64], "float32", need_check_feed=True)
@@ -405,7 +405,7 @@ def test_ops_the_executor_calls_as_one_ufunc_match_their_kernels(op_type, dtype)
     (kernels.registry.UfuncCall), into a donated buffer where there is one: the results
     equal the general kernel's, for a fed input (not donated, left untouched), an
     intermediate (donated) and a 0-d input."""
-    from executor.kernel_call import call_kernel
+    from keel.executor.kernel_call import call_kernel
     op, attrs = {"scale_add": ("scale", {"bias": 0.5}), "scale_mul": ("scale", {"scale": 3.0})}.get(
         op_type, (op_type, {}))
     for shape in ([2, 3], []):
@@ -468,7 +468,7 @@ def test_executors_fc_path_matches_the_fc_kernel(in_shape, num_col_dims, bias_sh
     """fc's specialized path (matmul, bias and ReLU in place, no flattening where the rank
     allows) gives the general kernel's results, NaN and -0 handling included, also with W
     column-major as column_major_weights stores it and for the few-row formulations."""
-    from executor.kernel_call import call_kernel
+    from keel.executor.kernel_call import call_kernel
     k, n = int(np.prod(in_shape[num_col_dims:])), bias_shape[-1]
     p = pg.Program()
     b = p.global_block()
@@ -502,7 +502,7 @@ def test_malloc_tuning_applies_on_glibc_and_can_be_turned_off(setting, expected)
     env = {k: v for k, v in os.environ.items() if k != "KEEL_TUNE_MALLOC"}
     if setting is not None:
         env["KEEL_TUNE_MALLOC"] = setting
-    code = "from executor import Executor; from executor import memory; Executor(); print(memory._tuned)"
+    code = "from keel.executor import Executor; from keel.executor import memory; Executor(); print(memory._tuned)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.stdout.strip() == expected
@@ -558,7 +558,7 @@ def test_binary_ufunc_steps_inline_chain_and_broadcast_like_the_kernels(dtype):
     """elementwise add/sub/mul with axis -1 are made in the step (and chained): a Y that
     broadcasts X to a bigger shape falls back to a fresh array, a Y read for the last time
     is dropped, feeds and fetched values keep their values; results equal the kernels'."""
-    from executor.kernel_call import call_kernel
+    from keel.executor.kernel_call import call_kernel
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 1], dtype, need_check_feed=True)      # [N, 1]
@@ -643,8 +643,8 @@ def test_reshape_and_transpose_of_dead_intermediates_are_views_and_unread_output
 def test_fc_fast_path_on_a_strided_input(num_col_dims):
     """The fc fast path on a non-contiguous Input (a transposed view, as the reshape
     family now gives) equals the general kernel, flattening or multiplying the stack."""
-    from executor.kernel_call import call_kernel
-    from kernels import registry as kernel_registry
+    from keel.executor.kernel_call import call_kernel
+    from keel.kernels import registry as kernel_registry
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 4, 6)).astype(np.float32).transpose(1, 0, 2)   # [4, 3, 6], strided
     k = int(np.prod(x.shape[num_col_dims:]))

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from executor.inference import Config, create_predictor
-from executor.plan import THREAD_MIN_ELEMENTS, threaded_steps
-from executor.profiler import op_intervals
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.executor.inference import Config, create_predictor
+from keel.executor.plan import THREAD_MIN_ELEMENTS, threaded_steps
+from keel.executor.profiler import op_intervals
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "zoo"))
@@ -157,7 +157,7 @@ def test_the_profiler_times_a_level_it_did_not_pool_op_by_op():
 def test_a_zoo_model_run_through_the_pool_gives_the_serial_outputs(name, tmp_path, monkeypatch):
     """Every wide level submitted (the size threshold off): the 2-thread predictor's
     outputs are the 1-thread one's."""
-    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)
+    monkeypatch.setattr("keel.executor.plan.THREAD_MIN_ELEMENTS", 0)
     prefix, recorded = unpack(name, tmp_path)
     inputs = feeds(recorded)
     got = {}
@@ -177,7 +177,7 @@ def test_a_zoo_model_run_through_the_pool_gives_the_serial_outputs(name, tmp_pat
 def test_pooled_steps_run_in_the_callers_numpy_errstate():
     """An AMP plan runs with numpy's floating-point warnings off; its pooled steps too."""
     from concurrent.futures import ThreadPoolExecutor
-    from executor.plan import _submit_in_context
+    from keel.executor.plan import _submit_in_context
     with ThreadPoolExecutor(1) as pool:
         with np.errstate(over="ignore", invalid="ignore"):
             inside = _submit_in_context(pool, np.geterr).result()

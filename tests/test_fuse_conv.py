@@ -6,16 +6,16 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from executor.inference import Config, create_predictor
-from executor.kernel_call import call_kernel
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.executor.inference import Config, create_predictor
+from keel.executor.kernel_call import call_kernel
 from inference_run import run
-from program.errors import OpError
-from program.layers.math import _act as unary
-from program.passes import PASSES, PassOptions, optimize_inference
-from program.passes.fuse_conv import fused_form
-from proto import pb
+from keel.program.errors import OpError
+from keel.program.layers.math import _act as unary
+from keel.program.passes import PASSES, PassOptions, optimize_inference
+from keel.program.passes.fuse_conv import fused_form
+from keel.proto import pb
 from test_passes import build
 
 CONV_ATTRS = dict(strides=[1, 1], paddings=[1, 1], padding_algorithm="EXPLICIT", dilations=[1, 1], groups=1,

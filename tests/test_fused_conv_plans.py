@@ -7,9 +7,9 @@ another dtype or with a wrong Bias size."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel, specialize
-from kernels import conv, fused_conv
-from kernels.registry import get as kernel_of
+from keel.executor.kernel_call import call_kernel, specialize
+from keel.kernels import conv, fused_conv
+from keel.kernels.registry import get as kernel_of
 
 F32 = np.dtype(np.float32)
 

@@ -14,16 +14,16 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import program as pg
+import keel.program as pg
 from inference_run import run
-from executor import Executor, Scope
-from executor.kernel_call import bind, call_kernel
-from kernels import fused as fused_kernels
-from program.errors import AttrError, DTypeError, ShapeError
-from program.ops import registry
-from program.ops.fused import FUSED_FUNCTOR_LISTS, broadcast_supported
-from program.passes import PASSES, optimize_inference
-from proto import pb
+from keel.executor import Executor, Scope
+from keel.executor.kernel_call import bind, call_kernel
+from keel.kernels import fused as fused_kernels
+from keel.program.errors import AttrError, DTypeError, ShapeError
+from keel.program.ops import registry
+from keel.program.ops.fused import FUSED_FUNCTOR_LISTS, broadcast_supported
+from keel.program.passes import PASSES, optimize_inference
+from keel.proto import pb
 
 OP = "fused_elemwise_activation"
 SCALE = 1.7

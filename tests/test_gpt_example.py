@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import executor.executor as executor_module
+import keel.executor.executor as executor_module
 import keel as paddle
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,14 +3,14 @@ Skipped cleanly where cupy or a CUDA device is missing."""
 import numpy as np
 import pytest
 
-from kernels.array_module import cupy_available
+from keel.kernels.array_module import cupy_available
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not cupy_available(), reason="needs cupy and a CUDA device")]
 
 
 def _mlp():
-    import program as pg
+    import keel.program as pg
     main, startup = pg.Program(), pg.Program()
     startup.random_seed = 7
     with pg.unique_name.guard(), pg.program_guard(main, startup):
@@ -23,7 +23,7 @@ def _mlp():
 
 
 def test_mlp_forward_matches_cpu():
-    from executor import CPUPlace, CUDAPlace, Executor, Scope
+    from keel.executor import CPUPlace, CUDAPlace, Executor, Scope
 
     main, startup, logits, loss = _mlp()
     rng = np.random.default_rng(0)

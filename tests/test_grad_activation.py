@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
+import keel.program as pg
 from gradcheck import Case, away_from, rand, run_case
-from kernels import registry as kernels
+from keel.kernels import registry as kernels
 
 _POS = dict(low=0.2, high=3.0)
 
@@ -196,7 +196,7 @@ _CASES_BY_DTYPE = [
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("op_type,reads,attrs", _CASES_BY_DTYPE, ids=lambda v: str(v))
 def test_gradient_keeps_the_dtype(op_type, reads, attrs, dtype):
-    from executor.kernel_call import call_kernel
+    from keel.executor.kernel_call import call_kernel
     x = rand(3, 4, low=0.1, high=0.9).astype(dtype)
     out = call_kernel(op_type, {"X": x}, attrs)["Out"]
     dout = np.ones_like(out)
@@ -209,7 +209,7 @@ def test_gradient_keeps_the_dtype(op_type, reads, attrs, dtype):
 
 
 def test_gradient_kernels_do_not_mutate_inputs():
-    from executor.kernel_call import call_kernel
+    from keel.executor.kernel_call import call_kernel
     x = rand(3, 4)
     for op_type, reads, attrs in _CASES_BY_DTYPE:
         out = call_kernel(op_type, {"X": x}, attrs)["Out"]

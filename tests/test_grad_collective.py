@@ -6,10 +6,10 @@ whole batch, 1e-5)."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
+from keel.executor.kernel_call import call_kernel
 from gradcheck import Case, rand, run_case
-from kernels.collective import coalesce_tensor as coalesce_kernel
-from kernels.communicators import CommError
+from keel.kernels.collective import coalesce_tensor as coalesce_kernel
+from keel.kernels.communicators import CommError
 from test_grad_nn import _bn_inputs
 
 _INPLACE = {"MeanOut": "Mean", "VarianceOut": "Variance"}

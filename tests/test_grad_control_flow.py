@@ -7,8 +7,8 @@ check are listed in CHECKED_BY_HAND (read by tests/test_grad_coverage.py)."""
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
+import keel.program as pg
+from keel.executor import Executor, Scope
 
 CASES = []
 CHECKED_BY_HAND = ("conditional_block", "select_input", "while", "write_to_array", "tensor_array_to_tensor",

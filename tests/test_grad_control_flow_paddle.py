@@ -12,8 +12,8 @@ import pytest
 os.environ.setdefault("FLAGS_enable_pir_api", "0")
 paddle = pytest.importorskip("paddle")
 
-import program as pg  # noqa: E402
-from executor import Executor, Scope  # noqa: E402
+import keel.program as pg  # noqa: E402
+from keel.executor import Executor, Scope  # noqa: E402
 
 pytestmark = pytest.mark.paddle
 

@@ -3,8 +3,8 @@ differentiable op has at least one gradient check in some tests/test_grad_*.py."
 import importlib.util
 from pathlib import Path
 
-import program  # noqa: F401  (registers the ops)
-from program.ops import registry
+from keel import program  # noqa: F401  (registers the ops)
+from keel.program.ops import registry
 
 HERE = Path(__file__).resolve().parent
 
@@ -39,8 +39,8 @@ def test_every_differentiable_op_has_a_gradient_check():
 
 
 def test_every_gradient_op_has_a_kernel():
-    from kernels import registry as kernels
+    from keel.kernels import registry as kernels
     grad_types = {t for t, d in registry.all_ops().items() if d.grad_of}
-    from program.ops.control_flow import CONTROL_FLOW_OPS  # compiled by the executor, no kernel
+    from keel.program.ops.control_flow import CONTROL_FLOW_OPS  # compiled by the executor, no kernel
     missing = sorted(t for t in grad_types if kernels.get(t) is None and t not in CONTROL_FLOW_OPS)
     assert not missing, f"gradient ops without a kernel: {missing}"

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor.kernel_call import call_kernel
+import keel.program as pg
+from keel.executor.kernel_call import call_kernel
 from gradcheck import Case, rand, run_case
 
 _SIGNATURES = Path(__file__).resolve().parent / "fixtures" / "paddle_grad_signatures.json"

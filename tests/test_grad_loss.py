@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor.kernel_call import call_kernel
+import keel.program as pg
+from keel.executor.kernel_call import call_kernel
 from gradcheck import Case, away_from, rand, run_case
-from program.ops import registry
+from keel.program.ops import registry
 
 _PROB = dict(low=0.1, high=1.0)
 
@@ -215,7 +215,7 @@ def test_label_smooth_prior_dist_gets_no_gradient():
 def _kernel(op_type, inputs, **attrs):
     full = registry.get(op_type).default_attrs()
     full.update(attrs)
-    from kernels import registry as kernels
+    from keel.kernels import registry as kernels
     return call_kernel(op_type, inputs, {k: v for k, v in full.items() if k in kernels.get(op_type).attrs})
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
 from gradcheck import Case, away_from, rand, run_case
 
 I64 = np.int64
@@ -193,7 +193,7 @@ def _roles(fwd, names):
 def test_grad_ops_match_paddle(op_type):
     """The gradient op's type, slots (what each reads and writes) and added or dropped
     attributes are what PaddlePaddle 3.3.1's backward emits for the op."""
-    from program.ops import registry
+    from keel.program.ops import registry
     ref = _SIGNATURES[op_type]["grad_ops"][-1]
     case = _FIRST[op_type]
     opdef = registry.get(op_type)

@@ -5,11 +5,11 @@ against PaddlePaddle's."""
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
-from executor.kernel_call import call_kernel
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
+from keel.executor.kernel_call import call_kernel
 from gradcheck import Case, away_from, rand, run_case
-from program.ops import registry
+from keel.program.ops import registry
 from test_grad_activation import SIGNATURES, Var, assert_matches_paddle, backward_roles, paddle_entry
 
 _POS = dict(low=0.5, high=2.0)
@@ -182,7 +182,7 @@ def test_l1_and_squared_l2_grads():
     ("bmm_grad", {}, (2, 5, 3), (2, 3, 4)),
 ])
 def test_matmul_grads_skip_unbound_outputs(op_type, attrs, xs, ys):
-    from executor.kernel_call import bind
+    from keel.executor.kernel_call import bind
     x, y = rand(*xs), rand(*ys, seed=1)
     fwd = op_type[:-len("_grad")]
     out = call_kernel(fwd, {"X": x, "Y": y}, attrs)["Out"]

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
-from executor.kernel_call import call_kernel
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
+from keel.executor.kernel_call import call_kernel
 from gradcheck import Case, away_from, rand, run_case
-from program.ops import registry
+from keel.program.ops import registry
 
 _POS = dict(low=0.5, high=2.0)
 _CONV = dict(strides=[1, 1], paddings=[0, 0], padding_algorithm="EXPLICIT", dilations=[1, 1], groups=1,
@@ -306,7 +306,7 @@ def test_batch_norm_grad_one_value_per_channel_copies_dy():
 
 
 def test_batch_norm_grad_skips_unbound_outputs():
-    from executor.kernel_call import bind
+    from keel.executor.kernel_call import bind
     rng = np.random.default_rng(0)
     x, dy = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
     fn, _ = bind("batch_norm_grad", {"epsilon": 1e-5}, need={"Scale@GRAD", "Bias@GRAD"})
@@ -370,7 +370,7 @@ def test_conv2d_grad_need():
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((2, 3, 5, 5)), rng.standard_normal((4, 3, 3, 3))
     dy = rng.standard_normal((2, 4, 3, 3))
-    from executor.kernel_call import bind
+    from keel.executor.kernel_call import bind
     fn, _ = bind("conv2d_grad", _CONV, need={"Filter@GRAD"})
     dx, dw = fn(x, w, dy)
     assert dx is None and dw.shape == w.shape

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import kernels.rnn as rnn_kernels
-from executor.kernel_call import call_kernel
+import keel.kernels.rnn as rnn_kernels
+from keel.executor.kernel_call import call_kernel
 from gradcheck import Case, rand, run_case
-from program.ops import registry
-from program.ops.rnn import weight_shapes
+from keel.program.ops import registry
+from keel.program.ops.rnn import weight_shapes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rnn"
 

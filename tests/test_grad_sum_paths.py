@@ -6,7 +6,7 @@ This module reruns on the cupy stand-in (tests/test_standin_kernels.py)."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
+from keel.executor.kernel_call import call_kernel
 
 # (X shape, Y shape, axis): Y@GRAD is Out@GRAD summed to Y's shape
 CASES = [

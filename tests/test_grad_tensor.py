@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
-from executor.kernel_call import call_kernel
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
+from keel.executor.kernel_call import call_kernel
 from gradcheck import Case, rand, run_case
 
 I64 = np.int64
@@ -281,7 +281,7 @@ def test_grad_ops_match_paddle(op_type):
         pytest.skip(f"no PaddlePaddle record for {op_type}")
     ref_op = ref.get("variants", {}).get("all_outputs_used", ref)["grad_ops"][-1]
     case = _FIRST_CASE[op_type]
-    from program.ops import registry
+    from keel.program.ops import registry
     rule = registry.get(op_type).grad
     wrt = set(rule.differentiable_inputs()) & {s for s, v in case.inputs.items()
                                                if np.asarray(v if not isinstance(v, list) else v[0]).dtype.kind == "f"}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gradcheck import Case, rand, run_case
-from program.ops import registry
+from keel.program.ops import registry
 
 _CONV3 = dict(strides=[1, 1, 1], paddings=[0, 0, 0], padding_algorithm="EXPLICIT", dilations=[1, 1, 1],
               groups=1, data_format="NCDHW")

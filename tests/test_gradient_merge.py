@@ -5,9 +5,9 @@ trains (paddle-marked tests)."""
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from program.incubate.optimizer import GradientMergeOptimizer
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.program.incubate.optimizer import GradientMergeOptimizer
 
 K = 4
 RNG = np.random.default_rng(0)

@@ -4,10 +4,10 @@ import csv
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Config, create_predictor
-from hapi import Model, callbacks, metrics
-from program.static import InputSpec
+import keel.program as pg
+from keel.executor import Config, create_predictor
+from keel.hapi import Model, callbacks, metrics
+from keel.program.static import InputSpec
 
 
 class Net(pg.nn.Layer):

@@ -10,11 +10,11 @@ allow_out_of_range."""
 import numpy as np
 import pytest
 
-import program as pg
-from executor import ExecutionError, Executor, Scope
-from executor.kernel_call import call_kernel
-from kernels.array_module import cupy_available
-from kernels.tensor import IndexRangeError
+import keel.program as pg
+from keel.executor import ExecutionError, Executor, Scope
+from keel.executor.kernel_call import call_kernel
+from keel.kernels.array_module import cupy_available
+from keel.kernels.tensor import IndexRangeError
 
 _X = np.arange(15, dtype=np.float64).reshape(5, 3)
 _X3 = np.arange(24, dtype=np.float64).reshape(2, 4, 3)

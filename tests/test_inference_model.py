@@ -4,9 +4,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from proto import pb
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.proto import pb
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
 MODELS = ["mlp_fc", "mlp_linear", "lenet", "resblock_cnn", "transformer_encoder", "ops_zoo",

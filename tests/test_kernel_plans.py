@@ -6,10 +6,10 @@ beyond the plans it keeps, and fall back to the general kernel for other dtypes.
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel, specialize
-from kernels import nn
-from kernels.registry import KEEPS_INPUTS
-from kernels.registry import get as kernel_of
+from keel.executor.kernel_call import call_kernel, specialize
+from keel.kernels import nn
+from keel.kernels.registry import KEEPS_INPUTS
+from keel.kernels.registry import get as kernel_of
 from test_conv_paths import CASES, reference
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)

@@ -5,9 +5,9 @@ with the same operand order)."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import adam_chunked
-from kernels.optimizer import _scalar, _store, _work
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import adam_chunked
+from keel.kernels.optimizer import _scalar, _store, _work
 from test_kernels_optimizer import _adam_reference, _adam_state, _lr
 
 SHAPE = (3, adam_chunked.CHUNK // 2 + 17)  # 1.5 chunks and a ragged last one (with WHOLE_MAX 0)

@@ -3,9 +3,9 @@ what the same formula gives on the whole array."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import blocked
-from kernels import registry
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import blocked
+from keel.kernels import registry
 
 # every kernel whose formula goes through kernels.blocked.elementwise
 BLOCKED = sorted(op for op, kdef in registry.all_kernels().items() if getattr(kdef.fn, "per_element", False))

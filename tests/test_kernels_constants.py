@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from kernels import constants
-from kernels.constants import filled
+from keel.kernels import constants
+from keel.kernels.constants import filled
 
 
 def test_filled_gives_read_only_arrays_of_the_value_shape_and_dtype():

@@ -4,7 +4,7 @@ tests/test_control_flow.py.)"""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
+from keel.executor.kernel_call import call_kernel
 
 RNG = np.random.default_rng(0)
 
@@ -59,7 +59,7 @@ def test_tensor_array_to_tensor(use_stack, axis):
 
 @pytest.mark.parametrize("mask", [0, 2])
 def test_select_output_routes_x_to_the_masked_output(mask):
-    from executor.kernel_call import bind
+    from keel.executor.kernel_call import bind
     fn, _ = bind("select_output", {}, counts={"Out": 3})  # the op binds three outputs
     x = RNG.standard_normal((2,)).astype(np.float32)
     out = fn(x, np.array([mask], np.int32))

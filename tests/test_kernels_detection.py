@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import registry as kernel_registry
-from kernels import stl_order
-from program.ops import registry as op_registry
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import registry as kernel_registry
+from keel.kernels import stl_order
+from keel.program.ops import registry as op_registry
 
 HERE = Path(__file__).resolve().parent / "fixtures" / "detection"
 META = json.loads((HERE / "cases.json").read_text())
@@ -633,7 +633,7 @@ def random_boxes(rng, count, dtype, normalized):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("normalized", [True, False])
 def test_iou_matrix_equals_the_pairwise_overlap_bit_for_bit(dtype, normalized):
-    from kernels.detection import _iou_matrix
+    from keel.kernels.detection import _iou_matrix
     rng = np.random.default_rng(11)
     a, b = random_boxes(rng, 23, dtype, normalized), random_boxes(rng, 17, dtype, normalized)
     got = _iou_matrix(a, b, normalized)
@@ -664,7 +664,7 @@ def test_greedy_nms_keeps_what_the_one_at_a_time_loop_keeps(monkeypatch, first_b
                                                            threshold, eta, normalized):
     """Whatever batches the overlaps are computed in (one row at a time, all at once), and
     with bit sets where the threshold does not change."""
-    from kernels import detection
+    from keel.kernels import detection
     monkeypatch.setattr(detection, "_FIXED_THRESHOLD_ELEMENTS", all_at_once)
     monkeypatch.setattr(detection, "_FIRST_BATCH", first_batch)
     monkeypatch.setattr(detection, "_IOU_BLOCK_ELEMENTS", block_elements)
@@ -691,7 +691,7 @@ def test_matrix_nms_with_nms_top_k_zero_keeps_nothing():
 def test_roi_align_gathering_in_chunks_changes_nothing(monkeypatch, sampling_ratio):
     """RoIs of different grid sizes, gathered together or one at a time, give the same bits
     and match the reference."""
-    from kernels import detection
+    from keel.kernels import detection
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2, 3, 9, 11)).astype(np.float32)
     corner = rng.uniform(-2, 8, (9, 2))

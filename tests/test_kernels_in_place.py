@@ -5,8 +5,8 @@ buffer another value may share) or another dtype is never written into."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import bind, call_kernel
-from kernels import blocked, registry
+from keel.executor.kernel_call import bind, call_kernel
+from keel.kernels import blocked, registry
 
 OPS = [("relu", {}), ("relu6", {"threshold": 6.0}), ("relu6", {"threshold": 2.5}),
        ("hard_sigmoid", {"slope": 0.2, "offset": 0.5}), ("hard_swish", {"threshold": 6.0, "scale": 6.0, "offset": 3.0}),

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
-from executor.kernel_call import call_kernel
-from kernels import registry as kernel_registry
-from kernels.tensor import IndexRangeError
-from program.ops import registry as op_registry
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import registry as kernel_registry
+from keel.kernels.tensor import IndexRangeError
+from keel.program.ops import registry as op_registry
 
 FIXTURE = Path(__file__).parent / "fixtures" / "manip" / "cases.npz"
 with np.load(FIXTURE, allow_pickle=False) as _npz:

@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import kernels  # noqa: F401  (registers every kernel)
-from executor.kernel_call import call_kernel
-from kernels import registry as kernel_registry
-from program.ops import registry as op_registry
+from keel import kernels  # noqa: F401  (registers every kernel)
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import registry as kernel_registry
+from keel.program.ops import registry as op_registry
 
 SNAPSHOT = json.loads((Path(__file__).parent / "fixtures" / "paddle_op_signatures.json").read_text())
-OWN_MODULES = ("kernels.activation", "kernels.math")
+OWN_MODULES = ("keel.kernels.activation", "keel.kernels.math")
 OWN_KERNELS = {t: k for t, k in kernel_registry.all_kernels().items()
                if k.fn.__module__ in OWN_MODULES and not t.endswith("_grad")}
 
@@ -894,7 +894,7 @@ def test_many_rows_by_a_read_only_column_major_weight_use_a_kept_row_major_copy(
     them) multiply a row-major copy made once and kept while the weight lives; a writeable
     one is never copied (it could change under the copy). Same products either way."""
     import gc
-    from kernels import math as kmath
+    from keel.kernels import math as kmath
     rng = np.random.default_rng(11)
     x = rng.standard_normal((40, 512)).astype(np.float32)
     w = np.asfortranarray(rng.standard_normal((512, 512)).astype(np.float32))

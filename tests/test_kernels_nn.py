@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import registry as kernel_registry
-from program.ops import registry as op_registry
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import registry as kernel_registry
+from keel.program.ops import registry as op_registry
 
 PADDLE = json.loads((Path(__file__).parent / "fixtures" / "paddle_op_signatures.json").read_text())
 FLT_MAX = float(np.finfo(np.float32).max)

@@ -4,9 +4,9 @@ than the kernels' arrangement), plus the in-place contract."""
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import registry as kernel_registry
-from program.ops import registry as op_registry
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import registry as kernel_registry
+from keel.program.ops import registry as op_registry
 
 OPTIMIZER_OPS = ["sgd", "momentum", "adam", "adamw", "lamb", "rmsprop", "adagrad"]
 STEPS = 5
@@ -369,7 +369,7 @@ def _optimizer_cases():
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", range(7))
 def test_optimizers_on_cupy_match_numpy(case):
-    from kernels.array_module import cupy_available
+    from keel.kernels.array_module import cupy_available
     if not cupy_available():
         pytest.skip("needs cupy and a CUDA device")
     import cupy

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from program.ops.rnn import weight_shapes
+from keel.executor.kernel_call import call_kernel
+from keel.program.ops.rnn import weight_shapes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rnn"
 

@@ -5,8 +5,8 @@ float64 references; and the row and column sums and dot products they use
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import activation, blocked, registry, sums
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import activation, blocked, registry, sums
 
 SMALL_BLOCKS = 4096  # bytes: many blocks even for small test tensors
 

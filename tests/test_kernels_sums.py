@@ -3,7 +3,7 @@ stand-in."""
 import numpy as np
 import pytest
 
-from kernels.sums import last_axis_sums
+from keel.kernels.sums import last_axis_sums
 
 
 @pytest.mark.parametrize("shape", [(7,), (3, 1), (4, 10), (2, 3, 6625), (1, 5, 2, 33)])

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import registry as kernel_registry
-from program.ops import registry as op_registry
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import registry as kernel_registry
+from keel.program.ops import registry as op_registry
 
 TENSOR_OPS = [
     "reshape2", "transpose2", "concat", "split", "slice", "strided_slice",
@@ -361,7 +361,7 @@ def test_scatter_overwrite_true_last_duplicate_wins():
 
 
 def test_scatter_add_fallback_without_ufunc_at():
-    from kernels.tensor import scatter_add
+    from keel.kernels.tensor import scatter_add
 
     class NoAt:
         """numpy, but its `add` ufunc has no `.at` (as some array modules)."""
@@ -379,7 +379,7 @@ def test_scatter_add_fallback_without_ufunc_at():
 def test_scatter_add_of_rows_sums_runs_of_sorted_indices_as_ufunc_at_does(dtype):
     """numpy rows (1-D idx) take the sorted-runs path: the result of add.at, negative
     indices counted from the end (-1 and n-1 one row), into a non-zero output."""
-    from kernels.tensor import scatter_add
+    from keel.kernels.tensor import scatter_add
     rng = np.random.default_rng(3)
     idx = rng.integers(-7, 7, 500)
     values = rng.integers(-50, 50, (500, 3, 4)).astype(dtype)
@@ -552,7 +552,7 @@ def test_assign_value(dtype, values, expected_dtype):
 
 
 def test_assign_value_legacy_keyword():
-    from kernels.tensor import assign_value
+    from keel.kernels.tensor import assign_value
     y = assign_value(np, None, shape=[3], dtype=5, fp32_values=[1.0, 2.0, 3.0])
     assert y.tolist() == [1.0, 2.0, 3.0]
 
@@ -744,7 +744,7 @@ def test_truncated_gaussian_random_seed():
 
 def test_erfinv_against_scipy():
     special = pytest.importorskip("scipy.special")
-    from kernels.random import erfinv
+    from keel.kernels.random import erfinv
     x = np.concatenate([np.linspace(-0.999999, 0.999999, 20001), [-1 + 1e-12, 1 - 1e-12, 0.85, -0.86]])
     np.testing.assert_allclose(erfinv(np, x), special.erfinv(x), rtol=1e-9, atol=1e-12)
 
@@ -789,7 +789,7 @@ def test_dropout_test_mode(impl, factor):
     # a bound Mask (dropout_grad reads it) is all ones; an unbound one is not computed
     assert res["Mask"].dtype == np.uint8 and res["Mask"].all()
     assert res["Out"] is not x
-    from executor.kernel_call import bind
+    from keel.executor.kernel_call import bind
     fn, _ = bind("dropout", {"dropout_prob": 0.25, "is_test": True}, need={"Out"})
     assert fn(x, None)[1] is None
 
@@ -892,7 +892,7 @@ def _to_device(v):
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", range(len(_gpu_cases())))
 def test_tensor_kernels_on_cupy_match_numpy(case):
-    from kernels.array_module import cupy_available
+    from keel.kernels.array_module import cupy_available
     if not cupy_available():
         pytest.skip("needs cupy and a CUDA device")
     import cupy
@@ -920,7 +920,7 @@ def test_tensor_kernels_on_cupy_match_numpy(case):
     ("randint", {"low": -3, "high": 4, "shape": [1000], "dtype": 2}),
 ])
 def test_random_kernels_on_cupy(op, attrs):
-    from kernels.array_module import cupy_available
+    from keel.kernels.array_module import cupy_available
     if not cupy_available():
         pytest.skip("needs cupy and a CUDA device")
     import cupy
@@ -940,7 +940,7 @@ def test_random_kernels_on_cupy(op, attrs):
 
 @pytest.mark.gpu
 def test_dropout_on_cupy():
-    from kernels.array_module import cupy_available
+    from keel.kernels.array_module import cupy_available
     if not cupy_available():
         pytest.skip("needs cupy and a CUDA device")
     import cupy

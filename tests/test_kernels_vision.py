@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor.kernel_call import call_kernel
-from kernels import registry as kernel_registry
-from program.ops import registry as op_registry
+from keel.executor.kernel_call import call_kernel
+from keel.kernels import registry as kernel_registry
+from keel.program.ops import registry as op_registry
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PADDLE = json.loads((FIXTURES / "paddle_op_signatures.json").read_text())
@@ -631,7 +631,7 @@ def test_deformable_conv_with_zero_offsets_is_conv2d():
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_nd_convolution_engine_in_2d_is_conv2d(layout):
     """kernels/vision.py's N-d convolution on 4-D input gives kernels/nn.py's conv2d results."""
-    from kernels import vision
+    from keel.kernels import vision
     r = rng(40)
     x, w = r.standard_normal((2, 4, 7, 6)), r.standard_normal((6, 2, 3, 2))
     if layout == "NHWC":
@@ -652,7 +652,7 @@ def test_nd_convolution_engine_in_2d_is_conv2d(layout):
                                   dict(ksize=[2, 3], strides=[2, 2], paddings=[0, 1], ceil_mode=True),
                                   dict(ksize=[3, 2], strides=[1, 1], paddings=[1, 1], exclusive=False)], ids=str)
 def test_nd_pooling_engine_in_2d_is_pool2d(pooling_type, case):
-    from kernels import vision
+    from keel.kernels import vision
     x = rng(41).standard_normal((2, 3, 7, 6))
     attrs = dict(case, pooling_type=pooling_type)
     want = run("pool2d", {"X": x}, **attrs)["Out"]

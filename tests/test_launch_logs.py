@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from distributed.launch import HOSTFILE_FLAG, death_in_log, flavor_of, read_hostfile, write_hostfile
+from keel.distributed.launch import HOSTFILE_FLAG, death_in_log, flavor_of, read_hostfile, write_hostfile
 
 HYDRA_KILLED = """
 ===================================================================================

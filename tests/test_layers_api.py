@@ -3,8 +3,8 @@ jit.save and served by the Predictor with the same weights; state_dict round tri
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Config, Executor, Scope, create_predictor
+import keel.program as pg
+from keel.executor import Config, Executor, Scope, create_predictor
 
 
 class MLP(pg.nn.Layer):

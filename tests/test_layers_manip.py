@@ -2,8 +2,8 @@
 program of them run against numpy, and its round trip through an inference model."""
 import numpy as np
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
 
 
 def _run(build, feed):

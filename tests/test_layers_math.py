@@ -6,10 +6,10 @@ import inspect
 import numpy as np
 import pytest
 
-import program as pg
-from program import dtypes
-from program.errors import DTypeError, ShapeError
-from proto import pb
+import keel.program as pg
+from keel.program import dtypes
+from keel.program.errors import DTypeError, ShapeError
+from keel.proto import pb
 
 F32, I32, I64, BOOL = pb.VarType.FP32, pb.VarType.INT32, pb.VarType.INT64, pb.VarType.BOOL
 

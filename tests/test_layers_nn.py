@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-import program as pg
-from program import dtypes
-from program.errors import AttrError, DTypeError, ShapeError
-from program.ops import registry
-from proto import pb
+import keel.program as pg
+from keel.program import dtypes
+from keel.program.errors import AttrError, DTypeError, ShapeError
+from keel.program.ops import registry
+from keel.proto import pb
 
 THIS_FILE = __file__
 F32 = pb.VarType.FP32

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
-from executor.inference import Config, create_predictor
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
+from keel.executor.inference import Config, create_predictor
 from test_kernels_rnn import reference_rnn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rnn"

@@ -7,8 +7,8 @@ import zlib
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
+import keel.program as pg
+from keel.executor import Executor, Scope
 
 B, S, T_, E, H, F = 2, 5, 4, 8, 2, 16
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor import Executor, Scope
-from program import Program, legacy
-from program.errors import UnsupportedProgramError
-from program.io import load_params
-from proto import pb
+from keel.executor import Executor, Scope
+from keel.program import Program, legacy
+from keel.program.errors import UnsupportedProgramError
+from keel.program.io import load_params
+from keel.proto import pb
 from tests.inference_run import run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "paddle"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor import Config, create_predictor
+from keel.executor import Config, create_predictor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import mobile_cnns  # noqa: E402
@@ -59,7 +59,7 @@ def test_divisible_follows_mobilenets_rounding():
 
 
 def test_batch_norms_get_random_statistics(saved):
-    import program as pg
+    import keel.program as pg
     program = pg.io.load_program(saved["classifier"] + ".pdmodel")
     params = pg.io.load_params(program, saved["classifier"] + ".pdiparams")
     bn = next(op for op in program.global_block().ops if op.type == "batch_norm")
@@ -78,8 +78,8 @@ def test_onnx_export_computes_what_keel_computes(saved, name):
 
 def test_onnx_export_names_an_op_it_cannot_write(tmp_path):
     pytest.importorskip("onnx")
-    import program as pg
-    from executor import Executor, Scope
+    import keel.program as pg
+    from keel.executor import Executor, Scope
     main, startup = pg.Program(), pg.Program()
     with pg.unique_name.guard(), pg.program_guard(main, startup):
         x = pg.data("x", [-1, 4])

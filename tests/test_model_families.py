@@ -5,8 +5,8 @@ shapes), and each runs a forward and a training step."""
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
+import keel.program as pg
+from keel.executor import Executor, Scope
 
 
 def mlp():

@@ -8,7 +8,6 @@ Inference's outputs, both those recorded with `switch_ir_optim(False)` and with
 dtypes. `tools/inspect_model.py --check` must say Keel runs each file, and must say it does
 not when a file holds an op Keel lacks."""
 import contextlib
-import importlib.util
 import io
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor.inference import Config, create_predictor
+from keel.executor.inference import Config, create_predictor
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "zoo"))
@@ -25,9 +24,7 @@ try:
 finally:
     sys.path.pop(0)
 
-_spec = importlib.util.spec_from_file_location("zoo_inspect_model", ROOT / "tools" / "inspect_model.py")
-inspect_model = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(inspect_model)
+from keel.tools import inspect_model  # noqa: E402
 
 
 def recorded_outputs(recorded, setting):
@@ -101,9 +98,9 @@ def test_expand_v2_takes_minus_two_for_dims_given_by_tensors():
     """PaddlePaddle writes expand_v2's `shape` with -2 for each dim given by an
     expand_shapes_tensor input (paddle.expand(x, [paddle.shape(t)[0], 1, 16]), as in the ViT's
     class token): valid with that input, refused without it."""
-    import program as pg
-    from executor import Executor, Scope
-    from program.verify import program_problems
+    import keel.program as pg
+    from keel.executor import Executor, Scope
+    from keel.program.verify import program_problems
 
     def build(with_tensors):
         p = pg.Program()

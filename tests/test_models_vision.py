@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from program.initializer import Constant, Normal
-from program.param_attr import ParamAttr
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.program.initializer import Constant, Normal
+from keel.program.param_attr import ParamAttr
 
 
 def spatial_transformer():
@@ -161,7 +161,7 @@ def test_paddle_runs_keels_saved_model(name, tmp_path):
 def test_paddle_written_models_through_the_predictor(name, ir_optim):
     """The Predictor, with and without its inference passes (constant folding, fusions),
     gives PaddlePaddle's outputs for the vision models."""
-    from executor.inference import Config, create_predictor
+    from keel.executor.inference import Config, create_predictor
     config = Config(str(PADDLE_MODELS / name))
     config.switch_ir_optim(ir_optim)
     pred = create_predictor(config)

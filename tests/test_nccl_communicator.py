@@ -12,7 +12,7 @@ import types
 import numpy as np
 import pytest
 
-from kernels import communicators
+from keel.kernels import communicators
 
 # an id with bytes of either sign, as NCCL's (a socket address and a magic number) has
 ID_BYTES = bytes(range(0, 256, 2))

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from program.attrs import type_name
-from program.ops import registry
+from keel.program.attrs import type_name
+from keel.program.ops import registry
 
 SNAPSHOT = json.loads((Path(__file__).parent / "fixtures" / "paddle_op_signatures.json").read_text())
 OURS = registry.all_ops()

@@ -2,8 +2,8 @@
 acos, asin, atan, brelu, stanh, each appended to a fresh program."""
 import pytest
 
-import program as pg
-from program.errors import DTypeError, ShapeError
+import keel.program as pg
+from keel.program.errors import DTypeError, ShapeError
 from shapecheck import build, expect_error, out
 
 F32, F64, I32, I64 = "float32", "float64", "int32", "int64"

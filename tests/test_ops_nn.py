@@ -3,11 +3,11 @@
 PaddlePaddle 3.3.1's own InferShape where noted ("Paddle:")."""
 import pytest
 
-import program as pg
-from program import dtypes
-from program.errors import AttrError, DTypeError, ShapeError, SlotError
-from program.ops import registry
-from proto import pb
+import keel.program as pg
+from keel.program import dtypes
+from keel.program.errors import AttrError, DTypeError, ShapeError, SlotError
+from keel.program.ops import registry
+from keel.proto import pb
 
 THIS_FILE = __file__
 F32, F64, F16, I32, I64, U8 = "float32", "float64", "float16", "int32", "int64", "uint8"

@@ -2,11 +2,11 @@
 each appended to a fresh program."""
 import pytest
 
-import program as pg
+import keel.program as pg
 from shapecheck import build, expect_error, out
-from program.errors import AttrError, DTypeError, ShapeError, SlotError
-from program.ops import registry
-from proto import pb
+from keel.program.errors import AttrError, DTypeError, ShapeError, SlotError
+from keel.program.ops import registry
+from keel.proto import pb
 
 F32, F64, I32, I64, BOOL = "float32", "float64", "int32", "int64", "bool"
 XS = {"Out": 1, "XShape": 1}

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from program.errors import AttrError, DTypeError, ShapeError
+from keel.program.errors import AttrError, DTypeError, ShapeError
 from shapecheck import build
 
 F32, I32, I64 = "float32", "int32", "int64"
@@ -107,8 +107,8 @@ def test_build_time_errors():
 def test_adaptive_max_pool2d_layer_writes_max_pool2d_with_index(data_format):
     """As PaddlePaddle's layer: its pool2d kernel runs max pooling with adaptive ignored.
     NHWC (not in PaddlePaddle's function) is transposed to NCHW and back."""
-    import program as pg
-    from executor import Executor, Scope
+    import keel.program as pg
+    from keel.executor import Executor, Scope
     nhwc = data_format == "NHWC"
     main = pg.Program()
     with pg.program_guard(main, pg.Program()):

@@ -12,8 +12,8 @@ import pytest
 os.environ.setdefault("FLAGS_enable_pir_api", "0")
 paddle = pytest.importorskip("paddle")
 
-import program as pg  # noqa: E402
-from executor import Executor, Scope  # noqa: E402
+import keel.program as pg  # noqa: E402
+from keel.executor import Executor, Scope  # noqa: E402
 
 pytestmark = pytest.mark.paddle
 
@@ -172,8 +172,8 @@ def _bf16_weights_model(source, tmp_path):
     """`source` (a fixture's prefix, or the model _model trains) optimized as
     `prune_for_inference --fuse --bf16` does and saved by Keel: (prefix, inputs, Keel's
     outputs for that file, the float32 model's outputs)."""
-    from executor.kernel_call import call_kernel
-    from program.passes import optimize_inference
+    from keel.executor.kernel_call import call_kernel
+    from keel.program.passes import optimize_inference
     if source == "keel":
         prefix, xb, want = _model(tmp_path)
         inputs, float_outputs = {"x": xb}, [want]
@@ -306,7 +306,7 @@ def _mlp():
                          ids=["mlp", "cnn-batchnorm", "transformer-encoder", "lstm-classifier", "gpt-decoder"])
 def test_jit_saved_layer_models_run_in_paddle_inference(tmp_path, make):
     from paddle import inference
-    from executor import Config, create_predictor
+    from keel.executor import Config, create_predictor
     with pg.unique_name.guard():
         model, specs, inputs = make()
     main, startup = pg.Program(), pg.Program()

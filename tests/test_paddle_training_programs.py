@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CPUPlace, Executor, Scope
+import keel.program as pg
+from keel.executor import CPUPlace, Executor, Scope
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
 

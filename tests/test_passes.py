@@ -7,14 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
+import keel.program as pg
 from inference_run import run
-from executor import Executor, Scope
-from executor.kernel_call import call_kernel
-from program.passes import PASSES, PassError, PassOptions, optimize_inference
-from program.passes.bf16 import WEIGHT_SLOTS
-from program.passes.fp16 import FP16_OPS
-from proto import pb
+from keel.executor import Executor, Scope
+from keel.executor.kernel_call import call_kernel
+from keel.program.passes import PASSES, PassError, PassOptions, optimize_inference
+from keel.program.passes.bf16 import WEIGHT_SLOTS
+from keel.program.passes.fp16 import FP16_OPS
+from keel.proto import pb
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
 MODELS = ["lenet", "resblock_cnn", "mobilenet_v2", "mlp_fc", "mlp_linear", "transformer_encoder"]
@@ -368,7 +368,7 @@ def test_bf16_requests_are_checked_and_off_by_default():
 
 
 def test_bf16_weights_save_as_bf16_records_and_load_back(tmp_path):
-    from program.io.tensor_file import combined_order, read_all_records
+    from keel.program.io.tensor_file import combined_order, read_all_records
     program, params = build(bf16_convnet, ["x"])
     feed = bf16_feed(program)
     new, new_params, _ = optimize(program, params, bf16=True)
@@ -605,7 +605,7 @@ def test_gemm_weights_are_stored_column_major_with_the_same_values(tmp_path):
     np.testing.assert_array_equal(new_params[fc_w], params[fc_w])
     assert new_params["wt"].flags.c_contiguous and new_params["shared"].flags.c_contiguous
     assert_same_outputs(run(new, new_params, feed), expected, FP32_RTOL)
-    from program.io.tensor_file import save_combined
+    from keel.program.io.tensor_file import save_combined
     save_combined(tmp_path / "moved", {fc_w: new_params[fc_w]})
     save_combined(tmp_path / "kept", {fc_w: params[fc_w]})
     assert (tmp_path / "moved").read_bytes() == (tmp_path / "kept").read_bytes()

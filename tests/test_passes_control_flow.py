@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from executor.kernel_call import call_kernel
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.executor.kernel_call import call_kernel
 from inference_run import run
-from program.errors import ProgramError
-from program.passes import PASSES, PassOptions, optimize_inference
+from keel.program.errors import ProgramError
+from keel.program.passes import PASSES, PassOptions, optimize_inference
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "control_flow"

@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, FeedError, Scope
-from executor.inference import (Config, DataType, PrecisionType, PredictorError, Tensor,
+import keel.program as pg
+from keel.executor import Executor, FeedError, Scope
+from keel.executor.inference import (Config, DataType, PrecisionType, PredictorError, Tensor,
                                 create_predictor)
-from executor.kernel_call import call_kernel
+from keel.executor.kernel_call import call_kernel
 from inference_run import run
-from kernels.array_module import cupy_available
-from program.errors import KeelError, ParseError, ProgramError
-from program.passes import PASSES, PassOptions
-from proto import pb
+from keel.kernels.array_module import cupy_available
+from keel.program.errors import KeelError, ParseError, ProgramError
+from keel.program.passes import PASSES, PassOptions
+from keel.proto import pb
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
 MODELS = ["mlp_fc", "mlp_linear", "lenet", "resblock_cnn", "transformer_encoder", "ops_zoo",
@@ -398,7 +398,7 @@ def test_half_precision_converts_the_program_to_float16_at_load(monkeypatch, ir_
     weights, float32 inputs and outputs unless low-precision io is asked for, outputs
     within float16 tolerance. Half is a GPU setting, so the test runs it on the CPU place
     (the same kernels through the array module)."""
-    from executor.place import CPUPlace
+    from keel.executor.place import CPUPlace
     monkeypatch.setattr(Config, "_place", lambda self: CPUPlace())
     io = _io("mlp_fc")
     config = Config(str(FIXTURES / "mlp_fc"))

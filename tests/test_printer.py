@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from program.io import load_program
-from program.printer import WIDTH, format_op
+import keel.program as pg
+from keel.program.io import load_program
+from keel.program.printer import WIDTH, format_op
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paddle"
 OP_LINE = re.compile(r"^    ( *)(\d+): ")

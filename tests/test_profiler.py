@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Config, Executor, Profiler, Scope, create_predictor
-from executor.profiler import SORT_KEYS
+import keel.program as pg
+from keel.executor import Config, Executor, Profiler, Scope, create_predictor
+from keel.executor.profiler import SORT_KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -141,7 +141,7 @@ def test_chrome_trace_events(tmp_path):
 
 
 def test_concurrent_ops_share_their_levels_interval(monkeypatch):
-    monkeypatch.setattr("executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
+    monkeypatch.setattr("keel.executor.plan.THREAD_MIN_ELEMENTS", 0)  # submit even these small ops
     p = pg.Program()
     b = p.global_block()
     b.create_var("x", [-1, 64], "float32", need_check_feed=True)

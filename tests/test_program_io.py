@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from program.io import TensorFileError
+import keel.program as pg
+from keel.program.io import TensorFileError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "paddle"
 WITH_PARAMS = sorted(p.with_suffix("") for p in FIXTURES.glob("*.pdiparams"))

@@ -2,8 +2,8 @@
 build-time errors that name the op, the slot, the shapes and the user's own line."""
 import pytest
 
-import program as pg
-from proto import pb
+import keel.program as pg
+from keel.proto import pb
 
 THIS_FILE = __file__
 

@@ -4,15 +4,15 @@ from pathlib import Path
 
 import pytest
 
-import program as pg
-from proto import generate, pb
+import keel.program as pg
+from keel.proto import generate, pb
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "paddle").glob("*.pdmodel"))
 
 
 def test_generated_module_matches_proto():
     pytest.importorskip("grpc_tools", reason="grpcio-tools (in the test extra) regenerates the module")
-    assert generate.MODULE.read_text() == generate.generate(), "run `python -m proto.generate`"
+    assert generate.MODULE.read_text() == generate.generate(), "run `python -m keel.proto.generate`"
 
 
 def test_there_are_paddle_fixtures():

@@ -4,7 +4,6 @@ The tool runs as a subprocess, as a user runs it; each error case checks the exi
 a single `error: ...` line naming the culprit, no traceback, and that nothing was written.
 """
 import errno
-import importlib.util
 import os
 import re
 import shutil
@@ -15,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from program.passes import PASSES
-from proto import pb
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.program.passes import PASSES
+from keel.proto import pb
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "prune_for_inference.py"
@@ -98,7 +97,7 @@ def test_fuse_fp16_verify_writes_a_smaller_model_that_loads_and_runs(tmp_path):
 
 
 def test_bf16_verify_writes_bfloat16_weights_that_load_and_run(tmp_path):
-    from program.io.tensor_file import read_all_records
+    from keel.program.io.tensor_file import read_all_records
     out = tmp_path / "lenet"
     r = tool(FIXTURES / "lenet", "--fuse", "--bf16", "--verify", "--inputs", FIXTURES / "lenet.io.npz", "-o", out)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -362,10 +361,7 @@ def test_a_prefix_and_model_together_or_neither_are_errors(tmp_path):
 def test_a_failed_program_write_leaves_the_previous_output_untouched(tmp_path, monkeypatch, capsys):
     """The parameters are written first; when the program write then fails, neither file
     is replaced and no temporary file remains (in process, to make the write fail)."""
-    spec = importlib.util.spec_from_file_location("prune_for_inference", TOOL)
-    prune = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, prune)
-    spec.loader.exec_module(prune)
+    from keel.tools import prune_for_inference as prune
     (tmp_path / "m.pdmodel").write_bytes(b"old model")
     (tmp_path / "m.pdiparams").write_bytes(b"old params")
 
@@ -392,7 +388,7 @@ def test_digits_fused_fp16_or_bf16_is_smaller_and_as_accurate(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     original_accuracy = float(re.fullmatch(r"test accuracy: ([\d.]+)", r.stdout.strip().splitlines()[-1])[1])
-    from executor.inference import Config, create_predictor
+    from keel.executor.inference import Config, create_predictor
     sys.path.insert(0, str(ROOT / "examples"))
     try:
         from train_digits import load_data

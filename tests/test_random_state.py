@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CheckpointError, CPUPlace, Executor, Scope, load_checkpoint, save_checkpoint
-from executor.random_state import SCHEME, RandomState
-from kernels.random import seeded_generator
+import keel.program as pg
+from keel.executor import CheckpointError, CPUPlace, Executor, Scope, load_checkpoint, save_checkpoint
+from keel.executor.random_state import SCHEME, RandomState
+from keel.kernels.random import seeded_generator
 
 
 class DeviceStateGenerator:

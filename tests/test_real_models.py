@@ -21,7 +21,7 @@ import pytest
 os.environ.setdefault("FLAGS_enable_pir_api", "0")
 paddle = pytest.importorskip("paddle")
 
-from executor import Config, create_predictor  # noqa: E402
+from keel.executor import Config, create_predictor  # noqa: E402
 
 pytestmark = pytest.mark.paddle
 

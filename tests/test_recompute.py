@@ -5,10 +5,10 @@ the rewritten program runs in PaddlePaddle's executor with Keel's losses (paddle
 import numpy as np
 import pytest
 
-import program as pg
-from executor import Executor, Scope
-from executor.memory import peak_bytes
-from program.incubate.optimizer import RecomputeOptimizer
+import keel.program as pg
+from keel.executor import Executor, Scope
+from keel.executor.memory import peak_bytes
+from keel.program.incubate.optimizer import RecomputeOptimizer
 
 LAYERS, B, T, D, HEADS = 12, 8, 64, 64, 4
 

@@ -70,9 +70,9 @@ def test_gpu_install_hint_is_the_same_everywhere():
 
 
 def test_gpu_errors_give_the_hint(monkeypatch, tmp_path):
-    import program as pg
-    from executor import Config, Executor, PredictorError, Scope, create_predictor
-    from kernels.array_module import get_array_module
+    import keel.program as pg
+    from keel.executor import Config, Executor, PredictorError, Scope, create_predictor
+    from keel.kernels.array_module import get_array_module
     main, startup = pg.Program(), pg.Program()
     with pg.unique_name.guard(), pg.program_guard(main, startup):
         x = pg.data("x", [-1, 4])

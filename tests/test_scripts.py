@@ -14,7 +14,8 @@ MAIN_GUARD = re.compile(r"^if __name__ == [\"']__main__[\"']:", re.M)
 
 
 def _python_files():
-    return sorted(p for folder in FOLDERS for p in (ROOT / folder).glob("*.py"))
+    """The folders' scripts and helper modules (a package's __init__ is neither)."""
+    return sorted(p for folder in FOLDERS for p in (ROOT / folder).glob("*.py") if p.name != "__init__.py")
 
 
 def _is_script(path: Path) -> bool:

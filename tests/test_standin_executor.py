@@ -10,15 +10,15 @@ again after the tests that install it. Cases that fail for reasons another chang
 import numpy as np
 import pytest
 
-import program as pg
+import keel.program as pg
 import standin
 import test_model_families
 import test_training
-from executor import (CPUPlace, CUDAPlace, ExecutionError, Executor, NonFiniteError, Scope, load_checkpoint,
+from keel.executor import (CPUPlace, CUDAPlace, ExecutionError, Executor, NonFiniteError, Scope, load_checkpoint,
                       save_checkpoint)
-from executor.inference import Config, PrecisionType, create_predictor
-from kernels import registry as kernel_registry
-from kernels.array_module import cupy_available, get_array_module
+from keel.executor.inference import Config, PrecisionType, create_predictor
+from keel.kernels import registry as kernel_registry
+from keel.kernels.array_module import cupy_available, get_array_module
 
 STEPS = 3
 

@@ -58,8 +58,8 @@ import test_kernels_rnn
 import test_kernels_rows
 import test_kernels_tensor
 import test_kernels_vision
-from executor import kernel_call
-from kernels import registry as kernel_registry
+from keel.executor import kernel_call
+from keel.kernels import registry as kernel_registry
 
 KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, test_kernels_optimizer,
                        test_fused_ops, test_grad_activation, test_grad_elementwise, test_grad_loss,
@@ -249,7 +249,7 @@ def test_gradient_case_on_device_matches_cpu(case, fake_cupy):
     """The case's loss and analytic gradients on the device equal the CPU's. A random op
     (dropout) draws other numbers on the device, so there the whole gradient check (finite
     differences included) runs on the device instead."""
-    from executor import CPUPlace, CUDAPlace, Executor, Scope
+    from keel.executor import CPUPlace, CUDAPlace, Executor, Scope
 
     case = _with_inplace(case)
     built = gradcheck.build_case(case)

@@ -4,8 +4,8 @@ import pickle
 import numpy as np
 import pytest
 
-import program as pg
-from program.io.state_file import StateFileError
+import keel.program as pg
+from keel.program.io.state_file import StateFileError
 
 
 def test_round_trip_of_a_nested_state_dict(tmp_path):
@@ -20,7 +20,7 @@ def test_round_trip_of_a_nested_state_dict(tmp_path):
 
 
 def test_a_layer_state_dict_survives_the_file(tmp_path):
-    from executor import Executor, Scope
+    from keel.executor import Executor, Scope
     with pg.unique_name.guard():
         layer = pg.nn.Linear(3, 2)
     main, startup = pg.Program(), pg.Program()

@@ -9,10 +9,10 @@ import struct
 import numpy as np
 import pytest
 
-from program import dtypes
-from program.io import atomic
-from program.io.atomic import atomic_open, atomic_write
-from program.io.tensor_file import (
+from keel.program import dtypes
+from keel.program.io import atomic
+from keel.program.io.atomic import atomic_open, atomic_write
+from keel.program.io.tensor_file import (
     TensorFileError,
     combined_order,
     load_combined,
@@ -24,7 +24,7 @@ from program.io.tensor_file import (
     save_tensor,
     write_tensor,
 )
-from proto import pb
+from keel.proto import pb
 
 T = pb.VarType
 
@@ -544,8 +544,8 @@ def test_atomic_new_file_respects_umask(tmp_path):
 
 
 def test_no_pickle_or_eval_in_sources():
-    import program.io.atomic as m1
-    import program.io.tensor_file as m2
+    import keel.program.io.atomic as m1
+    import keel.program.io.tensor_file as m2
     for mod in (m1, m2):
         src = open(mod.__file__, encoding="utf-8").read()
         for word in ("pickle", "eval(", "exec("):

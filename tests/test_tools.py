@@ -20,8 +20,8 @@ def test_inspect_model_lists_program_feeds_fetches_and_params():
 
 
 def test_inspect_model_shows_each_parameters_dtype_and_shape(tmp_path):
-    import program as pg
-    from executor import Executor, Scope
+    import keel.program as pg
+    from keel.executor import Executor, Scope
     main, startup = pg.Program(), pg.Program()
     with pg.unique_name.guard(), pg.program_guard(main, startup):
         x = pg.data("x", [-1, 3], "float64")
@@ -39,7 +39,7 @@ def test_inspect_model_shows_each_parameters_dtype_and_shape(tmp_path):
 
 
 def test_inspect_model_check_lists_every_problem(tmp_path):
-    from proto import pb
+    from keel.proto import pb
     desc = pb.ProgramDesc.FromString((FIXTURES / "mlp_fc.pdmodel").read_bytes())
     desc.blocks[0].ops[1].type = "mull"
     desc.blocks[0].ops[2].type = "frobnicate"
@@ -53,7 +53,7 @@ def test_inspect_model_check_lists_every_problem(tmp_path):
 
 
 def test_inspect_model_check_suggests_forward_ops_for_forward_types(tmp_path):
-    from proto import pb
+    from keel.proto import pb
     desc = pb.ProgramDesc.FromString((FIXTURES / "lenet.pdmodel").read_bytes())
     pools = [op for op in desc.blocks[0].ops if op.type == "pool2d"]
     pools[0].type = "pool2d_fancy"
@@ -79,8 +79,8 @@ def test_ops_doc_is_generated_and_up_to_date():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     text = (ROOT / "docs" / "ops.md").read_text()
-    import program  # noqa: F401
-    from program.ops import registry
+    from keel import program  # noqa: F401
+    from keel.program.ops import registry
     for op_type, opdef in registry.all_ops().items():
         if not opdef.grad_of and op_type not in ("feed", "fetch"):
             assert f"| `{op_type}` |" in text, op_type

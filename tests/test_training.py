@@ -3,9 +3,9 @@ hand-written numpy, LR schedules, clipping, regularization, determinism, checkpo
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CheckpointError, CPUPlace, Executor, Scope, load_checkpoint, save_checkpoint
-from program.ops import registry
+import keel.program as pg
+from keel.executor import CheckpointError, CPUPlace, Executor, Scope, load_checkpoint, save_checkpoint
+from keel.program.ops import registry
 
 # -- a 2-layer MLP and its numpy twin -------------------------------------------------------
 
@@ -339,7 +339,7 @@ def test_checkpoint_crash_mid_save_keeps_the_previous_one(tmp_path, monkeypatch)
     path = tmp_path / "ckpt.keel"
     save_checkpoint(path, main, exe, scope)
     before = path.read_bytes()
-    from executor import checkpoint
+    from keel.executor import checkpoint
 
     def broken(*args, **kwargs):
         raise OSError("disk full")

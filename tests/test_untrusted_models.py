@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import program as pg
-from executor import CheckpointError, Executor, Scope, load_checkpoint, save_checkpoint
-from executor.inference import Config, create_predictor
-from program.errors import ParseError, ProgramError, UnsupportedProgramError
-from proto import pb
+import keel.program as pg
+from keel.executor import CheckpointError, Executor, Scope, load_checkpoint, save_checkpoint
+from keel.executor.inference import Config, create_predictor
+from keel.program.errors import ParseError, ProgramError, UnsupportedProgramError
+from keel.proto import pb
 
 FIXTURES = Path(__file__).parent / "fixtures" / "paddle"
 A = pb.AttrType
@@ -380,7 +380,7 @@ def test_a_damaged_random_state_leaves_the_scope_unchanged(checkpoint):
 
 
 # -- loading never runs code -------------------------------------------------------------------
-SHIPPED = ("program", "executor", "kernels", "proto", "hapi", "keel", "tools", "distributed")
+SHIPPED = ("program", "executor", "kernels", "proto", "keel", "tools")  # what installs as keel.*
 UNPICKLERS = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle", "joblib", "importlib"}
 
 

@@ -58,8 +58,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("KEEL_MAX_TENSOR_BYTES", str(256 << 20))
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 FIXTURES = ROOT / "tests" / "fixtures" / "paddle"
 BAD = ("raw", "hang", "oom", "crash")
@@ -77,8 +75,8 @@ def _keel_models(tmp: Path) -> list[dict]:
     """Inference models and a checkpoint built and saved by Keel itself."""
     import numpy as np
 
-    import program as pg
-    from executor import Executor, Scope, save_checkpoint
+    import keel.program as pg
+    from keel.executor import Executor, Scope, save_checkpoint
 
     seeds = []
     for name, build in (("keel_mlp", _build_mlp), ("keel_cnn", _build_cnn)):
@@ -350,7 +348,7 @@ def m_op_order(rng, desc, pb):
 
 
 def m_op_type(rng, desc, pb):
-    from program.ops import registry
+    from keel.program.ops import registry
     _, op = _pick(rng, _all_ops(desc)) or (None, None)
     if op is None:
         return False
@@ -462,7 +460,7 @@ def mutate_bytes(rng, data: bytes) -> bytes:
 
 
 def mutate_program(rng, data: bytes) -> bytes:
-    from proto import pb
+    from keel.proto import pb
     if rng.random() < 0.15:
         return mutate_bytes(rng, data)
     desc = pb.ProgramDesc()
@@ -479,7 +477,7 @@ def mutate_program(rng, data: bytes) -> bytes:
 
 def mutate_params(rng, data: bytes) -> bytes:
     """Byte mutations, or a change to one record's TensorDesc (dims, dtype) or length fields."""
-    from proto import pb
+    from keel.proto import pb
     if rng.random() < 0.4:
         return mutate_bytes(rng, data)
     records, pos = [], 0
@@ -502,7 +500,7 @@ def mutate_params(rng, data: bytes) -> bytes:
             n = 1
             for d in tdesc.dims:
                 n *= d
-            from program import dtypes
+            from keel.program import dtypes
             nbytes = n * dtypes.to_numpy(tdesc.data_type).itemsize
             records.append((start, header_end, tdesc, pos, pos + nbytes))
             pos += nbytes
@@ -633,16 +631,16 @@ def run_case(case: dict, workdir: Path) -> str:
     """Load (and run) one mutant. Returns 'ran'; exceptions propagate to classify()."""
     base = case["seed"]
     if base["kind"] == "checkpoint":
-        import program as pg
-        from executor import Executor, Scope, load_checkpoint
+        import keel.program as pg
+        from keel.executor import Executor, Scope, load_checkpoint
         path = workdir / "ckpt.keel"
         path.write_bytes(case["data"])
         prog = pg.Program.parse_from_string(base["program"])
         load_checkpoint(path, prog, Executor(), Scope(), strict=case["index"] % 2 == 0)
         return "ran"
     if base["kind"] == "training":
-        import program as pg
-        from executor import Executor, Scope
+        import keel.program as pg
+        from keel.executor import Executor, Scope
         main = pg.Program.parse_from_string(case["model"], source="mutated training program")
         startup = pg.Program.parse_from_string(base["startup"])
         exe, scope = Executor(seed=1), Scope()
@@ -652,7 +650,7 @@ def run_case(case: dict, workdir: Path) -> str:
         fetch = [base["loss"]] if block.find_var(base["loss"]) is not None else []
         exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
         return "ran"
-    from executor.inference import Config, create_predictor
+    from keel.executor.inference import Config, create_predictor
     model = workdir / "m.pdmodel"
     model.write_bytes(case["model"])
     params = None
@@ -669,8 +667,8 @@ def run_case(case: dict, workdir: Path) -> str:
 
 
 def classify(exc: BaseException) -> str:
-    from executor.errors import ExecutionError
-    from program.errors import KeelError
+    from keel.executor.errors import ExecutionError
+    from keel.program.errors import KeelError
     if isinstance(exc, MemoryError):
         return "oom"
     if isinstance(exc, ExecutionError):

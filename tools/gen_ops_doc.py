@@ -18,13 +18,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import kernels  # noqa: E402,F401  (registers the kernels)
-import program  # noqa: E402,F401  (registers the ops)
-from kernels import registry as kernel_registry  # noqa: E402
-from program.ops import registry  # noqa: E402
-from program.passes import fp16  # noqa: E402
+from keel import kernels  # noqa: E402,F401  (registers the kernels)
+from keel import program  # noqa: E402,F401  (registers the ops)
+from keel.kernels import registry as kernel_registry  # noqa: E402
+from keel.program.ops import registry  # noqa: E402
+from keel.program.passes import fp16  # noqa: E402
 
 TARGET = ROOT / "docs" / "ops.md"
 ZOO = ROOT / "tests" / "fixtures" / "zoo"

@@ -15,15 +15,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from program import dtypes, legacy  # noqa: E402
-from program.errors import KeelError  # noqa: E402
-from program.ops import registry  # noqa: E402
-from program.io import load_params, load_program, persistable_specs  # noqa: E402
-from program.verify import program_problems  # noqa: E402
+from keel.program import dtypes, legacy  # noqa: E402
+from keel.program.errors import KeelError  # noqa: E402
+from keel.program.ops import registry  # noqa: E402
+from keel.program.io import load_params, load_program, persistable_specs  # noqa: E402
+from keel.program.verify import program_problems  # noqa: E402
 
 
 def main(argv=None) -> int:

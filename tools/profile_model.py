@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from executor import Config, create_predictor  # noqa: E402
-from executor.profiler import SORT_KEYS  # noqa: E402
-from program.errors import KeelError  # noqa: E402
+from keel.executor import Config, create_predictor  # noqa: E402
+from keel.executor.profiler import SORT_KEYS  # noqa: E402
+from keel.program.errors import KeelError  # noqa: E402
 
 
 def feeds(predictor, batch: int, shapes: dict, rng) -> list:

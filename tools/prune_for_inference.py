@@ -26,22 +26,20 @@ import sys
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from executor import Executor, Scope  # noqa: E402
-from executor.kernel_call import call_kernel  # noqa: E402
-from program import dtypes  # noqa: E402
-from program.errors import KeelError, ProgramError, UnsupportedProgramError  # noqa: E402
-from program.io import (inference_program, load_params, load_program, persistable_specs,  # noqa: E402
+from keel.executor import Executor, Scope  # noqa: E402
+from keel.executor.kernel_call import call_kernel  # noqa: E402
+from keel.program import dtypes  # noqa: E402
+from keel.program.errors import KeelError, ProgramError, UnsupportedProgramError  # noqa: E402
+from keel.program.io import (inference_program, load_params, load_program, persistable_specs,  # noqa: E402
                         save_params)
-from program.io.atomic import FileSet, atomic_write, complete_interrupted  # noqa: E402
-from program.passes import PASSES, optimize_inference  # noqa: E402
-from program.program import Program  # noqa: E402
-from proto import pb  # noqa: E402
+from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted  # noqa: E402
+from keel.program.passes import PASSES, optimize_inference  # noqa: E402
+from keel.program.program import Program  # noqa: E402
+from keel.proto import pb  # noqa: E402
 
 # Largest |difference| / largest |expected|, per output. float16 keeps 11 significant bits;
 # bfloat16 weights keep 8 (up to 2**-8, 0.4%, rounding per weight): with them the largest

@@ -10,9 +10,9 @@ patterns, and kernels reading or writing bfloat16 compute in float32 on the wide
 and round the results to bfloat16 (nearest even). The arithmetic is right on the CPU;
 mixed precision is a speed and memory matter for a GPU.
 """
-from program.amp.decorator import OptimizerWithMixedPrecision, decorate  # noqa: F401
-from program.amp.lists import AutoMixedPrecisionLists, CustomOpLists  # noqa: F401
-from program.amp.rewrite import cast_model_to_fp16, fp16_guard  # noqa: F401
+from keel.program.amp.decorator import OptimizerWithMixedPrecision, decorate  # noqa: F401
+from keel.program.amp.lists import AutoMixedPrecisionLists, CustomOpLists  # noqa: F401
+from keel.program.amp.rewrite import cast_model_to_fp16, fp16_guard  # noqa: F401
 
 __all__ = ["decorate", "OptimizerWithMixedPrecision", "AutoMixedPrecisionLists", "CustomOpLists",
            "fp16_guard", "cast_model_to_fp16"]

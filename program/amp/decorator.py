@@ -24,11 +24,11 @@ import warnings
 
 import numpy as np
 
-from program import default, dtypes, op_role, unique_name
-from program.amp.lists import AutoMixedPrecisionLists, check_amp_dtype
-from program.amp.rewrite import FP32, cast_model_to_fp16
-from program.errors import ProgramError
-from program.global_var import create_global_var
+from keel.program import default, dtypes, op_role, unique_name
+from keel.program.amp.lists import AutoMixedPrecisionLists, check_amp_dtype
+from keel.program.amp.rewrite import FP32, cast_model_to_fp16
+from keel.program.errors import ProgramError
+from keel.program.global_var import create_global_var
 
 __all__ = ["decorate", "OptimizerWithMixedPrecision"]
 

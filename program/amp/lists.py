@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from program.ops import registry
+from keel.program.ops import registry
 
 WHITE_LIST = {"conv2d", "einsum", "matmul", "matmul_v2", "linear_v2", "max_pool2d_with_index", "mul",
               "fused_gemm_epilogue", "fused_rotary_position_embedding", "flash_attn"}

@@ -19,9 +19,9 @@ gradient is the cast back), so float32 parameters receive float32 gradients.
 """
 from __future__ import annotations
 
-from program import default, dtypes
-from program.amp.lists import AutoMixedPrecisionLists, FP16_BLACK_LIST
-from proto import pb
+from keel.program import default, dtypes
+from keel.program.amp.lists import AutoMixedPrecisionLists, FP16_BLACK_LIST
+from keel.proto import pb
 
 _T = pb.VarType
 FP16, BF16, FP32, FP64 = _T.FP16, _T.BF16, _T.FP32, _T.FP64

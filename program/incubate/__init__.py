@@ -1,3 +1,3 @@
 """`program.incubate`: PaddlePaddle's `paddle.incubate` names Keel has (the optimizer
 wrappers for large models)."""
-from program.incubate import optimizer  # noqa: F401
+from keel.program.incubate import optimizer  # noqa: F401

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import os
 
-from program import attrs as attr_codec
-from program.errors import OpError, ProgramError, UnsupportedProgramError
-from program.io.program_file import load_params, load_program, persistable_specs, save_params
-from program.io.atomic import FileSet, atomic_write, complete_interrupted
-from program.ops import registry
-from program.ops.control_flow import CONTROL_FLOW_OPS, control_io
-from program.program import Program
-from program.variable import Variable
-from proto import pb
+from keel.program import attrs as attr_codec
+from keel.program.errors import OpError, ProgramError, UnsupportedProgramError
+from keel.program.io.program_file import load_params, load_program, persistable_specs, save_params
+from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted
+from keel.program.ops import registry
+from keel.program.ops.control_flow import CONTROL_FLOW_OPS, control_io
+from keel.program.program import Program
+from keel.program.variable import Variable
+from keel.proto import pb
 
 FEED, FETCH = "feed", "fetch"
 _KEPT_COMMON = {"op_role": 0, "op_role_var": [], "op_device": "", "op_namescope": "/"}
@@ -172,7 +172,7 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, p
     `<path_prefix>.pdiparams`. `scope` (default: the executor's global scope) holds the
     parameter values. Returns the inference program that was written."""
     if program is None:
-        from program.default import default_main_program
+        from keel.program.default import default_main_program
         program = default_main_program()
     feed_names, fetch_names = _names(feed_vars, "feed_vars"), _names(fetch_vars, "fetch_vars")
     infer = inference_program(program, feed_names, fetch_names)
@@ -230,7 +230,7 @@ def load_inference_model(path_prefix, executor=None, *, scope=None, model_filena
 def _check_shapes(program, values, model_file) -> None:
     """Every op's shape rule on the feeds' declared and the parameters' real shapes: a
     program that could only fail at run time on shapes is refused at load, naming each op."""
-    from program.verify import shape_problems
+    from keel.program.verify import shape_problems
     problems = shape_problems(program, values)
     if problems:
         raise UnsupportedProgramError(problems, model_file)

@@ -6,11 +6,11 @@ from typing import Mapping
 
 import numpy as np
 
-from program.errors import ParseError
-from program.io.atomic import atomic_write
-from program.io.tensor_file import load_combined, save_combined
-from program.program import Program
-from proto import pb
+from keel.program.errors import ParseError
+from keel.program.io.atomic import atomic_write
+from keel.program.io.tensor_file import load_combined, save_combined
+from keel.program.program import Program
+from keel.proto import pb
 
 
 def save_program(program: Program, path) -> None:

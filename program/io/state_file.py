@@ -14,8 +14,8 @@ import zipfile
 
 import numpy as np
 
-from program.errors import KeelError
-from program.io.atomic import atomic_open
+from keel.program.errors import KeelError
+from keel.program.io.atomic import atomic_open
 
 __all__ = ["save", "load", "StateFileError"]
 

@@ -35,10 +35,10 @@ from typing import BinaryIO, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from program import dtypes
-from program.io.atomic import atomic_open
-from program.errors import KeelError
-from proto import pb
+from keel.program import dtypes
+from keel.program.io.atomic import atomic_open
+from keel.program.errors import KeelError
+from keel.proto import pb
 
 __all__ = [
     "TensorFileError",

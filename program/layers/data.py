@@ -1,7 +1,7 @@
 """Declaring the inputs of a program."""
 from __future__ import annotations
 
-from program import default
+from keel.program import default
 
 
 def data(name: str, shape, dtype="float32", lod_level: int = 0):

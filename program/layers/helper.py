@@ -2,8 +2,8 @@
 their init ops in the startup program) and append ops to the current block."""
 from __future__ import annotations
 
-from program import default, unique_name
-from program.param_attr import ParamAttr
+from keel.program import default, unique_name
+from keel.program.param_attr import ParamAttr
 
 
 class LayerHelper:
@@ -29,7 +29,7 @@ class LayerHelper:
         attr = ParamAttr.of(attr)
         if attr is None:
             return None
-        from program import initializer as init
+        from keel.program import initializer as init
 
         name = attr.name or unique_name.generate(f"{self.name}.{suffix}")
         main_block = self.main_program.global_block()

@@ -3,9 +3,9 @@ asin, atan, brelu, stanh): each appends the op PaddlePaddle's static-graph API a
 the same attributes, and names its outputs `<layer>_N.tmp_K`."""
 from __future__ import annotations
 
-from program.layers.helper import LayerHelper
-from program.variable import Variable
-from proto import pb
+from keel.program.layers.helper import LayerHelper
+from keel.program.variable import Variable
+from keel.proto import pb
 
 __all__ = [
     "tril", "triu", "argsort", "flip", "index_select", "roll", "take_along_axis", "put_along_axis",

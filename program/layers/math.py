@@ -14,12 +14,12 @@ import numbers
 
 import numpy as np
 
-from program import dtypes, unique_name
-from program.errors import AttrError, DTypeError
-from program.layers.helper import LayerHelper
-from program.layers.tensor import _fail, _is_scalar, fill_constant, full_like
-from program.variable import Variable
-from proto import pb
+from keel.program import dtypes, unique_name
+from keel.program.errors import AttrError, DTypeError
+from keel.program.layers.helper import LayerHelper
+from keel.program.layers.tensor import _fail, _is_scalar, fill_constant, full_like
+from keel.program.variable import Variable
+from keel.proto import pb
 
 _T = pb.VarType
 
@@ -581,7 +581,7 @@ def where(condition, x=None, y=None, name=None):
 the other operand (op fill_any_like). With x and
     y both None, the coordinates of the true elements (op where_index)."""
     if x is None and y is None:
-        from program.layers.tensor import nonzero
+        from keel.program.layers.tensor import nonzero
         return nonzero(condition, name)
     if x is None or y is None:
         _fail("where", "give both x and y, or neither", AttrError)

@@ -5,10 +5,10 @@ import numbers
 
 import numpy as np
 
-from program import dtypes
-from program import initializer as init
-from program.layers.helper import LayerHelper
-from program.param_attr import ParamAttr
+from keel.program import dtypes
+from keel.program import initializer as init
+from keel.program.layers.helper import LayerHelper
+from keel.program.param_attr import ParamAttr
 
 
 def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_initializer=None):

@@ -11,12 +11,12 @@ import numbers
 
 import numpy as np
 
-from program import callsite, dtypes, unique_name
-from program.errors import AttrError, ShapeError
-from program.layers.helper import LayerHelper
-from program.ops.tensor import INT_MAX
-from program.variable import Variable
-from proto import pb
+from keel.program import callsite, dtypes, unique_name
+from keel.program.errors import AttrError, ShapeError
+from keel.program.layers.helper import LayerHelper
+from keel.program.ops.tensor import INT_MAX
+from keel.program.variable import Variable
+from keel.proto import pb
 
 _T = pb.VarType
 
@@ -403,7 +403,7 @@ def tile(x, repeat_times, name=None):
 def _bound(value, code):
     if isinstance(value, Variable):
         if value.dtype != code:
-            from program.layers.math import cast
+            from keel.program.layers.math import cast
             value = cast(value, code)
         return value
     return fill_constant([1], code, value, force_cpu=True)

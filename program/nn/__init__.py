@@ -20,15 +20,15 @@ from __future__ import annotations
 import math
 from functools import reduce
 
-from program import callsite, dtypes
-from program import initializer as init
-from program.errors import AttrError, DTypeError, ShapeError
-from program.layers.helper import LayerHelper
-from program.layers.math import (gelu, hard_swish, leaky_relu, log_softmax, relu, relu6,  # noqa: F401
+from keel.program import callsite, dtypes
+from keel.program import initializer as init
+from keel.program.errors import AttrError, DTypeError, ShapeError
+from keel.program.layers.helper import LayerHelper
+from keel.program.layers.math import (gelu, hard_swish, leaky_relu, log_softmax, relu, relu6,  # noqa: F401
                                  sigmoid, softmax, swish, tanh)
-from program.gradient_clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa: F401
-from program.param_attr import ParamAttr
-from proto import pb
+from keel.program.gradient_clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa: F401
+from keel.program.param_attr import ParamAttr
+from keel.proto import pb
 
 __all__ = [
     "fc", "linear", "conv2d", "conv2d_transpose", "pool2d", "adaptive_pool2d", "max_pool2d",
@@ -340,8 +340,8 @@ def adaptive_max_pool2d(x, output_size, data_format="NCHW", name=None):
     PaddlePaddle's layer writes it; NHWC is transposed to NCHW and back. (PaddlePaddle's
     pool2d kernel does not pool adaptive bins for max pooling: kernels/nn.py pool2d.)"""
     _check_format("adaptive_max_pool2d", data_format)
-    from program.layers.tensor import transpose
-    from program.nn.vision import adaptive_max_pool2d_with_index
+    from keel.program.layers.tensor import transpose
+    from keel.program.nn.vision import adaptive_max_pool2d_with_index
     if data_format == "NCHW":
         return adaptive_max_pool2d_with_index(x, output_size, name)[0]
     pooled = adaptive_max_pool2d_with_index(transpose(x, [0, 3, 1, 2]), output_size, name)[0]
@@ -683,22 +683,22 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
 
 
 # recurrent layers and CTC (program/nn/rnn.py)
-from program.nn.rnn import (ctc_greedy_decoder, ctc_loss, gru, lstm, rnn, simple_rnn,  # noqa: E402,F401
+from keel.program.nn.rnn import (ctc_greedy_decoder, ctc_loss, gru, lstm, rnn, simple_rnn,  # noqa: E402,F401
                             warpctc)
 
 __all__ += ["rnn", "lstm", "gru", "simple_rnn", "warpctc", "ctc_loss", "ctc_greedy_decoder"]
 
 # -- layer classes (paddle.nn.Layer and its subclasses), built on the functions above ---------
-from program.nn.layer import Layer, LayerParameter  # noqa: E402,F401
-from program.nn.layers import *  # noqa: E402,F401,F403
-from program.nn.transformer import *  # noqa: E402,F401,F403
-from program.nn.rnn_layers import GRU, LSTM, SimpleRNN  # noqa: E402,F401
+from keel.program.nn.layer import Layer, LayerParameter  # noqa: E402,F401
+from keel.program.nn.layers import *  # noqa: E402,F401,F403
+from keel.program.nn.transformer import *  # noqa: E402,F401,F403
+from keel.program.nn.rnn_layers import GRU, LSTM, SimpleRNN  # noqa: E402,F401
 
-from program.nn import layers as _layers, transformer as _transformer  # noqa: E402
+from keel.program.nn import layers as _layers, transformer as _transformer  # noqa: E402
 __all__ += ["Layer", "LayerParameter", *_layers.__all__, *_transformer.__all__, "LSTM", "GRU", "SimpleRNN"]
 
 # -- vision layers beyond conv2d/pool2d (program/nn/vision.py) -----------------------------------
-from program.nn.vision import (adaptive_avg_pool3d, adaptive_max_pool2d_with_index,  # noqa: E402,F401
+from keel.program.nn.vision import (adaptive_avg_pool3d, adaptive_max_pool2d_with_index,  # noqa: E402,F401
                                adaptive_max_pool3d, affine_grid, avg_pool3d, conv3d, conv3d_transpose,
                                deform_conv2d, grid_sample, max_pool2d_with_index, max_pool3d,
                                max_unpool2d, pool3d)

@@ -30,9 +30,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-from program import dtypes, initializer as init, unique_name
-from program.layers.helper import LayerHelper
-from program.param_attr import ParamAttr
+from keel.program import dtypes, initializer as init, unique_name
+from keel.program.layers.helper import LayerHelper
+from keel.program.param_attr import ParamAttr
 
 __all__ = ["Layer", "LayerParameter"]
 
@@ -302,5 +302,5 @@ class _HookHandle:
 def _scope(scope):
     if scope is not None:
         return scope
-    from program import default
+    from keel.program import default
     return default.global_scope()

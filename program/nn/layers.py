@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 
-from program import initializer as init
-from program import nn as F
-from program.layers import math as M
-from program.layers import tensor as T
-from program.nn.layer import Layer
-from program.param_attr import ParamAttr
+from keel.program import initializer as init
+from keel.program import nn as F
+from keel.program.layers import math as M
+from keel.program.layers import tensor as T
+from keel.program.nn.layer import Layer
+from keel.program.param_attr import ParamAttr
 
 __all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "GroupNorm", "InstanceNorm2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
            "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",

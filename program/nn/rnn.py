@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 
-from program import initializer as init
-from program.errors import AttrError, ShapeError
-from program.layers.helper import LayerHelper
-from program.ops.rnn import GATES, weight_shapes
-from proto import pb
+from keel.program import initializer as init
+from keel.program.errors import AttrError, ShapeError
+from keel.program.layers.helper import LayerHelper
+from keel.program.ops.rnn import GATES, weight_shapes
+from keel.proto import pb
 
 _DIRECTIONS = {"forward": False, "bidirect": True, "bidirectional": True}
 
@@ -136,8 +136,8 @@ def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction
              norm_by_times=False):
     """paddle.nn.functional.ctc_loss: `warpctc`, then reduction 'none' (the [batch] losses),
     'sum', or 'mean' (each loss divided by its label length, then averaged)."""
-    from program.layers import math as M
-    from program.layers import tensor as Tn
+    from keel.program.layers import math as M
+    from keel.program.layers import tensor as Tn
 
     loss = Tn.squeeze(warpctc(log_probs, labels, input_lengths, label_lengths, blank,
                               norm_by_times), [-1])
@@ -161,7 +161,7 @@ def ctc_greedy_decoder(input, blank, input_length, padding_value=0):
     ids = helper.create_tmp(pb.VarType.INT64, stop_gradient=True)
     helper.append_op("top_k_v2", {"X": input}, {"Out": values, "Indices": ids},
                      {"k": 1, "axis": -1, "largest": True, "sorted": True})
-    from program.layers import tensor as Tn
+    from keel.program.layers import tensor as Tn
 
     ids = Tn.squeeze(ids, [2])
     out = helper.create_tmp(pb.VarType.INT64, stop_gradient=True)

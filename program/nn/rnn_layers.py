@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 
-from program import initializer as init
-from program.nn.rnn import rnn as _rnn
-from program.ops.rnn import GATES
-from program.nn.layer import Layer
+from keel.program import initializer as init
+from keel.program.nn.rnn import rnn as _rnn
+from keel.program.ops.rnn import GATES
+from keel.program.nn.layer import Layer
 
 __all__ = ["LSTM", "GRU", "SimpleRNN"]
 

@@ -6,11 +6,11 @@ added to the attention scores; a bool or integer mask (True / 1 = attend) become
 (mask - 1) * 1e9 first, as PaddlePaddle converts it."""
 from __future__ import annotations
 
-from program import dtypes
-from program.layers import math as M
-from program.layers import tensor as T
-from program.nn.layer import Layer
-from program.nn.layers import Dropout, LayerList, LayerNorm, Linear
+from keel.program import dtypes
+from keel.program.layers import math as M
+from keel.program.layers import tensor as T
+from keel.program.nn.layer import Layer
+from keel.program.nn.layers import Dropout, LayerList, LayerNorm, Linear
 
 __all__ = ["MultiHeadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
            "TransformerDecoder"]

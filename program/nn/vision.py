@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 
-from program import initializer as init
-from program.errors import AttrError
-from program.layers.helper import LayerHelper
-from program.nn import _fail as _nn_fail, _ints, _pair  # defined before program.nn imports this module
-from program.variable import Variable
-from proto import pb
+from keel.program import initializer as init
+from keel.program.errors import AttrError
+from keel.program.layers.helper import LayerHelper
+from keel.program.nn import _fail as _nn_fail, _ints, _pair  # defined before program.nn imports this module
+from keel.program.variable import Variable
+from keel.proto import pb
 
 _LAYOUTS = ("NCDHW", "NDHWC")
 

@@ -2,8 +2,8 @@
 shape and dtype (softmax/log_softmax also check their `axis`)."""
 from __future__ import annotations
 
-from program.ops.infer import normalize_axis
-from program.ops.registry import BOOL, FLOAT, INT, STRING, GradOp, define, grad_maker, grad_op
+from keel.program.ops.infer import normalize_axis
+from keel.program.ops.registry import BOOL, FLOAT, INT, STRING, GradOp, define, grad_maker, grad_op
 
 
 def infer_same_as_x(ctx):

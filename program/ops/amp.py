@@ -3,8 +3,8 @@ training programs): unscale the gradients and detect non-finite values, then upd
 dynamic loss scale. PaddlePaddle 3.3.1's legacy slots and attributes."""
 from __future__ import annotations
 
-from program.ops.registry import BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, define, many, opt
-from proto import pb
+from keel.program.ops.registry import BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, define, many, opt
+from keel.proto import pb
 
 _T = pb.VarType
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from program.ops import nn  # noqa: F401  (defines batch_norm, which sync_batch_norm mirrors)
-from program.ops.registry import (BOOL, FLOAT, INT, LONGS, NOT_DIFFERENTIABLE, STRING, STRINGS, define, get,
+from keel.program.ops import nn  # noqa: F401  (defines batch_norm, which sync_batch_norm mirrors)
+from keel.program.ops.registry import (BOOL, FLOAT, INT, LONGS, NOT_DIFFERENTIABLE, STRING, STRINGS, define, get,
                                   grad_maker, many)
 
 

@@ -15,9 +15,9 @@ op has written yet starts empty.
 """
 from __future__ import annotations
 
-from program.ops.registry import (BOOL, BLOCK, INT, NOT_DIFFERENTIABLE, STRINGS, GradOp, define, grad_maker,
+from keel.program.ops.registry import (BOOL, BLOCK, INT, NOT_DIFFERENTIABLE, STRINGS, GradOp, define, grad_maker,
                                   grad_op, many, opt)
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 CONTROL_FLOW_OPS = ("conditional_block", "while", "conditional_block_grad", "while_grad")
@@ -90,7 +90,7 @@ def _gradient_block(op, g, slot):
     """The gradient block of a conditional_block / while op (its sub-block's ops
     differentiated, from the gradients of its Out to those of its `slot` inputs) and the
     op's input gradient names (@EMPTY@ where none); None when no input gets one."""
-    from program.backward import differentiate_block
+    from keel.program.backward import differentiate_block
     program = op.block.program
     forward = program.block(op.attr("sub_block"))
     inputs, in_grads = op.input(slot), g.inp(slot)

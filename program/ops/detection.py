@@ -12,10 +12,10 @@ X), as in PaddlePaddle.
 """
 from __future__ import annotations
 
-from program.errors import AttrError
-from program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, NOT_DIFFERENTIABLE, STRING,
+from keel.program.errors import AttrError
+from keel.program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, NOT_DIFFERENTIABLE, STRING,
                                   define, grad_op, many, opt, side)
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 _INT32, _INT64 = _T.INT32, _T.INT64

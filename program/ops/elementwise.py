@@ -1,8 +1,8 @@
 """Binary elementwise ops with PaddlePaddle's broadcasting (`axis` attribute)."""
 from __future__ import annotations
 
-from program.ops.infer import broadcast_shapes
-from program.ops.registry import INT, NOT_DIFFERENTIABLE, define, grad_op
+from keel.program.ops.infer import broadcast_shapes
+from keel.program.ops.registry import INT, NOT_DIFFERENTIABLE, define, grad_op
 
 
 def _infer_elementwise(ctx):

@@ -12,9 +12,9 @@ refused when the op is built, as PaddlePaddle's kernel refuses it when run.
 """
 from __future__ import annotations
 
-from program.errors import AttrError
-from program.ops.infer import broadcast_shapes, dims_match, numel
-from program.ops.registry import BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRINGS, define, side
+from keel.program.errors import AttrError
+from keel.program.ops.infer import broadcast_shapes, dims_match, numel
+from keel.program.ops.registry import BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRINGS, define, side
 
 # The pairs PaddlePaddle's RunFunctors implements, outer functor first.
 FUSED_FUNCTOR_LISTS = (

@@ -13,8 +13,8 @@ program/passes/fuse_conv.py; not differentiable.
 """
 from __future__ import annotations
 
-from program.ops.nn import _CONV_ATTRS, _infer_conv2d
-from program.ops.registry import BOOL, FLOAT, NOT_DIFFERENTIABLE, STRING, define, opt
+from keel.program.ops.nn import _CONV_ATTRS, _infer_conv2d
+from keel.program.ops.registry import BOOL, FLOAT, NOT_DIFFERENTIABLE, STRING, define, opt
 
 FUSED_CONV_ACTIVATIONS = ("", "relu", "relu6", "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "swish")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, NoReturn, Sequence
 
-from program import dtypes
-from program.errors import DTypeError, ShapeError
+from keel.program import dtypes
+from keel.program.errors import DTypeError, ShapeError
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ Slots, attributes and shape rules follow PaddlePaddle's legacy ops.
 """
 from __future__ import annotations
 
-from program.errors import AttrError
-from program.ops.infer import dims_match, normalize_axis
-from program.ops.registry import (BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRING, define, grad_op,
+from keel.program.errors import AttrError
+from keel.program.ops.infer import dims_match, normalize_axis
+from keel.program.ops.registry import (BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRING, define, grad_op,
                                   opt, side)
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 _INT_LABELS = (_T.INT32, _T.INT64)

@@ -6,10 +6,10 @@ PaddlePaddle 3.3.1's legacy ones (tests/fixtures/paddle_op_signatures.json and
 paddle_grad_signatures.json)."""
 from __future__ import annotations
 
-from program.ops.infer import broadcast_shapes, dims_match, merge_dim, normalize_axis
-from program.ops.registry import (BOOL, FLOAT, INT, INTS, LONGS, NOT_DIFFERENTIABLE, STRING,
+from keel.program.ops.infer import broadcast_shapes, dims_match, merge_dim, normalize_axis
+from keel.program.ops.registry import (BOOL, FLOAT, INT, INTS, LONGS, NOT_DIFFERENTIABLE, STRING,
                                   GradOp, Slot, define, grad_maker, grad_op, many, opt)
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 _EMPTY = "@EMPTY@"

@@ -2,11 +2,11 @@
 cumulative sums, arg-max/top-k, selection and norms."""
 from __future__ import annotations
 
-from program import dtypes
-from program.ops.infer import broadcast_shapes, dims_match, merge_dim, normalize_axis, numel
-from program.ops.registry import (BOOL, FLOAT, INT, LONG, LONGS, INTS, NOT_DIFFERENTIABLE, STRING,
+from keel.program import dtypes
+from keel.program.ops.infer import broadcast_shapes, dims_match, merge_dim, normalize_axis, numel
+from keel.program.ops.registry import (BOOL, FLOAT, INT, LONG, LONGS, INTS, NOT_DIFFERENTIABLE, STRING,
                                   GradOp, define, grad_maker, grad_op, many, opt)
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 

@@ -7,11 +7,11 @@ PoolInferMeta, BatchNormInferMeta, ...). Spatial `paddings` are given as 2 value
 """
 from __future__ import annotations
 
-from program.errors import AttrError
-from program.ops.infer import dims_match, numel
-from program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, LONG, NOT_DIFFERENTIABLE, STRING,
+from keel.program.errors import AttrError
+from keel.program.ops.infer import dims_match, numel
+from keel.program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, LONG, NOT_DIFFERENTIABLE, STRING,
                                   GradOp, Slot, define, grad_maker, grad_op, many, opt, side)
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 _FP32 = _T.FP32

@@ -6,8 +6,8 @@ the shape and dtype of its input. Slots and attributes follow PaddlePaddle's leg
 """
 from __future__ import annotations
 
-from program.ops.infer import dims_match, numel
-from program.ops.registry import (BOOL, FLOAT, LONG, NOT_DIFFERENTIABLE, STRING, define, opt)
+from keel.program.ops.infer import dims_match, numel
+from keel.program.ops.registry import (BOOL, FLOAT, LONG, NOT_DIFFERENTIABLE, STRING, define, opt)
 
 
 def _make_infer(pairs, per_param=(), scalars=()):

@@ -7,10 +7,10 @@ a fresh seed at run time".
 """
 from __future__ import annotations
 
-from program import dtypes
-from program.errors import AttrError
-from program.ops.registry import FLOAT, INT, INTS, LONGS, NOT_DIFFERENTIABLE, define, many, opt
-from proto import pb
+from keel.program import dtypes
+from keel.program.errors import AttrError
+from keel.program.ops.registry import FLOAT, INT, INTS, LONGS, NOT_DIFFERENTIABLE, define, many, opt
+from keel.proto import pb
 
 _T = pb.VarType
 

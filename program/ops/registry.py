@@ -21,9 +21,9 @@ import difflib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from program import legacy
-from program.errors import UnknownOpError
-from proto import pb
+from keel.program import legacy
+from keel.program.errors import UnknownOpError
+from keel.proto import pb
 
 A = pb.AttrType
 

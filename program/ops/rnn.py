@@ -6,11 +6,11 @@ WarpctcInferMeta, ctc_align's padded, LoD-free mode).
 """
 from __future__ import annotations
 
-from program.errors import AttrError
-from program.ops.infer import dims_match
-from program.ops.registry import (BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRING, define, grad_op,
+from keel.program.errors import AttrError
+from keel.program.ops.infer import dims_match
+from keel.program.ops.registry import (BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRING, define, grad_op,
                                   many, opt, side)
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 _INTS = (_T.INT32, _T.INT64)

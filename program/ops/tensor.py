@@ -2,11 +2,11 @@
 indexing, broadcasting, and creating tensors from constants."""
 from __future__ import annotations
 
-from program import dtypes
-from program.ops.infer import dims_match, merge_dim, normalize_axis, numel
-from program.ops.registry import (BOOL, FLOAT, INT, INTS, LONGS, NOT_DIFFERENTIABLE, SCALARS, STRING,
+from keel.program import dtypes
+from keel.program.ops.infer import dims_match, merge_dim, normalize_axis, numel
+from keel.program.ops.registry import (BOOL, FLOAT, INT, INTS, LONGS, NOT_DIFFERENTIABLE, SCALARS, STRING,
                                   GradOp, Slot, define, grad_maker, grad_op, many, opt, side)
-from proto import pb
+from keel.proto import pb
 
 _T = pb.VarType
 # PaddlePaddle's "to the end" value for slice ends (INT_MAX); any value past the dim clamps.

@@ -10,11 +10,11 @@ layout helpers are nn.py's, written for any number of spatial dims.
 """
 from __future__ import annotations
 
-from program.ops.infer import dims_match
-from program.ops.nn import (_IS_TEST, transpose_output_dims, _attr_fail, _conv_inputs, _channel_last, _check_positive, _conv_out, _int_list,
+from keel.program.ops.infer import dims_match
+from keel.program.ops.nn import (_IS_TEST, transpose_output_dims, _attr_fail, _conv_inputs, _channel_last, _check_positive, _conv_out, _int_list,
                             _require_rank, _resolve_padding)
-from program.ops.registry import BOOL, INT, INTS, STRING, define, grad_op, opt
-from proto import pb
+from keel.program.ops.registry import BOOL, INT, INTS, STRING, define, grad_op, opt
+from keel.proto import pb
 
 _T = pb.VarType
 

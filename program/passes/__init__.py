@@ -39,19 +39,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from program.passes.base import Pass, PassOptions, PassRecord, Report
-from program.passes.bf16 import convert_weights_to_bf16
-from program.passes.constant_folding import fold_constants
-from program.passes.dead_code import eliminate_dead_code
-from program.passes.fold_batch_norm import fold_batch_norm
-from program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS, convert_to_fp16
-from program.passes.fuse_conv import fuse_conv_bias_activation
-from program.passes.fuse_elementwise_activation import fuse_elementwise_activation
-from program.passes.fuse_fc import fuse_fc
-from program.passes.graph import Graph, PassError
-from program.passes.remove_identity import remove_identity_ops
-from program.passes.weight_layout import column_major_weights
-from program.program import Program
+from keel.program.passes.base import Pass, PassOptions, PassRecord, Report
+from keel.program.passes.bf16 import convert_weights_to_bf16
+from keel.program.passes.constant_folding import fold_constants
+from keel.program.passes.dead_code import eliminate_dead_code
+from keel.program.passes.fold_batch_norm import fold_batch_norm
+from keel.program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS, convert_to_fp16
+from keel.program.passes.fuse_conv import fuse_conv_bias_activation
+from keel.program.passes.fuse_elementwise_activation import fuse_elementwise_activation
+from keel.program.passes.fuse_fc import fuse_fc
+from keel.program.passes.graph import Graph, PassError
+from keel.program.passes.remove_identity import remove_identity_ops
+from keel.program.passes.weight_layout import column_major_weights
+from keel.program.program import Program
 
 PASSES: dict[str, Pass] = {p.name: p for p in [
     Pass("eliminate_dead_code", eliminate_dead_code),

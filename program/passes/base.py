@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from program.passes.graph import Graph, PassError, check_params, sweep_unused
-from program.program import Program
-from program.verify import program_problems
+from keel.program.passes.graph import Graph, PassError, check_params, sweep_unused
+from keel.program.program import Program
+from keel.program.verify import program_problems
 
 
 @dataclass

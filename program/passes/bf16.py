@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS, with_fused_forms
-from proto import pb
+from keel.program.passes.fp16 import DEFAULT_KEEP_FP32, FP16_OPS, with_fused_forms
+from keel.proto import pb
 
 _T = pb.VarType
 

@@ -5,11 +5,11 @@ import math
 
 import numpy as np
 
-from program import dtypes
-from program.errors import KeelError
-from program.ops.infer import InferContext, VarInfo
-from program.passes.graph import FEED, FETCH, PassError, written_names
-from proto import pb
+from keel.program import dtypes
+from keel.program.errors import KeelError
+from keel.program.ops.infer import InferContext, VarInfo
+from keel.program.passes.graph import FEED, FETCH, PassError, written_names
+from keel.proto import pb
 
 # Ops never folded: the interface, and ops whose result is random (run-to-run values).
 NOT_FOLDABLE = frozenset({FEED, FETCH, "uniform_random", "gaussian_random",

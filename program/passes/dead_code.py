@@ -1,7 +1,7 @@
 """Dead-code elimination."""
 from __future__ import annotations
 
-from program.passes.graph import FEED, FETCH, written_names
+from keel.program.passes.graph import FEED, FETCH, written_names
 
 
 def eliminate_dead_code(graph, options) -> dict:

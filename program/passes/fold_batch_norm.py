@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from program.passes.graph import bias_vector, uses_global_stats
+from keel.program.passes.graph import bias_vector, uses_global_stats
 
 
 @dataclass(frozen=True)

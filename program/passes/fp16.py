@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from program.errors import ProgramError
-from program.passes.graph import FEED, FETCH
-from proto import pb
+from keel.program.errors import ProgramError
+from keel.program.passes.graph import FEED, FETCH
+from keel.proto import pb
 
 _T = pb.VarType
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from program.passes.graph import bias_vector
-from proto import pb
+from keel.program.passes.graph import bias_vector
+from keel.proto import pb
 
 _FLOATS = (pb.VarType.FP32, pb.VarType.FP64)
 _CONVS = ("conv2d", "depthwise_conv2d")

@@ -2,8 +2,8 @@
 `fused_elemwise_activation` op (PaddlePaddle's; program/ops/fused.py)."""
 from __future__ import annotations
 
-from program.ops.fused import broadcast_supported
-from proto import pb
+from keel.program.ops.fused import broadcast_supported
+from keel.proto import pb
 
 _FLOATS = (pb.VarType.FP16, pb.VarType.FP32, pb.VarType.FP64)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from program.passes.graph import bias_vector
+from keel.program.passes.graph import bias_vector
 
 # Activations PaddlePaddle's fc kernel applies. Its shape check accepts "", "relu" and
 # "gelu", but the CPU kernel (and ours, kernels/math.py) applies only "relu": a "gelu" fc

@@ -22,10 +22,10 @@ from typing import Iterable
 
 import numpy as np
 
-from program import dtypes, limits
-from program.errors import ProgramError
-from program.ops.control_flow import CONTROL_FLOW_OPS, control_io
-from proto import pb
+from keel.program import dtypes, limits
+from keel.program.errors import ProgramError
+from keel.program.ops.control_flow import CONTROL_FLOW_OPS, control_io
+from keel.proto import pb
 
 FEED, FETCH = "feed", "fetch"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from program.passes.graph import FEED
+from keel.program.passes.graph import FEED
 
 
 def _identity_of(graph, op):

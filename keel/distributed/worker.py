@@ -1,4 +1,4 @@
-"""One rank of a launched job: `python -m distributed.worker LOG_DIR script.py args...`
+"""One rank of a launched job: `python -m keel.distributed.worker LOG_DIR script.py args...`
 (what distributed.launch asks mpiexec to start on every rank).
 
 It writes this rank's output to LOG_DIR/workerlog.<rank> (PaddlePaddle's name), its pid to
@@ -40,7 +40,7 @@ def _write_status(log_dir: Path, rank: int, code: int, error: str) -> None:
 
 def main(argv: list[str]) -> None:
     if len(argv) < 2:
-        sys.exit("usage: python -m distributed.worker LOG_DIR script.py [args...]")
+        sys.exit("usage: python -m keel.distributed.worker LOG_DIR script.py [args...]")
     log_dir, script, args = Path(argv[0]), argv[1], argv[2:]
     from mpi4py import MPI  # initializes MPI: this process is one rank of mpiexec's job
     world = MPI.COMM_WORLD

@@ -1,6 +1,6 @@
 """The process group: `init_parallel_env`, `get_rank`, `get_world_size`.
 
-Ranks are MPI's: a script started by `python -m distributed.launch --nproc_per_node N`
+Ranks are MPI's: a script started by `python -m keel.distributed.launch --nproc_per_node N`
 (which runs mpiexec) or directly by `mpirun -n N python script.py` finds its rank and the
 world size in MPI_COMM_WORLD. `init_parallel_env` makes ring 0 (the global communicator
 of the collective ops) for the CPU (MPI) and, where cupy sees a GPU for every local rank,
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import communicators
-from kernels.array_module import cupy_available
+from keel.kernels import communicators
+from keel.kernels.array_module import cupy_available
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def init_parallel_env(backend: str = "auto") -> ParallelEnv:
     if declared is not None and int(declared) != size:
         raise communicators.CommError(
             f"init_parallel_env: PADDLE_TRAINERS_NUM={declared} but MPI started {size} process(es); start "
-            f"the script with `python -m distributed.launch --nproc_per_node {declared} ...` or `mpirun -n "
+            f"the script with `python -m keel.distributed.launch --nproc_per_node {declared} ...` or `mpirun -n "
             f"{declared} ...`")
     # no blocking MPI call from here on: a peer that died or hangs must end in a timeout
     ring, request = world.Idup()

@@ -50,14 +50,14 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from distributed import parallel
-from distributed.strategy import DistributedStrategy
-from program import default, dtypes, op_role, unique_name
-from program.amp import AutoMixedPrecisionLists, OptimizerWithMixedPrecision, decorate
-from program.gradient_clip import ClipGradByGlobalNorm
-from program.gradient_merge import GradientMergeOptimizer
-from program.recompute import RecomputeOptimizer
-from program.sharding import Sharding
+from keel.distributed import parallel
+from keel.distributed.strategy import DistributedStrategy
+from keel.program import default, dtypes, op_role, unique_name
+from keel.program.amp import AutoMixedPrecisionLists, OptimizerWithMixedPrecision, decorate
+from keel.program.gradient_clip import ClipGradByGlobalNorm
+from keel.program.gradient_merge import GradientMergeOptimizer
+from keel.program.recompute import RecomputeOptimizer
+from keel.program.sharding import Sharding
 RING = 0
 
 
