@@ -5,10 +5,12 @@ Keel's Predictor alike.
     model = MyNet()            # a program.nn.Layer, trained in some program
     pg.jit.save(model, "out/net", input_spec=[pg.static.InputSpec([None, 784], "float32", "x")])
 
-Keel has no eager mode to trace, so the input specs are required: the layer is called once,
-in eval mode, on `data` variables made from them, in a fresh program; the result is pruned
-and written by `save_inference_model` (crash-safe, PaddlePaddle's layout). A spec without a
-name takes the name of the matching `forward` argument, as PaddlePaddle's does.
+The input specs are required: the layer is called once, in eval mode, on `data` variables
+made from them, in a fresh program; the result is pruned and written by
+`save_inference_model` (crash-safe, PaddlePaddle's layout) with the layer's own parameter
+values (those eager training or `set_state_dict` gave it; the global scope's for one trained
+only in a static program). A spec without a name takes the name of the matching `forward`
+argument, as PaddlePaddle's does.
 """
 from __future__ import annotations
 
@@ -28,8 +30,9 @@ __all__ = ["save", "load", "TranslatedLayer"]
 
 def save(layer, path, input_spec=None, scope=None) -> Program:
     """Write `path.pdmodel` and `path.pdiparams` for `layer` called on `input_spec`; the
-    parameter values come from `scope` (default: the executor's global scope). Returns the
-    inference program written. The layer's train/eval modes are restored afterwards."""
+    parameter values come from `scope`, or by default from the layer itself (falling back
+    to the executor's global scope for a parameter that holds no value of its own). Returns
+    the inference program written. The layer's train/eval modes are restored afterwards."""
     if not input_spec:
         raise ValueError("jit.save needs input_spec=[InputSpec(shape, dtype, name), ...]: Keel builds "
                          "the program by calling the layer on them (there is no eager run to trace)")
@@ -42,7 +45,22 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
     if not outputs:
         raise ValueError(f"jit.save: {type(layer).__name__}.forward returned no variables")
     return save_inference_model(path, feeds, outputs, program=main,
-                                scope=scope if scope is not None else default.global_scope())
+                                scope=scope if scope is not None else _LayerValues(layer, default.global_scope()))
+
+
+class _LayerValues:
+    """A scope (what save_inference_model reads: find_var, get) holding the layer's own
+    parameter values, over `fallback` for every other name."""
+
+    def __init__(self, layer, fallback):
+        self._own = {p.name: p._value for p in layer.parameters() if p._value is not None}
+        self._fallback = fallback
+
+    def find_var(self, name):
+        return True if name in self._own else self._fallback.find_var(name)
+
+    def get(self, name):
+        return self._own[name] if name in self._own else self._fallback.get(name)
 
 
 def _argument_names(layer, count: int) -> list[str]:

@@ -14,13 +14,14 @@ name order, with `op_role = 2` and `op_role_var = [param, grad]`.
 """
 from __future__ import annotations
 
-from keel.program import callsite, default, dtypes, op_role, unique_name
+from keel.program import callsite, default, dtypes, dygraph, op_role, unique_name
 from keel.program.backward import append_backward
 from keel.program.errors import ProgramError
 from keel.program.ops.registry import grad_name
 from keel.program.gradient_clip import ClipGradBase
 from keel.program.lr import LRScheduler
 from keel.program.regularizer import append_regularization, as_regularizer
+from keel.program.tensor import Tensor
 
 _LOW_PRECISION = (dtypes.to_code("float16"), dtypes.to_code("bfloat16"))
 
@@ -174,8 +175,38 @@ class Optimizer:
                 ops.append(op)
         return ops
 
+    # -- eager mode --------------------------------------------------------------------
+    def _eager_parameters(self, api: str) -> list:
+        if not dygraph.in_dynamic_mode():
+            raise RuntimeError(f"optimizer.{api}() updates eager parameters; in a static program call "
+                               "minimize(loss) and run the program")
+        if self._parameter_list is None:
+            raise ValueError(f"optimizer.{api}(): give the optimizer its parameters "
+                             "(parameters=model.parameters()), as PaddlePaddle's dygraph mode requires")
+        return self._parameter_list
+
+    def step(self) -> None:
+        """Update every parameter that has a gradient (eager mode), through this optimizer's
+        update ops: clipping, weight decay, the learning rate (and its scheduler) as in a
+        static program (keel/executor/eager_update.py)."""
+        params = [p for p in self._eager_parameters("step") if not p.stop_gradient and p.grad is not None]
+        if params:
+            dygraph.engine().optimizer_step(self, params)
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        """Reset the parameters' gradients (to zeros, or to None with set_to_zero=False)."""
+        for p in self._eager_parameters("clear_grad"):
+            p.clear_gradient(set_to_zero)
+
+    clear_gradients = clear_grad
+
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
-        """backward + apply_gradients. Returns (update ops, [(param, grad)])."""
+        """backward + apply_gradients. Returns (update ops, [(param, grad)]). In eager mode:
+        loss.backward() and step()."""
+        if dygraph.in_dynamic_mode() and isinstance(loss, Tensor):
+            loss.backward()
+            self.step()
+            return None, [(p, p.grad) for p in self._parameter_list or () if p.grad is not None]
         params_grads = self.backward(loss, startup_program, parameters, no_grad_set)
         ops = self.apply_gradients(params_grads, startup_program)
         return ops, params_grads

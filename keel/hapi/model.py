@@ -87,6 +87,19 @@ class Model:
         self._modes["predict"] = self._build("predict", self._program())
         # the first program built holds every initializer (parameters, optimizer state)
         self._executor.run(train_startup if optimizer is not None else eval_startup, scope=self._scope)
+        # the network's own values where it has them (trained eagerly, set_state_dict)
+        for param in self.network.parameters():
+            if param._value is not None:
+                self._scope.set(param.name, param._value)
+        self._network_holds_values()
+
+    def _network_holds_values(self) -> None:
+        """The network's parameters take the Model scope's values (after prepare and fit,
+        so the layer itself holds what was trained: jit.save(network), eager calls)."""
+        for param in self.network.parameters():
+            if self._scope.find_var(param.name) is not None:
+                param._value = self._scope.get(param.name)
+                param._version += 1
 
     @staticmethod
     def _program():
@@ -205,6 +218,7 @@ class Model:
                     c.on_eval_end(eval_logs)
             if self.stop_training:
                 break
+        self._network_holds_values()
         for c in items:
             c.on_train_end(history[-1] if history else {})
         return history
@@ -262,9 +276,12 @@ class Model:
         """Restore a checkpoint written by `save(path)`."""
         mode = "train" if "train" in self._modes else "eval"
         load_checkpoint(os.fspath(path) + ".ckpt", self._require(mode).main, self._executor, scope=self._scope)
+        self._network_holds_values()
 
     def state_dict(self):
         return self.network.state_dict(scope=self._scope)
 
     def set_state_dict(self, state):
-        return self.network.set_state_dict(state, scope=self._scope)
+        result = self.network.set_state_dict(state, scope=self._scope)
+        self._network_holds_values()
+        return result
