@@ -148,7 +148,8 @@ class Engine:
         self.grad_enabled = True
         self.rng = RandomState(np, 0)
         self._seq = itertools.count()
-        self._bound: dict = {}
+        self._calls: dict = {}       # (op type, attributes, array module, outputs) -> _Call
+        self._grad_calls: dict = {}  # the same for gradient ops: (fn, kdef, attributes)
         self._updaters = weakref.WeakKeyDictionary()  # optimizer -> its eager update plan
 
     # -- places ----------------------------------------------------------------------------
@@ -184,59 +185,60 @@ class Engine:
 
     # -- running ops -----------------------------------------------------------------------
     def run_op(self, op_type: str, inputs: dict, outputs: dict, attrs: dict):
-        opdef = registry.get(op_type)
         ins = {slot: _tensors(op_type, slot, v) for slot, v in inputs.items()}
         outs = {slot: _tensors(op_type, slot, v) for slot, v in outputs.items()}
-        arrays = [t.value for ts in ins.values() for t in ts]
-        xp = self.array_module(arrays[0]) if arrays else np
-        need = tuple(sorted(s for s, ts in outs.items() if ts))
-        counts = tuple(sorted((s, len(ts)) for s, ts in outs.items()))
-        fn, kdef, attrs = self._bind(op_type, _freeze(attrs), attrs, xp, need, counts)
-        args = []
-        for slot in kdef.inputs:
-            ts = ins.get(slot) if slot in opdef.input_slots else outs.get(slot)  # an output read back
-            if not ts:
-                args.append([] if _duplicable(opdef, slot) else None)
-            elif _duplicable(opdef, slot):
-                args.append([t._value for t in ts])
-            else:
-                args.append(ts[0]._value)
+        first = next((ts[0].value for ts in ins.values() if ts), None)
+        xp = np if first is None or type(first) is np.ndarray else self.array_module(first)
+        layout = tuple((slot, len(ts)) for slot, ts in outs.items())
+        call, key = None, (op_type, tuple(attrs.items()), xp, layout)
         try:
-            result = fn(*args)
+            call = self._calls.get(key)
+        except TypeError:  # a list among the attribute values
+            key = (op_type, _freeze(attrs), xp, layout)
+            try:
+                call = self._calls.get(key)
+            except TypeError:  # an array: nothing to key on, bound for this call only
+                key = None
+        if call is None:
+            call = _Call(self, op_type, attrs, xp, layout)
+            if key is not None:
+                if len(self._calls) > 8192:
+                    self._calls.clear()
+                self._calls[key] = call
+        args = []
+        for slot, read_back, duplicable in call.in_plan:
+            ts = outs.get(slot) if read_back else ins.get(slot)
+            if not ts:
+                args.append([] if duplicable else None)
+            elif read_back:  # an output's current value (None before anything wrote it)
+                args.append([t._value for t in ts] if duplicable else ts[0]._value)
+            elif duplicable:
+                args.append([t.value if t._value is None else t._value for t in ts])
+            else:  # .value: a parameter's first read runs its initializer; an empty tensor is an error
+                args.append(ts[0].value if ts[0]._value is None else ts[0]._value)
+        try:
+            result = call.fn(*args)
         except Exception as e:  # noqa: BLE001 - every kernel failure gets the op and the user's line
             raise _op_error(op_type, ins, e) from e
-        if len(kdef.outputs) == 1:
+        if call.single_output:
             result = (result,)
-        for slot, value in zip(kdef.outputs, result):
+        for (slot, duplicable), value in zip(call.out_plan, result):
             ts = outs.get(slot)
             if not ts or value is None:
                 continue
-            if _duplicable(opdef, slot) or isinstance(value, list) and len(ts) > 1:
+            if duplicable or isinstance(value, list) and len(ts) > 1:
                 for t, v in zip(ts, value):
                     t._set_value_from_op(v)
             else:
                 ts[0]._set_value_from_op(value)
-        self._record(op_type, opdef, attrs, ins, outs)
+        self._record(call, ins, outs)
         return None
 
-    def _bind(self, op_type, frozen, attrs, xp, need, counts):
+    def _bind(self, op_type, attrs, xp, need, counts):
         """(kernel with its attributes bound, its KernelDef, the attributes as a program holds
-        them), cached per distinct call. The attributes are checked and completed as
-        Block.append_op does (defaults filled in, FLOAT rounded to float32), so the kernel
-        and the gradient rule see what they see in a program."""
-        key = (op_type, frozen, xp.__name__, need, counts)
-        try:
-            return self._bound[key]
-        except KeyError:
-            pass
-        except TypeError:  # an attribute value that cannot be a key: bind it each time
-            return self._bind_now(op_type, attrs, xp, need, counts)
-        if len(self._bound) > 8192:
-            self._bound.clear()
-        found = self._bound[key] = self._bind_now(op_type, attrs, xp, need, counts)
-        return found
-
-    def _bind_now(self, op_type, attrs, xp, need, counts):
+        them). The attributes are checked and completed as Block.append_op does (defaults
+        filled in, FLOAT rounded to float32), so the kernel and the gradient rule see what
+        they see in a program."""
         where = callsite.describe(callsite.user_frame_lines())
         opdef = registry.get(op_type)
         values = Block._check_attrs(opdef, dict(attrs), where)
@@ -246,17 +248,13 @@ class Engine:
         fn, kdef = bind(op_type, values, xp, self.rng, need=need, counts=dict(counts))
         return fn, kdef, values
 
-    def _record(self, op_type, opdef, attrs, ins, outs) -> None:
-        rule = opdef.grad
-        if rule is NOT_DIFFERENTIABLE or not self.grad_enabled:
+    def _record(self, call: "_Call", ins, outs) -> None:
+        if call.wanted is None or not self.grad_enabled or not any(
+                not t._stop_gradient for s in (call.wanted or ins) for t in ins.get(s, ())):
             _no_grad(outs)
             return
-        wanted = rule.differentiable_inputs() if isinstance(rule, GradRule) else tuple(ins)
-        if not any(not t._stop_gradient for s in wanted for t in ins.get(s, ())):
-            _no_grad(outs)
-            return
-        node = _Node(op_type, dict(attrs), ins, outs, next(self._seq))
-        carried = rule.output_grads_read() if isinstance(rule, GradRule) else tuple(outs)
+        node = _Node(call.op_type, dict(call.attrs), ins, outs, next(self._seq))
+        carried = call.carried if call.carried is not None else tuple(outs)
         for slot, ts in outs.items():
             for t in ts:
                 if slot in carried and dtypes.is_floating(t._dtype) or slot in carried and _complex(t):
@@ -408,7 +406,18 @@ class Engine:
         xp = self.array_module(xs[0]) if xs else np
         need = tuple(sorted(s for s, ns in outs.items() if any(n and n != EMPTY for n in ns)))
         counts = tuple(sorted((s, len(ns)) for s, ns in outs.items()))
-        fn, kdef, _ = self._bind(spec.type, _freeze(spec.attrs), spec.attrs, xp, need, counts)
+        key = (spec.type, _freeze(spec.attrs), xp, need, counts)
+        try:
+            found = self._grad_calls.get(key)
+        except TypeError:  # an array among the attribute values
+            key = found = None
+        if found is None:
+            found = self._bind(spec.type, spec.attrs, xp, need, counts)
+            if key is not None:
+                if len(self._grad_calls) > 8192:
+                    self._grad_calls.clear()
+                self._grad_calls[key] = found
+        fn, kdef, _ = found
         args = []
         for slot in kdef.inputs:
             vs = arrays.get(slot)
@@ -443,6 +452,27 @@ class Engine:
             yield
         finally:
             self.grad_enabled = previous
+
+
+class _Call:
+    """What running one op type with given attributes on one array module needs, found once:
+    the bound kernel, where each kernel argument comes from, and the gradient rule's slots."""
+    __slots__ = ("op_type", "fn", "attrs", "in_plan", "out_plan", "single_output", "wanted", "carried")
+
+    def __init__(self, engine: Engine, op_type: str, attrs: dict, xp, layout):
+        opdef = registry.get(op_type)
+        need = tuple(sorted(slot for slot, n in layout if n))
+        self.op_type = op_type
+        self.fn, kdef, self.attrs = engine._bind(op_type, attrs, xp, need, tuple(sorted(layout)))
+        self.in_plan = [(slot, slot not in opdef.input_slots, _duplicable(opdef, slot)) for slot in kdef.inputs]
+        self.out_plan = [(slot, _duplicable(opdef, slot)) for slot in kdef.outputs]
+        self.single_output = len(kdef.outputs) == 1
+        rule = opdef.grad
+        # wanted: the inputs whose need of a gradient makes the op recorded (None: never;
+        # () with no rule yet: any input, and backward says the rule is missing)
+        self.wanted = None if rule is NOT_DIFFERENTIABLE else (
+            rule.differentiable_inputs() if isinstance(rule, GradRule) else ())
+        self.carried = rule.output_grads_read() if isinstance(rule, GradRule) else None
 
 
 def _accumulate(grads: dict, name: str, value) -> None:

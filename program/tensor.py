@@ -22,19 +22,27 @@ _T_DENSE = 7  # pb.VarType.DENSE_TENSOR
 class Tensor(Variable):
     """An eager tensor (paddle.Tensor). Build one with `keel.to_tensor(data)`."""
 
+    # Defaults at class level: an op makes a Tensor per output, and most keep these.
+    grad = None          # a Tensor, after backward(), for a leaf that needs one
+    _node = None         # the tape entry of the op that computed this tensor
+    _hooks = None        # functions of the gradient, run when it is complete
+    _retain_grad = False
+    _version = 0         # bumped by in-place writes, checked by backward
+    _name = None
+    _persistable = False
+
     def __init__(self, value=None, dtype=None, *, name: str | None = None, stop_gradient: bool = True,
                  persistable: bool = False):
         self._value = value
-        self._dtype = dtypes.to_code(dtype if dtype is not None else value.dtype) \
-            if (dtype is not None or value is not None) else None
-        self._name = name
-        self._stop_gradient = bool(stop_gradient)
-        self._persistable = bool(persistable)
-        self.grad = None          # a Tensor, after backward(), for a leaf that needs one
-        self._node = None         # the tape entry of the op that computed this tensor
-        self._hooks = None        # functions of the gradient, run when it is complete
-        self._retain_grad = False
-        self._version = 0         # bumped by in-place writes, checked by backward
+        if dtype is not None:
+            self._dtype = dtype if type(dtype) is int else dtypes.to_code(dtype)
+        else:
+            self._dtype = None if value is None else dtypes.to_code(value.dtype)
+        self._stop_gradient = stop_gradient
+        if name is not None:
+            self._name = name
+        if persistable:
+            self._persistable = True
 
     # -- what a Variable reads from its VarDesc --------------------------------------------
     @property
