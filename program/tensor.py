@@ -241,6 +241,8 @@ class Tensor(Variable):
         self._version += 1
 
     def _set_value_from_op(self, array) -> None:
+        if isinstance(array, np.generic):  # a kernel's numpy scalar: a 0-d array, as the executor keeps it
+            array = np.asarray(array)
         self._value = array
         self._dtype = dtypes.to_code(array.dtype) if self._dtype is None or array.dtype != dtypes.to_numpy(
             self._dtype) else self._dtype

@@ -330,3 +330,50 @@ def test_after_model_fit_the_network_holds_the_trained_values(tmp_path):
     expected = model.predict(pg.io.TensorDataset([x]), batch_size=3, stack_outputs=True, verbose=0)[0]
     np.testing.assert_allclose(np.asarray(paddle.jit.load(path)(x)), expected, rtol=1e-6)
     np.testing.assert_allclose(net.eval()(paddle.to_tensor(x)).numpy(), expected, rtol=1e-6)
+
+
+def test_a_loaded_model_fine_tunes_eagerly(tmp_path):
+    """jit.load's layer called on Tensors runs the saved ops eagerly on parameters holding
+    the loaded values, so backward and an optimizer fine-tune it (PaddlePaddle's
+    jit.load + fine-tune); the outputs before any step equal the saved model's."""
+    from keel.static import InputSpec
+    paddle.seed(6)
+    net = _MLP()
+    path = str(tmp_path / "base")
+    paddle.jit.save(net, path, input_spec=[InputSpec([None, 6], "float32", "x")])
+    loaded = paddle.jit.load(path)
+    params = loaded.parameters()
+    assert sorted(p.name for p in params) == sorted(p.name for p in net.parameters())
+    assert all(isinstance(p, paddle.Tensor) and not p.stop_gradient for p in params)
+    x, y = _batches((8, 6), 1)[0]
+    np.testing.assert_allclose(loaded(paddle.to_tensor(x)).numpy(), np.asarray(loaded(x)), rtol=1e-6)
+    opt = paddle.optimizer.SGD(learning_rate=0.2, parameters=params)
+    losses = []
+    for _ in range(5):
+        loss = paddle.nn.CrossEntropyLoss()(loaded(paddle.to_tensor(x)), paddle.to_tensor(y))
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    np.testing.assert_allclose(np.asarray(loaded(x)), loaded(paddle.to_tensor(x)).numpy(), rtol=1e-6)
+
+
+def test_eager_steps_follow_the_lr_scheduler_and_clip_gradients():
+    """scheduler.step() changes the rate the next optimizer.step() uses; ClipGradByGlobalNorm
+    scales the gradients first (the optimizer's own update ops, run eagerly)."""
+    layer = pg.nn.Linear(2, 1, bias_attr=False)
+    layer.weight.set_value(np.zeros((2, 1), "float32"))
+    sched = paddle.lr.StepDecay(learning_rate=1.0, step_size=1, gamma=0.5)
+    opt = paddle.optimizer.SGD(learning_rate=sched, parameters=layer.parameters(),
+                               grad_clip=paddle.nn.ClipGradByGlobalNorm(clip_norm=1.0))
+    x = paddle.to_tensor([[3.0, 4.0]])                   # gradient [3, 4]: global norm 5, clipped to [0.6, 0.8]
+    moved = []
+    for _ in range(3):
+        before = layer.weight.numpy().copy()
+        layer(x).sum().backward()
+        opt.step()
+        opt.clear_grad()
+        sched.step()
+        moved.append((before - layer.weight.numpy()).ravel())
+    np.testing.assert_allclose(moved, [[0.6, 0.8], [0.3, 0.4], [0.15, 0.2]], rtol=1e-6)
