@@ -162,7 +162,15 @@ class DataLoader:
     `prefetch_factor` batches per worker ahead; the order is the sampler's either way.
     An IterableDataset is read in the calling thread, `batch_size` samples a batch.
     `return_list` is accepted for PaddlePaddle compatibility (batches are always lists or
-    dicts of numpy arrays, as collated)."""
+    dicts of numpy arrays, as collated).
+
+    Examples:
+        >>> import numpy as np
+        >>> from keel.io import DataLoader, TensorDataset
+        >>> data = TensorDataset([np.arange(10, dtype="float32")[:, None], np.arange(10)[:, None]])
+        >>> [x.shape for x, y in DataLoader(data, batch_size=4)]
+        [(4, 1), (4, 1), (2, 1)]
+    """
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, batch_sampler=None,
                  collate_fn=None, num_workers=0, seed: int | None = None, worker_mode="process",
