@@ -277,12 +277,16 @@ class Adam(Optimizer):
         >>> with pg.program_guard(main, startup):
         ...     x = pg.data("x", [-1, 4])
         ...     loss = pg.mean(pg.square(pg.nn.fc(x, 1) - 3.0))
-        ...     _ = pg.optimizer.Adam(learning_rate=0.01).minimize(loss)
+        ...     schedule = pg.lr.CosineDecay(0.01, T_max=20)   # the LR is a variable of the program
+        ...     opt = pg.optimizer.Adam(learning_rate=schedule, grad_clip=pg.nn.ClipGradByGlobalNorm(1.0))
+        ...     _ = opt.minimize(loss)
         >>> exe = Executor()
         >>> _ = exe.run(startup)
-        >>> feed = {"x": np.ones((8, 4), "float32")}
-        >>> losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(20)]
-        >>> losses[-1] < losses[0]
+        >>> losses = []
+        >>> for step in range(20):
+        ...     losses += exe.run(main, feed={"x": np.ones((8, 4), "float32")}, fetch_list=[loss])
+        ...     schedule.step()
+        >>> bool(losses[-1] < losses[0])
         True
     """
 
