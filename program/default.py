@@ -89,7 +89,17 @@ def switch_startup_program(program: Program) -> Program:
 @contextlib.contextmanager
 def program_guard(main_program: Program, startup_program: Program | None = None):
     """Build into `main_program` (and put initializers into `startup_program`) inside the
-    block: layer calls append ops there instead of running eagerly."""
+    block: layer calls append ops there instead of running eagerly.
+
+    Examples:
+        >>> import keel.program as pg
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 3])
+        ...     y = pg.nn.fc(x, 2)
+        >>> [op.type for op in startup.global_block().ops]
+        ['uniform_random', 'fill_constant']
+    """
     if not isinstance(main_program, Program):
         raise TypeError(f"program_guard expects a Program, got {type(main_program).__name__}")
     from keel.program import dygraph

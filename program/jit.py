@@ -36,7 +36,17 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
     """Write `path.pdmodel` and `path.pdiparams` for `layer` called on `input_spec`; the
     parameter values come from `scope`, or by default from the layer itself (falling back
     to the executor's global scope for a parameter that holds no value of its own). Returns
-    the inference program written. The layer's train/eval modes are restored afterwards."""
+    the inference program written. The layer's train/eval modes are restored afterwards.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> net = paddle.nn.Linear(4, 2)
+        >>> _ = paddle.jit.save(net, "out/linear", input_spec=[InputSpec([None, 4], "float32", "x")])
+        >>> paddle.jit.load("out/linear")(np.ones((3, 4), "float32")).shape
+        (3, 2)
+    """
     if not input_spec:
         raise ValueError("jit.save needs input_spec=[InputSpec(shape, dtype, name), ...]: Keel builds "
                          "the program by calling the layer on them (there is no eager run to trace)")
@@ -182,7 +192,23 @@ _RECORDED_ATTRS = frozenset({"op_callstack", "op_namescope", "op_role", "op_role
 def load(path, scope=None) -> TranslatedLayer:
     """Read `path.pdmodel` + `path.pdiparams` (jit.save's, save_inference_model's or
     PaddlePaddle's) and return a TranslatedLayer; the parameters go into `scope` (default:
-    the executor's global scope)."""
+    the executor's global scope).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> net = paddle.nn.Linear(4, 2)
+        >>> with paddle.program_guard(paddle.Program(), startup := paddle.Program()):
+        ...     y = net(paddle.static.data("x", [-1, 4]))
+        >>> _ = paddle.Executor().run(startup)
+        >>> _ = paddle.jit.save(net, "out/linear", input_spec=[InputSpec([None, 4], "float32", "x")])
+        >>> loaded = paddle.jit.load("out/linear")
+        >>> state = net.state_dict(paddle.global_scope())   # the values, by attribute name
+        >>> expected = np.ones((3, 4)) @ state["weight"] + state["bias"]
+        >>> np.allclose(loaded(np.ones((3, 4), "float32")), expected)
+        True
+    """
     scope = scope if scope is not None else default.global_scope()
     program, feeds, fetches = load_inference_model(path, scope=scope)
     return TranslatedLayer(program, feeds, [v.name for v in fetches], scope)

@@ -251,7 +251,24 @@ def _refuse_second_backward(loss) -> None:
 
 
 class SGD(Optimizer):
-    """param -= lr * grad."""
+    """param -= lr * grad.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.program as pg
+        >>> from keel.executor import Executor
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     loss = pg.mean(pg.square(pg.nn.fc(x, 1) - 3.0))
+        ...     _ = pg.optimizer.SGD(learning_rate=0.01).minimize(loss)
+        >>> exe = Executor()
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.ones((8, 4), "float32")}
+        >>> losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(20)]
+        >>> losses[-1] < losses[0]
+        True
+    """
 
     def _append_update(self, block, param, grad, lr):
         return block.append_op("sgd", {"Param": [param], "Grad": [grad], "LearningRate": [lr]},
@@ -281,7 +298,28 @@ class Momentum(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba) with bias correction through the beta-power accumulators."""
+    """Adam (Kingma & Ba) with bias correction through the beta-power accumulators.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.program as pg
+        >>> from keel.executor import Executor
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     loss = pg.mean(pg.square(pg.nn.fc(x, 1) - 3.0))
+        ...     schedule = pg.lr.CosineDecay(0.01, T_max=20)   # the LR is a variable of the program
+        ...     opt = pg.optimizer.Adam(learning_rate=schedule, grad_clip=pg.nn.ClipGradByGlobalNorm(1.0))
+        ...     _ = opt.minimize(loss)
+        >>> exe = Executor()
+        >>> _ = exe.run(startup)
+        >>> losses = []
+        >>> for step in range(20):
+        ...     losses += exe.run(main, feed={"x": np.ones((8, 4), "float32")}, fetch_list=[loss])
+        ...     schedule.step()
+        >>> bool(losses[-1] < losses[0])
+        True
+    """
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, parameters=None,
                  weight_decay=None, grad_clip=None, lazy_mode=False, amsgrad=False, name=None):

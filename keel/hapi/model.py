@@ -48,7 +48,27 @@ class _Programs:
 class Model:
     """`Model(network, inputs=[InputSpec...], labels=[InputSpec...])`; then `prepare`,
     `fit`, `evaluate`, `predict`, `save`, `load`. Unnamed input specs are named `input_i`,
-    label specs `label_i`."""
+    label specs `label_i`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel import nn
+        >>> from keel.static import InputSpec
+        >>> _ = paddle.seed(0)
+        >>> data = paddle.io.TensorDataset([np.random.rand(64, 4).astype("float32"),
+        ...                                 np.random.randint(0, 2, (64, 1))])
+        >>> model = paddle.Model(nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> model.prepare(paddle.optimizer.SGD(0.1, parameters=model.parameters()), nn.CrossEntropyLoss(),
+        ...               paddle.metric.Accuracy())
+        >>> history = model.fit(data, epochs=2, batch_size=16, verbose=0)   # one dict per epoch
+        >>> len(history), sorted(history[-1])
+        (2, ['acc', 'batch_size', 'loss'])
+        >>> sorted(model.evaluate(data, batch_size=64, verbose=0))
+        ['acc', 'loss']
+        >>> _ = model.save("out/linear", training=False)   # out/linear.pdmodel + .pdiparams
+    """
 
     def __init__(self, network, inputs=None, labels=None):
         if not isinstance(network, pg.nn.Layer):

@@ -178,7 +178,15 @@ class DataLoader:
     In eager mode (outside program_guard, no enable_static) each array of a batch arrives as
     a Tensor, as in PaddlePaddle's dygraph mode; when a program is being built, as the numpy
     array collated. `return_list` is accepted for PaddlePaddle compatibility (batches are
-    lists or dicts, as collated). `for batch in loader` and `for batch in loader()` are the same."""
+    lists or dicts, as collated). `for batch in loader` and `for batch in loader()` are the same.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keel.io import DataLoader, TensorDataset
+        >>> data = TensorDataset([np.arange(10, dtype="float32")[:, None], np.arange(10)[:, None]])
+        >>> [x.shape for x, y in DataLoader(data, batch_size=4)]
+        [[4, 1], [4, 1], [2, 1]]
+    """
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, batch_sampler=None,
                  collate_fn=None, num_workers=0, seed: int | None = None, worker_mode="process",

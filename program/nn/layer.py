@@ -108,7 +108,29 @@ class LayerParameter(Tensor):
 
 class Layer:
     """Base class of models and layers (paddle.nn.Layer): assign sublayers and parameters
-    (`create_parameter`) as attributes in `__init__`, build the ops in `forward`."""
+    (`create_parameter`) as attributes in `__init__`, build the ops in `forward`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel import nn
+        >>> class MLP(nn.Layer):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.hidden, self.out = nn.Linear(4, 8), nn.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         return self.out(paddle.relu(self.hidden(x)))
+        >>> net = MLP()
+        >>> main, startup = paddle.Program(), paddle.Program()
+        >>> with paddle.program_guard(main, startup):
+        ...     y = net(paddle.static.data("x", [-1, 4]))
+        >>> exe = paddle.Executor()
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((3, 4), "float32")}, fetch_list=[y])[0].shape
+        (3, 2)
+        >>> len(net.parameters())
+        4
+    """
 
     def __init__(self, name_scope: str | None = None, dtype="float32"):
         object.__setattr__(self, "_parameters", OrderedDict())
