@@ -24,6 +24,7 @@ import numpy as np
 from keel.executor.kernel_call import bind
 from keel.executor.random_state import RandomState
 from keel.program import attrs as attr_codec, callsite, dtypes, dygraph
+from keel.program.amp.eager import cast_inputs
 from keel.program.backward import EMPTY, GradNames, _make_default
 from keel.program.block import Block
 from keel.program.errors import OpError
@@ -185,6 +186,8 @@ class Engine:
 
     # -- running ops -----------------------------------------------------------------------
     def run_op(self, op_type: str, inputs: dict, outputs: dict, attrs: dict):
+        if dygraph.autocast_state is not None:   # amp.auto_cast: inputs cast by the op lists
+            inputs = cast_inputs(op_type, inputs, dygraph.autocast_state, self._cast)
         ins = {slot: _tensors(op_type, slot, v) for slot, v in inputs.items()}
         outs = {slot: _tensors(op_type, slot, v) for slot, v in outputs.items()}
         first = next((ts[0].value for ts in ins.values() if ts), None)
@@ -233,6 +236,12 @@ class Engine:
                 ts[0]._set_value_from_op(value)
         self._record(call, ins, outs)
         return None
+
+    def _cast(self, t: Tensor, dtype: int) -> Tensor:
+        """`t` cast to `dtype` by a (recorded) cast op."""
+        out = Tensor(None, dtype)
+        self.run_op("cast", {"X": [t]}, {"Out": [out]}, {"in_dtype": t._dtype, "out_dtype": dtype})
+        return out
 
     def _bind(self, op_type, attrs, xp, need, counts):
         """(kernel with its attributes bound, its KernelDef, the attributes as a program holds

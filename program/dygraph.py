@@ -20,6 +20,8 @@ _engine = None
 # Layer parameters by name: layer functions given only a parameter's name (BatchNorm's
 # moving_mean_name) use the parameter itself in eager mode (LayerHelper.create_parameter)
 parameters_by_name: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+# what amp.auto_cast put in place (program/amp/eager.py): the eager engine casts op inputs by it
+autocast_state = None
 
 
 def register_engine(engine) -> None:

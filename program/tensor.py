@@ -200,7 +200,8 @@ class Tensor(Variable):
     def clear_gradient(self, set_to_zero: bool = True) -> None:
         """The gradient back to zeros (or to None with set_to_zero=False), as PaddlePaddle's."""
         if self.grad is not None and set_to_zero:
-            self.grad._value = self.grad.value * 0
+            value = self.grad.value
+            self.grad._value = dygraph.engine().array_module(value).zeros_like(value)  # not value * 0: Inf * 0
         else:
             self.grad = None
 

@@ -377,3 +377,48 @@ def test_eager_steps_follow_the_lr_scheduler_and_clip_gradients():
         sched.step()
         moved.append((before - layer.weight.numpy()).ravel())
     np.testing.assert_allclose(moved, [[0.6, 0.8], [0.3, 0.4], [0.15, 0.2]], rtol=1e-6)
+
+
+def test_auto_cast_runs_the_white_list_in_float16_and_gradients_reach_float32_parameters():
+    f16, f32 = pg.dtypes.to_code("float16"), pg.dtypes.to_code("float32")
+    layer = pg.nn.Linear(4, 3)
+    x = paddle.to_tensor(np.random.default_rng(0).random((2, 4)).astype("float32"))
+    with paddle.amp.auto_cast(dtype="float16"):
+        product = x @ layer.weight                      # matmul_v2: white list
+        assert product.dtype == f16
+        mixed = product + layer.bias                    # a gray op mixing float16/32: float32
+        assert mixed.dtype == f32
+        probs = pg.softmax(product)                     # black list: float32
+        assert probs.dtype == f32
+    np.testing.assert_allclose(product.numpy(), (x.numpy().astype("float16") @
+                                                 layer.weight.numpy().astype("float16")), rtol=1e-3)
+    (probs.sum() + mixed.sum()).backward()
+    assert layer.weight.grad.dtype == f32 and layer.bias.grad.dtype == f32
+    with paddle.amp.auto_cast(enable=False):
+        assert (x @ layer.weight).dtype == f32
+
+
+def test_grad_scaler_skips_a_step_with_infinite_gradients_and_adapts_the_scale():
+    layer = pg.nn.Linear(2, 1, bias_attr=False)
+    layer.weight.set_value(np.ones((2, 1), "float32"))
+    opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+    scaler = paddle.amp.GradScaler(init_loss_scaling=8.0, incr_every_n_steps=2, decr_every_n_nan_or_inf=1)
+    x = paddle.to_tensor([[1.0, 2.0]])
+    scaler.scale(layer(x).sum()).backward()            # gradients [1, 2] times 8
+    np.testing.assert_array_equal(layer.weight.grad.numpy().ravel(), [8, 16])
+    scaler.step(opt)                                   # unscaled to [1, 2], then the step
+    scaler.update()
+    np.testing.assert_allclose(layer.weight.numpy().ravel(), [0.9, 0.8], rtol=1e-6)
+    opt.clear_grad()
+    scaler.scale(layer(paddle.to_tensor([[np.inf, 1.0]])).sum()).backward()
+    before = layer.weight.numpy().copy()
+    scaler.minimize(opt, None)                         # Inf: no step, the scale halves
+    np.testing.assert_array_equal(layer.weight.numpy(), before)
+    assert scaler.get_loss_scaling() == 4.0
+    opt.clear_grad()
+    for _ in range(2):                                 # two finite steps: the scale doubles
+        scaler.scale(layer(x).sum()).backward()
+        scaler.minimize(opt, None)
+        opt.clear_grad()
+    assert scaler.get_loss_scaling() == 8.0
+    assert scaler.state_dict()["scale"].tolist() == [8.0]
