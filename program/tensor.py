@@ -22,6 +22,7 @@ _T_DENSE = 7  # pb.VarType.DENSE_TENSOR
 class Tensor(Variable):
     """An eager tensor (paddle.Tensor). Build one with `keel.to_tensor(data)`."""
 
+    eager = True
     # Defaults at class level: an op makes a Tensor per output, and most keep these.
     grad = None          # a Tensor, after backward(), for a leaf that needs one
     _node = None         # the tape entry of the op that computed this tensor

@@ -422,3 +422,12 @@ def test_grad_scaler_skips_a_step_with_infinite_gradients_and_adapts_the_scale()
         opt.clear_grad()
     assert scaler.get_loss_scaling() == 8.0
     assert scaler.state_dict()["scale"].tolist() == [8.0]
+
+
+def test_a_tensor_in_a_static_program_is_refused_by_name():
+    t = paddle.to_tensor(np.ones((2, 3), "float32"))
+    with pg.program_guard(pg.Program()):
+        x = pg.data("x", [-1, 3])
+        with pytest.raises(pg.ProgramError, match=r"input 'Y' is the eager Tensor .* static program") as e:
+            x + t
+    assert "test_eager.py" in str(e.value)
