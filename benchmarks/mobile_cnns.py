@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import keel.program as pg  # noqa: E402
 

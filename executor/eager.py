@@ -28,10 +28,15 @@ from keel.program.amp.eager import cast_inputs
 from keel.program.backward import EMPTY, GradNames, _make_default
 from keel.program.block import Block
 from keel.program.errors import OpError
+from keel.program.layers.math import scalar_as_scale
 from keel.program.ops import registry
 from keel.program.ops.registry import GRAD_SUFFIX, NOT_DIFFERENTIABLE, GradRule
 from keel.program.tensor import Tensor
 from keel.program.variable import Variable
+
+
+_FAST_DTYPES = frozenset(dtypes.to_code(d) for d in ("float16", "float32", "float64"))
+_ELEMENTWISE = frozenset({"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div"})
 
 
 class EagerError(OpError):
@@ -151,6 +156,7 @@ class Engine:
         self._seq = itertools.count()
         self._calls: dict = {}       # (op type, attributes, array module, outputs) -> _Call
         self._grad_calls: dict = {}  # the same for gradient ops: (fn, kdef, attributes)
+        self._operators: dict = {}   # the Python operators' common cases (operator())
         self._updaters = weakref.WeakKeyDictionary()  # optimizer -> its eager update plan
 
     # -- places ----------------------------------------------------------------------------
@@ -237,6 +243,49 @@ class Engine:
         self._record(call, ins, outs)
         return None
 
+    def operator(self, x: Tensor, other, op_type: str, reverse: bool):
+        """`x <op> other` for a Python operator in its common cases, or None for the caller to
+        take the layer path (program/layers/math.py binary_operator). The ops are the ones
+        that path appends, bound the same way (the _Call cache): a float tensor and a
+        number make one scale op; two tensors of one float dtype, the elementwise op."""
+        value = x._value
+        if value is None or x._dtype not in _FAST_DTYPES or dygraph.autocast_state is not None:
+            return None
+        kind = type(other)
+        if kind is float or kind is int:
+            as_scale = scalar_as_scale(op_type, float(other), reverse)
+            if as_scale is None:
+                return None
+            key = ("scale", as_scale, type(value))
+            call = self._operators.get(key)
+            if call is None:
+                call = self._operators[key] = _Call(self, "scale", {"scale": as_scale[0], "bias": as_scale[1]},
+                                                    self.array_module(value), (("Out", 1),))
+            ins, result = {"X": [x]}, call.fn(value, None, None)
+        elif isinstance(other, Tensor) and other._dtype == x._dtype and other._value is not None \
+                and op_type in _ELEMENTWISE:
+            a, b = (other, x) if reverse else (x, other)
+            key = (op_type, type(value))
+            call = self._operators.get(key)
+            if call is None:
+                call = self._operators[key] = _Call(self, op_type, {"axis": -1}, self.array_module(value),
+                                                    (("Out", 1),))
+            ins = {"X": [a], "Y": [b]}
+            try:
+                result = call.fn(a._value, b._value)
+            except Exception:  # noqa: BLE001 - the layer path raises the op's error with the user's line
+                return None
+        else:
+            return None
+        out = Tensor.__new__(Tensor)
+        out._value = result if type(result) is not np.float64 and not isinstance(result, np.generic) \
+            else np.asarray(result)
+        out._dtype, out._stop_gradient = x._dtype, True
+        if self.grad_enabled and call.wanted is not None and not all(t._stop_gradient for ts in ins.values()
+                                                                     for t in ts):
+            self._record(call, ins, {"Out": [out]})
+        return out
+
     def _cast(self, t: Tensor, dtype: int) -> Tensor:
         """`t` cast to `dtype` by a (recorded) cast op."""
         out = Tensor(None, dtype)
@@ -262,7 +311,7 @@ class Engine:
                 not t._stop_gradient for s in (call.wanted or ins) for t in ins.get(s, ())):
             _no_grad(outs)
             return
-        node = _Node(call.op_type, dict(call.attrs), ins, outs, next(self._seq))
+        node = _Node(call.op_type, call.attrs, ins, outs, next(self._seq))  # attrs: never changed after binding
         carried = call.carried if call.carried is not None else tuple(outs)
         for slot, ts in outs.items():
             for t in ts:

@@ -255,6 +255,26 @@ class Tensor(Variable):
         return transpose(self, list(range(self.ndim))[::-1])
 
 
+def _operator(op_type: str, reverse: bool = False):
+    """A Python operator of Tensor: the eager engine's direct path for its common cases,
+    else Variable's (the layer function a program uses)."""
+    def method(self, other):
+        if isinstance(other, Variable) and not other.eager and not dygraph.in_dynamic_mode():
+            return NotImplemented  # building a program: the Variable's operator, whose op refuses a Tensor
+        out = dygraph._engine.operator(self, other, op_type, reverse)
+        return out if out is not None else Variable._binary(self, other, op_type, reverse)
+    method.__name__ = f"{op_type}{' (reversed)' if reverse else ''}"
+    return method
+
+
+for _name, _op, _reverse in (("__add__", "elementwise_add", False), ("__radd__", "elementwise_add", True),
+                             ("__sub__", "elementwise_sub", False), ("__rsub__", "elementwise_sub", True),
+                             ("__mul__", "elementwise_mul", False), ("__rmul__", "elementwise_mul", True),
+                             ("__truediv__", "elementwise_div", False),
+                             ("__rtruediv__", "elementwise_div", True)):
+    setattr(Tensor, _name, _operator(_op, _reverse))
+
+
 class _HookRemover:
     def __init__(self, hooks, key):
         self._hooks, self._key = hooks, key

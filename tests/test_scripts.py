@@ -58,6 +58,7 @@ _BLOCK = ("import runpy, sys\n"
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script, args, peers", [
+    ("bench_eager.py", ["--repeat", "3"], {"PyTorch"}),
     ("bench_training.py", ["--repeat", "1"], {"PyTorch", "PaddlePaddle"}),
     ("bench_transformer.py", ["--repeat", "1"], {"PyTorch", "PaddlePaddle"}),
     ("bench_inference.py", ["--models", "mlp", "--batches", "1", "--repeat", "10"], {"ONNX Runtime"}),

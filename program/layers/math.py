@@ -648,6 +648,17 @@ def negative(x) -> Variable:
     return _operator_scale(x, -1.0, 0.0)
 
 
+def scalar_as_scale(op_type: str, value: float, reverse: bool):
+    """(scale, bias) of the one `scale` op that `x <op> value` (`value <op> x` when reverse)
+    is, or None when it is not one (x / 0, number / x, comparisons, ...)."""
+    if op_type in _SCALAR_AS_SCALE and (not reverse or op_type in _COMMUTATIVE) \
+            and not (op_type == "elementwise_div" and value == 0.0):
+        return _SCALAR_AS_SCALE[op_type](value)
+    if reverse and op_type == "elementwise_sub":
+        return -1.0, value
+    return None
+
+
 def binary_operator(x, other, op_type, reverse=False):
     """`x <op> other` (or `other <op> x` when reverse) with PaddlePaddle's static-graph
     rules: a number with +, -, *, / is one `scale` op (number - x: scale -1, bias number);
@@ -664,11 +675,9 @@ def binary_operator(x, other, op_type, reverse=False):
             elif x.dtype == _T.BOOL and op_type not in _COMPARISONS:
                 x = astype(x, "int64")
         value = float(value)
-        if op_type in _SCALAR_AS_SCALE and (not reverse or op_type in _COMMUTATIVE) \
-                and not (op_type == "elementwise_div" and value == 0.0):
-            return _operator_scale(x, *_SCALAR_AS_SCALE[op_type](value))
-        if reverse and op_type == "elementwise_sub":
-            return _operator_scale(x, -1.0, value)
+        as_scale = scalar_as_scale(op_type, value, reverse)
+        if as_scale is not None:
+            return _operator_scale(x, *as_scale)
         block = x.block.program.current_block()
         other = _tmp(block, x.dtype)
         block.append_op("fill_constant", {}, {"Out": other},
