@@ -225,6 +225,27 @@ class _CNN(pg.nn.Layer):
         return self.fc(pg.reshape(h, [-1, 4 * 4 * 4]))
 
 
+class _LSTMClassifier(pg.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.lstm = pg.nn.LSTM(4, 8)
+        self.fc = pg.nn.Linear(8, 3)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(pg.reduce_mean(out, dim=1))
+
+
+class _Encoder(pg.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.enc = pg.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+        self.fc = pg.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(pg.reduce_mean(self.enc(x), dim=1))
+
+
 def _batches(shape, n=6):
     rng = np.random.default_rng(3)
     return [(rng.standard_normal(shape).astype("float32"), rng.integers(0, 3, (shape[0], 1)).astype("int64"))
@@ -263,7 +284,9 @@ def _static_losses(net, make_opt, batches, x_shape, state):
     (_MLP, (8, 6), lambda ps: paddle.optimizer.Momentum(learning_rate=0.05, momentum=0.9, parameters=ps,
                                                         weight_decay=0.01)),
     (_CNN, (5, 1, 4, 4), lambda ps: paddle.optimizer.SGD(learning_rate=0.1, parameters=ps)),
-], ids=["mlp-adam", "mlp-momentum-l2", "cnn-bn-sgd"])
+    (_LSTMClassifier, (4, 5, 4), lambda ps: paddle.optimizer.Adam(learning_rate=0.02, parameters=ps)),
+    (_Encoder, (4, 5, 8), lambda ps: paddle.optimizer.AdamW(learning_rate=0.01, parameters=ps)),
+], ids=["mlp-adam", "mlp-momentum-l2", "cnn-bn-sgd", "lstm-adam", "transformer-encoder-adamw"])
 def test_eager_and_static_training_reach_the_same_losses(make_net, x_shape, make_opt):
     paddle.seed(5)
     net = make_net()
