@@ -11,10 +11,16 @@ import os
 import sys
 
 # Frames from these directories are Keel's own; the first frame outside them is the user's.
+# (In the repository hapi/ and distributed/ live in keel/; installed, beside program/.)
 _OWN_DIRS = tuple(
     os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), pkg) + os.sep
-    for pkg in ("program", "executor", "kernels", "proto")
+    for pkg in ("program", "executor", "kernels", "proto", "keel", "hapi", "distributed", "tools")
 )
+
+
+def called_from_keel(depth: int = 1) -> bool:
+    """Whether the frame `depth` levels above the caller is Keel's own code."""
+    return sys._getframe(depth + 1).f_code.co_filename.startswith(_OWN_DIRS)
 
 
 def user_frame_lines() -> list[str]:

@@ -5,15 +5,19 @@ Keel's Predictor alike.
     model = MyNet()            # a program.nn.Layer, trained in some program
     pg.jit.save(model, "out/net", input_spec=[pg.static.InputSpec([None, 784], "float32", "x")])
 
-The input specs are required: the layer is called once, in eval mode, on `data` variables
-made from them, in a fresh program; the result is pruned and written by
+The input specs are required (given, or from `to_static(input_spec=...)`): the layer is
+called once, in eval mode, on `data` variables made from them, in a fresh program; the result is pruned and written by
 `save_inference_model` (crash-safe, PaddlePaddle's layout) with the layer's own parameter
 values (those eager training or `set_state_dict` gave it; the global scope's for one trained
 only in a static program). A spec without a name takes the name of the matching `forward`
 argument, as PaddlePaddle's does.
+
+`to_static` converts a Layer or function: its calls on Tensors run a program traced from
+its Python code (see StaticFunction).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 
 from keel.program import default, dygraph, unique_name
@@ -29,7 +33,7 @@ from keel.program.static import InputSpec
 from keel.program.tensor import Tensor
 from keel.program.variable import Variable
 
-__all__ = ["save", "load", "TranslatedLayer"]
+__all__ = ["save", "load", "to_static", "TranslatedLayer", "StaticFunction"]
 
 
 def save(layer, path, input_spec=None, scope=None) -> Program:
@@ -48,8 +52,11 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
         (3, 2)
     """
     if not input_spec:
-        raise ValueError("jit.save needs input_spec=[InputSpec(shape, dtype, name), ...]: Keel builds "
-                         "the program by calling the layer on them (there is no eager run to trace)")
+        input_spec = getattr(getattr(layer, "forward", None), "input_spec", None)  # to_static(input_spec=...)
+    if not input_spec:
+        raise ValueError("jit.save needs input_spec=[InputSpec(shape, dtype, name), ...] (or a layer "
+                         "converted with to_static(input_spec=...)): Keel builds the program by calling "
+                         "the layer on them")
     specs = [s if isinstance(s, InputSpec) else InputSpec(s.shape, s.dtype, s.name) for s in input_spec]
     names = _argument_names(layer, len(specs))
     main, startup = Program(), Program()
@@ -63,14 +70,12 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
 
 
 class _LayerValues:
-    """A scope (what save_inference_model reads: find_var, get) holding the layer's own
-    parameter values, over `fallback` (the global scope) for a parameter a static program
-    trained there and for every other name."""
+    """A scope (what save_inference_model reads: find_var, get) holding the layer's
+    parameters' current values (LayerParameter.current_value), over `fallback` (the global
+    scope) for every other name."""
 
     def __init__(self, layer, fallback):
-        # a parameter with no value anywhere yet gets its initializer's (a freshly built layer)
-        self._own = {p.name: p.value for p in layer.parameters()
-                     if p._value is not None or fallback.find_var(p.name) is None}
+        self._own = {p.name: p.current_value(fallback) for p in layer.parameters()}
         self._fallback = fallback
 
     def find_var(self, name):
@@ -88,13 +93,16 @@ def _argument_names(layer, count: int) -> list[str]:
 
 
 def flatten_outputs(result) -> list[Variable]:
-    """A forward's result (a Variable, or lists, tuples and dicts of them) as a flat list."""
+    """A forward's result (a Variable, or lists, tuples and dicts of them) as a flat list;
+    other items (numbers, strings, None) are left out."""
     if isinstance(result, Variable):
         return [result]
     if isinstance(result, dict):
         result = list(result.values())
+    if not isinstance(result, (list, tuple)):
+        return []
     out = []
-    for item in result or ():
+    for item in result:
         out.extend(flatten_outputs(item))
     return out
 
@@ -136,27 +144,9 @@ class TranslatedLayer(Layer):
 
     def _run_eagerly(self, inputs) -> list[Tensor]:
         """The saved ops run one by one on Tensors (the eager engine records them for backward)."""
-        block = dygraph.current_block()
         env = dict(zip(self._feed_names, inputs))
         env.update(self._parameters)
-        source = self._program.global_block()
-        for op in source.ops:
-            if op.type in ("feed", "fetch"):
-                continue
-            if op.type in CONTROL_FLOW_OPS:
-                raise OpError("a loaded program with control flow runs as a program, not op by op: call the "
-                              "model on numpy arrays, or inside program_guard on Variables", op_type=op.type,
-                              callsite=op.callsite)
-            for name in op.output_arg_names:
-                if name not in env:
-                    env[name] = block.create_var(name, dtype=source.var(name).dtype)
-            outputs = {s: [env[n] for n in op.output(s)] for s in op.outputs}
-            for slot in op.opdef.outputs:  # outputs an inference file strips (dropout's Mask)
-                if not outputs.get(slot.name) and not slot.dispensable:
-                    outputs[slot.name] = [block.create_var(slot.name)]
-            block.append_op(op.type, {s: [env[n] for n in op.input(s)] for s in op.inputs}, outputs,
-                            {k: v for k, v in op.attrs.items() if k not in _RECORDED_ATTRS})
-        return [env[n] for n in self._fetch_names]
+        return run_ops_eagerly(self._program.global_block(), env, self._fetch_names, "a loaded program")
 
     def _append(self, inputs) -> list[Variable]:
         source = self._program.global_block()
@@ -182,6 +172,33 @@ class TranslatedLayer(Layer):
             block.append_op(op.type, {s: [names[n] for n in op.input(s)] for s in op.inputs}, outputs,
                             dict(op.attrs))
         return [block.var(names[n]) for n in self._fetch_names]
+
+
+def run_ops_eagerly(block, env: dict, fetch_names, where: str):
+    """Run a block's ops one by one on Tensors through the eager engine (recorded for
+    backward): `env` maps the block's input and parameter names to Tensors; returns the
+    Tensors of `fetch_names`. For jit.load's layer and to_static's traced programs."""
+    eager_block = dygraph.current_block()
+    for op in block.ops:
+        if op.type in ("feed", "fetch"):
+            continue
+        if op.type in CONTROL_FLOW_OPS:
+            raise OpError(f"{where} holds control flow, which runs as a program, not op by op: call it on "
+                          "numpy arrays, or inside program_guard on Variables", op_type=op.type, callsite=op.callsite)
+        for name in op.output_arg_names:
+            if name not in env:
+                env[name] = eager_block.create_var(name, dtype=block.var(name).dtype)
+        outputs = {s: [env[n] for n in op.output(s)] for s in op.outputs}
+        for slot in op.opdef.outputs:  # outputs an inference file strips (dropout's Mask)
+            if not outputs.get(slot.name) and not slot.dispensable:
+                outputs[slot.name] = [eager_block.create_var(slot.name)]
+        missing = [n for n in op.input_arg_names if n not in env]
+        if missing:
+            raise OpError(f"{where}: the op reads {missing}, which no input, parameter or earlier op gives",
+                          op_type=op.type, callsite=op.callsite)
+        eager_block.append_op(op.type, {s: [env[n] for n in op.input(s)] for s in op.inputs}, outputs,
+                              {k: v for k, v in op.attrs.items() if k not in _RECORDED_ATTRS})
+    return [env[n] for n in fetch_names]
 
 
 # attributes a file records about where an op came from, which running it does not read
@@ -212,3 +229,113 @@ def load(path, scope=None) -> TranslatedLayer:
     scope = scope if scope is not None else default.global_scope()
     program, feeds, fetches = load_inference_model(path, scope=scope)
     return TranslatedLayer(program, feeds, [v.name for v in fetches], scope)
+
+
+class StaticFunction:
+    """What `to_static` makes of a function or a Layer's forward: called on Tensors, it runs
+    the static program traced from the Python code for these input shapes and dtypes (and
+    the layer's train/eval mode), traced once and cached, retraced for a new signature; the
+    program's ops run through the eager engine, so gradients flow to the layer's parameters
+    as in eager mode. Called on Variables (inside program_guard) it is the plain function.
+    Python control flow on a tensor's value cannot be traced: the trace stops there with an
+    error naming the line and saying what to write (static.nn.cond, static.nn.while_loop)."""
+
+    def __init__(self, function, input_spec=None, layer=None):
+        self._function, self._layer = function, layer
+        self.input_spec = list(input_spec) if input_spec is not None else None
+        self._programs: dict = {}
+        functools.update_wrapper(self, function)
+
+    def __get__(self, instance, owner):  # a decorated forward, bound to its layer
+        if instance is None:
+            return self
+        bound = instance.__dict__.get(f"_static_{self._function.__name__}")
+        if bound is None:
+            bound = StaticFunction(self._function.__get__(instance, owner), self.input_spec, instance)
+            instance.__dict__[f"_static_{self._function.__name__}"] = bound
+        return bound
+
+    def __call__(self, *args, **kwargs):
+        if kwargs or not args or not all(isinstance(a, Tensor) for a in args) or not dygraph.in_dynamic_mode():
+            return self._function(*args, **kwargs)
+        training = getattr(self._layer, "training", None)
+        key = (tuple((tuple(a.shape), a.dtype) for a in args), training)
+        traced = self._programs.get(key)
+        if traced is None:
+            traced = self._programs[key] = self._trace(args)
+        program, feed_names, fetch_names, structure = traced
+        env = dict(zip(feed_names, args))
+        own = {p.name: p for p in self._layer.parameters()} if isinstance(self._layer, Layer) else {}
+        for name in _parameter_names(program):
+            param = own[name] if name in own else dygraph.parameters_by_name.get(name)
+            if param is None:
+                raise RuntimeError(f"to_static: the traced program reads persistable {name!r}, which is no "
+                                   "layer's parameter (create parameters with Layer.create_parameter)")
+            env[name] = param
+        outputs = run_ops_eagerly(program.global_block(), env, fetch_names,
+                                  f"to_static({getattr(self._function, '__qualname__', 'function')})")
+        return _pack(structure, iter(outputs))
+
+    def _trace(self, args):
+        main, startup = Program(), Program()
+        with default.program_guard(main, startup):
+            feeds = [data(f"input_{i}", list(a.shape), a.dtype) for i, a in enumerate(args)]
+            result = self._function(*feeds)
+        outputs = flatten_outputs(result)
+        if not outputs:
+            raise ValueError("to_static: the function returned no tensors")
+        return main, [f.name for f in feeds], [v.name for v in outputs], _structure(result)
+
+    @property
+    def concrete_programs(self) -> list[Program]:
+        """The programs traced so far (one per input signature)."""
+        return [traced[0] for traced in self._programs.values()]
+
+
+def to_static(function=None, input_spec=None, build_strategy=None, backend=None, full_graph=False, **kwargs):
+    """paddle.jit.to_static: a Layer, a Layer's forward or a function whose calls run as a
+    static program traced from it (see StaticFunction); `input_spec` is what jit.save uses
+    when it is given none. Works as `to_static(layer)`, `@to_static` and
+    `@to_static(input_spec=[...])`."""
+    def convert(target):
+        if isinstance(target, Layer):
+            target.forward = StaticFunction(target.forward, input_spec, target)
+            return target
+        if isinstance(target, StaticFunction):
+            return target
+        if callable(target):
+            return StaticFunction(target, input_spec)
+        raise TypeError(f"to_static expects a Layer or a function, got {type(target).__name__}")
+    return convert if function is None else convert(function)
+
+
+def _parameter_names(program) -> list[str]:
+    return [v.name for v in program.global_block().vars.values() if v.persistable and v.name not in ("feed", "fetch")]
+
+
+def _structure(result):
+    """The nesting of a function's result, with None where a tensor goes."""
+    if isinstance(result, Variable):
+        return None
+    if isinstance(result, dict):
+        return {k: _structure(v) for k, v in result.items()}
+    if isinstance(result, (list, tuple)):
+        return type(result)(_structure(v) for v in result)
+    return _Constant(result)
+
+
+def _pack(structure, tensors):
+    if structure is None:
+        return next(tensors)
+    if isinstance(structure, dict):
+        return {k: _pack(v, tensors) for k, v in structure.items()}
+    if isinstance(structure, _Constant):
+        return structure.value
+    return type(structure)(_pack(v, tensors) for v in structure)
+
+
+class _Constant:
+    """A non-tensor item of a traced function's result, returned as it was."""
+
+    def __init__(self, value):
+        self.value = value

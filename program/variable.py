@@ -214,6 +214,20 @@ class Variable:
         from keel.program.layers.tensor import getitem
         return getitem(self, item)
 
+    def __bool__(self):
+        # A user's Python `if`/`while`/`and` on a variable while building a program would take
+        # one branch silently, whatever the value is at run time. (Keel's own code uses a
+        # variable's truth as "present", `find_var(...) or default`.)
+        from keel.program import callsite
+        from keel.program.errors import ProgramError
+        if callsite.called_from_keel():
+            return True
+        where = callsite.describe(callsite.user_frame_lines())
+        raise ProgramError(f"the truth value of variable {self.name} is only known when the program runs"
+                           f"{' (at ' + where + ')' if where else ''}: a Python if/while/and/or on it would pick "
+                           "one branch now; write static.nn.cond(pred, true_fn, false_fn) or "
+                           "static.nn.while_loop(cond, body, vars), or test `is None` for an optional variable")
+
     def __iter__(self):
         # Without this, Python would iterate through __getitem__ forever on a -1 dim.
         raise TypeError(f"variable {self.name} is not iterable while building a program; "

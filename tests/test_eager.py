@@ -454,3 +454,75 @@ def test_a_tensor_in_a_static_program_is_refused_by_name():
         with pytest.raises(pg.ProgramError, match=r"input 'Y' is the eager Tensor .* static program") as e:
             x + t
     assert "test_eager.py" in str(e.value)
+
+
+def test_python_control_flow_on_a_program_variable_is_refused_with_what_to_write():
+    with pg.program_guard(pg.Program()):
+        x = pg.data("x", [-1, 3])
+        with pytest.raises(pg.ProgramError, match=r"truth value of variable .* static.nn.cond") as e:
+            if pg.mean(x) > 0:
+                pass
+    assert "test_eager.py" in str(e.value)
+
+
+def test_a_new_layer_does_not_take_a_stale_global_scope_value_of_the_same_name():
+    """Unique names restart (unique_name.guard): a new layer's linear_0.w_0 is not the global
+    scope's linear_0.w_0 of an earlier program; a layer a static program trained is read there."""
+    with pg.unique_name.guard():
+        old = pg.nn.Linear(3, 2)
+        main, startup = pg.Program(), pg.Program()
+        with pg.program_guard(main, startup):
+            old(pg.data("x", [-1, 3]))
+        Executor().run(startup)                          # the global scope holds linear_0.w_0
+        trained = old.state_dict()["weight"]
+        np.testing.assert_array_equal(trained, paddle.global_scope().get(old.weight.name))
+    with pg.unique_name.guard():
+        new = pg.nn.Linear(3, 2)
+    assert new.weight.name == old.weight.name
+    fresh = new.state_dict()["weight"]
+    np.testing.assert_array_equal(fresh, new.weight.numpy())     # its own initial value
+    assert not np.array_equal(fresh, trained)
+
+
+class _ToStaticNet(pg.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = pg.nn.Linear(6, 3)
+
+    @paddle.jit.to_static(input_spec=[paddle.static.InputSpec([None, 6], "float32", "x")])
+    def forward(self, x):
+        return pg.softmax(self.fc(x)), {"hidden": self.fc(x) * 2, "note": "kept"}
+
+
+def test_to_static_runs_the_traced_program_with_gradients_and_retraces_per_shape(tmp_path):
+    paddle.seed(8)
+    net = _ToStaticNet()
+    x = paddle.to_tensor(np.random.default_rng(1).random((4, 6)).astype("float32"))
+    probs, extra = net(x)
+    assert extra["note"] == "kept" and extra["hidden"].shape == [4, 3]
+    expected = np.exp(x.numpy() @ net.fc.weight.numpy() + net.fc.bias.numpy())
+    np.testing.assert_allclose(probs.numpy(), expected / expected.sum(1, keepdims=True), rtol=1e-5)
+    (probs.sum() + extra["hidden"].sum()).backward()
+    traced_grad = net.fc.weight.grad.numpy().copy()
+    net.fc.weight.clear_gradient()
+    plain = _ToStaticNet.forward.__wrapped__                      # the Python forward, run eagerly
+    eager_probs, eager_extra = plain(net, x)
+    (eager_probs.sum() + eager_extra["hidden"].sum()).backward()
+    np.testing.assert_array_equal(traced_grad, net.fc.weight.grad.numpy())
+    net(paddle.to_tensor(np.ones((2, 6), "float32")))
+    assert len(net.forward.concrete_programs) == 2                # retraced for the new shape
+    paddle.jit.save(net, str(tmp_path / "m"))                     # its input_spec
+    loaded = paddle.jit.load(str(tmp_path / "m"))
+    np.testing.assert_allclose(loaded(x.numpy())[0], probs.numpy(), rtol=1e-6)
+
+
+def test_to_static_stops_at_python_control_flow_on_a_tensor_and_says_what_to_write():
+    def gate(x):
+        if pg.mean(x) > 0:
+            return x * 2
+        return x
+    converted = paddle.jit.to_static(gate)
+    with pytest.raises(pg.ProgramError, match=r"static.nn.cond") as e:
+        converted(paddle.to_tensor([1.0, 2.0]))
+    assert "test_eager.py" in str(e.value) and "if pg.mean(x) > 0" in str(e.value)
+    assert gate(paddle.to_tensor([1.0, 2.0])).numpy().tolist() == [2, 4]      # eagerly, it runs

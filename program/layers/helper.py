@@ -57,8 +57,10 @@ class LayerHelper:
         if not startup_block.has_var(name):
             svar = startup_block.create_var(name, shape, dtype, persistable=True)
             initializer(svar, startup_block)
-        if owner is not None and owner._value is not None:
-            _seed_global_scope(name, owner._value)  # the program starts from the layer's value
+        if owner is not None:
+            owner._in_program = True
+            if owner._value is not None:  # the program starts from the layer's own value
+                _set_in_global_scope(name, owner._value)
         return param
 
     def create_tmp(self, dtype="float32", shape=(), stop_gradient: bool = False):
@@ -83,11 +85,10 @@ class LayerHelper:
         return self.unary(act, x)
 
 
-def _seed_global_scope(name, value) -> None:
-    """Give the global scope `value` for parameter `name` where it has none yet."""
+def _set_in_global_scope(name, value) -> None:
+    """Put a layer's value of parameter `name` in the global scope, where programs read it."""
     try:
         scope = default.global_scope()
     except RuntimeError:  # no executor package: nothing runs programs here
         return
-    if scope.find_var(name) is None:
-        scope.set(name, value)
+    scope.set(name, value)

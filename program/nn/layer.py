@@ -54,6 +54,7 @@ class LayerParameter(Tensor):
     with its initializer in the startup program, on first use)."""
 
     is_parameter = True
+    _in_program = False  # a static program has made a Parameter of it (LayerHelper.create_parameter)
 
     def __init__(self, name: str, shape, dtype, attr: ParamAttr, default_initializer):
         super().__init__(None, dtype, name=name, stop_gradient=not attr.trainable, persistable=True)
@@ -89,6 +90,15 @@ class LayerParameter(Tensor):
         if self._value is None:
             self._initialize()
         return self._value
+
+    def current_value(self, global_scope):
+        """The value that is this parameter's now: its own (eager training, set_state_dict, a
+        Model's fit); else, for a parameter only static programs have used, the global scope's
+        (where the startup program and training put it); else its initializer's."""
+        if self._value is None and self._in_program and global_scope is not None \
+                and global_scope.find_var(self.name) is not None:
+            return global_scope.get(self.name)
+        return self.value
 
     def _initialize(self) -> None:
         """Run the initializer eagerly (in this process's eager stream, under keel.seed)."""
@@ -299,16 +309,14 @@ class Layer:
     # -- values (in a scope) -----------------------------------------------------------------
     def state_dict(self, scope=None, structured_name_prefix: str = "") -> "OrderedDict[str, np.ndarray]":
         """Structured name -> a host copy of each parameter's value: from `scope` when given;
-        else from the global scope where a program's run keeps it, or the layer's own
-        (eager) value, made by the initializer if nothing has set it yet."""
-        given = scope
-        scope = _scope(scope)
+        else the parameter's current value (LayerParameter.current_value: its own, or the
+        global scope's for one only static programs used, or its initializer's)."""
         out = OrderedDict()
         for key, param in self.named_parameters(structured_name_prefix):
-            if scope.find_var(param.name) is not None:
+            if scope is None:
+                value = param.current_value(_global_scope_or_none())
+            elif scope.find_var(param.name) is not None:
                 value = scope.get(param.name)
-            elif given is None:
-                value = param.value
             else:
                 raise KeyError(f"state_dict: parameter {param.name} ({key}) has no value in the scope: "
                                f"run the startup program first")
@@ -343,7 +351,7 @@ class Layer:
         if problems:
             raise ValueError(f"set_state_dict: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
         for param, value in values.items():
-            if given is not None or scope.find_var(param.name) is not None:
+            if given is not None or (param._in_program and scope.find_var(param.name) is not None):
                 scope.set(param.name, value)
             if given is None:
                 param.set_value(value)
@@ -375,3 +383,11 @@ def _scope(scope):
         return scope
     from keel.program import default
     return default.global_scope()
+
+
+def _global_scope_or_none():
+    from keel.program import default
+    try:
+        return default.global_scope()
+    except RuntimeError:  # no executor package imported
+        return None
