@@ -12,7 +12,7 @@ import numpy as np
 
 from keel.kernels.constants import filled
 from keel.kernels.control_flow import sum_arrays
-from keel.kernels.elementwise import align, sum_to
+from keel.kernels.elementwise import align, as_grad_of, sum_to
 from keel.kernels.registry import UfuncCall, kernel
 from keel.kernels.tensor import BF16, from_bf16_bits, to_bf16_bits
 
@@ -861,13 +861,19 @@ def _matmul_grads(xp, x, y, g, tx, ty, need):
         Out = X Y:      dX = G Y^T,    dY = X^T G
         Out = X Y^T:    dX = G Y,      dY = G^T X
         Out = X^T Y:    dX = Y G^T,    dY = X G
-        Out = X^T Y^T:  dX = Y^T G^T,  dY = G^T X^T"""
+        Out = X^T Y^T:  dX = Y^T G^T,  dY = G^T X^T
+    Complex operands enter conjugated (PaddlePaddle's dX = G conj(Y)^T); a real operand's
+    gradient from a complex product is the real part."""
+    x_dtype, y_dtype = x.dtype, y.dtype
+    if x.dtype.kind == "c" or y.dtype.kind == "c":
+        x, y = xp.conj(x), xp.conj(y)
     dx = dy = None
     if "X@GRAD" in need:
         dx = _product(xp, y, g, ty, True, x.shape) if tx else _product(xp, g, y, False, not ty, x.shape)
     if "Y@GRAD" in need:
         dy = _product(xp, g, x, True, tx, y.shape) if ty else _product(xp, x, g, not tx, False, y.shape)
-    return dx, dy
+    return (None if dx is None else as_grad_of(xp, dx, x_dtype),
+            None if dy is None else as_grad_of(xp, dy, y_dtype))
 
 
 _BOTH = frozenset({"X@GRAD", "Y@GRAD"})

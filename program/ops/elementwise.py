@@ -1,13 +1,14 @@
 """Binary elementwise ops with PaddlePaddle's broadcasting (`axis` attribute)."""
 from __future__ import annotations
 
-from keel.program.ops.infer import broadcast_shapes
+from keel.program.ops.infer import broadcast_shapes, promote_complex
 from keel.program.ops.registry import INT, NOT_DIFFERENTIABLE, define, grad_op
 
 
 def _infer_elementwise(ctx):
     x, y = ctx.input("X"), ctx.input("Y")
-    dtype = ctx.same_dtype(x, y)
+    # a real and a complex operand: PaddlePaddle promotes both to complex
+    dtype = promote_complex(x.dtype, y.dtype) or ctx.same_dtype(x, y)
     ctx.set_output("Out", broadcast_shapes(ctx, x, y, ctx.attr("axis")), dtype)
 
 

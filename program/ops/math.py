@@ -3,7 +3,8 @@ cumulative sums, arg-max/top-k, selection and norms."""
 from __future__ import annotations
 
 from keel.program import dtypes
-from keel.program.ops.infer import broadcast_shapes, dims_match, merge_dim, normalize_axis, numel
+from keel.program.ops.infer import (broadcast_shapes, dims_match, merge_dim, normalize_axis, numel,
+                                    promote_complex)
 from keel.program.ops.registry import (BOOL, FLOAT, INT, LONG, LONGS, INTS, NOT_DIFFERENTIABLE, STRING,
                                   GradOp, define, grad_maker, grad_op, many, opt)
 from keel.proto import pb
@@ -195,7 +196,7 @@ def _batch_broadcast(ctx, xb, yb, x, y):
 
 def _infer_matmul_v2(ctx):
     x, y = ctx.input("X"), ctx.input("Y")
-    dtype = ctx.same_dtype(x, y)
+    dtype = promote_complex(x.dtype, y.dtype) or ctx.same_dtype(x, y)  # real with complex: complex
     if x.ndim == 0 or y.ndim == 0:
         ctx.fail(f"inputs must have at least 1 dimension, got {x} and {y}")
     xs, ys = list(x.shape), list(y.shape)
