@@ -939,11 +939,19 @@ def _interp(xp, x, out_size_t, size_tensor, scale_t, data_layout, out_d, out_h, 
     if method not in ("linear", "bilinear", "trilinear"):
         raise NotImplementedError(f"interpolate: interp_method {interp_method!r} is not supported")
     align_flag = align_mode == 0 and not align_corners
-    cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
+    # float16 and integers (uint8 images) in float32, the result converted back (integers
+    # truncated toward zero, as PaddlePaddle's kernels for them compute)
+    cdt = xp.float32 if x.dtype == xp.float16 or x.dtype.kind != "f" else x.dtype
+    # PaddlePaddle's 1-D linear kernel keeps its weights in the input's type: on integers they
+    # truncate to 1 (lower neighbour) and 0, unlike its bilinear/trilinear kernels' floats
+    int_weights = x.dtype.kind != "f" and len(axes) == 1
     out = out.astype(cdt, copy=False)
     for a, i, o, s in zip(axes, in_sizes, sizes, scales):
         ratio = _interp_ratio(i, o, s, align_corners)
         lo, hi, w_lo, w_hi = _linear_axis(xp, i, o, ratio, align_flag)
+        if int_weights:
+            w_hi = xp.trunc(w_hi)
+            w_lo = 1 - w_hi
         shape = [1] * x.ndim
         shape[a] = o
         out = (xp.take(out, lo, axis=a) * w_lo.astype(cdt).reshape(shape)
@@ -964,8 +972,31 @@ def _interp_kernel(op_type):
 
 
 # Paddle dispatches on the interp_method attribute, not on the op type.
+linear_interp_v2 = _interp_kernel("linear_interp_v2")
 bilinear_interp_v2 = _interp_kernel("bilinear_interp_v2")
+trilinear_interp_v2 = _interp_kernel("trilinear_interp_v2")
 nearest_interp_v2 = _interp_kernel("nearest_interp_v2")
+
+
+def _v1_sizes(x, out_size, size_tensor, data_layout, out_d, out_h, out_w, scale):
+    """nearest_interp (1.x): a positive float `scale` sets every output size to
+    int(in * scale) unless an OutSize/SizeTensor input gives them; its source positions are
+    then in / out, not 1 / scale, so the v2 kernels get sizes and no scale."""
+    if scale > 0 and out_size is None and not size_tensor:
+        spatial = x.shape[1:-1] if _channel_last(data_layout) else x.shape[2:]
+        sizes = [int(_f32(d * _f32(scale))) for d in spatial]
+        out_d, out_h, out_w = ([0, 0, 0][:3 - len(sizes)] + sizes)
+    return out_d, out_h, out_w
+
+
+@kernel("nearest_interp", inputs=["X", "OutSize", "SizeTensor", "Scale"], outputs=["Out"],
+        attrs=["data_layout", "out_d", "out_h", "out_w", "scale", "interp_method",
+               "align_corners", "align_mode"])
+def nearest_interp(xp, x, out_size, size_tensor, scale_t, *, data_layout, out_d, out_h, out_w, scale,
+                   interp_method, align_corners, align_mode):
+    sizes = _v1_sizes(x, out_size, size_tensor, data_layout, out_d, out_h, out_w, scale)
+    return _interp(xp, x, out_size, size_tensor, scale_t, data_layout, *sizes, [], interp_method,
+                   align_corners, align_mode)
 
 
 @kernel("pixel_shuffle", inputs=["X"], outputs=["Out"], attrs=["upscale_factor", "data_format"])
@@ -1686,8 +1717,20 @@ def _interp_grad_kernel(op_type):
     return run
 
 
+linear_interp_v2_grad = _interp_grad_kernel("linear_interp_v2")
 bilinear_interp_v2_grad = _interp_grad_kernel("bilinear_interp_v2")
+trilinear_interp_v2_grad = _interp_grad_kernel("trilinear_interp_v2")
 nearest_interp_v2_grad = _interp_grad_kernel("nearest_interp_v2")
+
+
+@kernel("nearest_interp_grad", inputs=["X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"],
+        outputs=["X@GRAD"], attrs=["data_layout", "out_d", "out_h", "out_w", "scale", "interp_method",
+                                   "align_corners", "align_mode"])
+def nearest_interp_grad(xp, x, out_size, size_tensor, scale_t, dout, *, data_layout, out_d, out_h, out_w,
+                        scale, interp_method, align_corners, align_mode):
+    sizes = _v1_sizes(x, out_size, size_tensor, data_layout, out_d, out_h, out_w, scale)
+    return _interp_grad(xp, x, dout, out_size, size_tensor, scale_t, data_layout, *sizes, [],
+                        interp_method, align_corners, align_mode)
 
 
 @kernel("pixel_shuffle_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"],
