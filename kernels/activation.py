@@ -399,7 +399,9 @@ def _f32(value):
     return float(np.float32(value))
 
 
-for _op, _fn in [("acos", "arccos"), ("asin", "arcsin"), ("atan", "arctan")]:
+for _op, _fn in [("acos", "arccos"), ("asin", "arcsin"), ("atan", "arctan"), ("tan", "tan"),
+                 ("sinh", "sinh"), ("cosh", "cosh"), ("asinh", "arcsinh"), ("acosh", "arccosh"),
+                 ("atanh", "arctanh")]:
     _float_unary(_op, lambda xp, x, _fn=_fn: getattr(xp, _fn)(x), ufunc=_fn)
 
 
@@ -413,6 +415,20 @@ def _stanh(xp, x, *, scale_a=0.67, scale_b=1.7159):
     return _const(xp, _f32(scale_b), x) * xp.tanh(x * _const(xp, _f32(scale_a), x))
 
 
+def _hard_shrink(xp, x, *, threshold=0.5):
+    # Paddle: x where x > threshold or x < -threshold, else 0 (the bound cast to x's type)
+    t = _const(xp, _f32(threshold), x)
+    return xp.where((x > t) | (x < -t), x, _zero(xp, x))
+
+
+def _softshrink(xp, x, *, lambda_=0.5):
+    # Paddle: x - lambda where x > lambda, x + lambda where x < -lambda, else 0
+    lam = _const(xp, _f32(lambda_), x)
+    return xp.where(x > lam, x - lam, xp.where(x < -lam, x + lam, _zero(xp, x)))
+
+
+_float_unary("hard_shrink", _hard_shrink, ["threshold"])
+_float_unary("softshrink", _softshrink, ["lambda"])
 _float_unary("brelu", _brelu, ["t_min", "t_max"])
 _float_unary("stanh", _stanh, ["scale_a", "scale_b"])
 _float_unary("reciprocal", lambda xp, x: 1 / x)
@@ -818,6 +834,27 @@ _grad_kernel("acos", "X", _acos_grad)
 _grad_kernel("asin", "X", lambda xp, x, dout: dout / xp.sqrt(1 - x * x))
 _grad_kernel("atan", "X", lambda xp, x, dout: dout / (1 + x * x))
 _grad_kernel("brelu", "X", _brelu_grad, ["t_min", "t_max"])
+_grad_kernel("tan", "X", lambda xp, x, dout: dout / xp.square(xp.cos(x)))
+_grad_kernel("sinh", "X", lambda xp, x, dout: dout * xp.cosh(x))
+_grad_kernel("cosh", "X", lambda xp, x, dout: dout * xp.sinh(x))
+_grad_kernel("asinh", "X", lambda xp, x, dout: dout / xp.sqrt(x * x + 1))
+_grad_kernel("acosh", "X", lambda xp, x, dout: dout / xp.sqrt(x * x - 1))
+_grad_kernel("atanh", "X", lambda xp, x, dout: dout / (1 - x * x))
+
+
+def _shrink_grad(xp, x, dout, *, threshold=0.5):
+    # hard_shrink and softshrink (Paddle): dout where |x| > threshold (or lambda), else 0
+    t = _const(xp, _f32(threshold), x)
+    return xp.multiply(dout, (x > t) | (x < -t))
+
+
+_grad_kernel("hard_shrink", "X", _shrink_grad, ["threshold"])
+
+
+@kernel("softshrink_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=["lambda"])
+@elementwise
+def softshrink_grad(xp, x, dout, *, lambda_=0.5):
+    return _finish(xp, _shrink_grad(xp, _float_in(xp, x), dout, threshold=lambda_), x.dtype)
 _grad_kernel("stanh", "X", _stanh_grad, ["scale_a", "scale_b"])
 
 

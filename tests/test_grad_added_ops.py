@@ -2,7 +2,7 @@
 1-D/3-D-spatial interpolations and the 1.x nearest_interp, ..."""
 import pytest
 
-from gradcheck import Case, rand, run_case
+from gradcheck import Case, away_from, rand, run_case
 
 _INTERP = dict(data_layout="NCHW", out_d=0, out_h=0, out_w=0, scale=[], align_corners=True, align_mode=1)
 
@@ -29,3 +29,14 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_gradient(case):
     run_case(case)
+
+_SMOOTH = rand(3, 4, low=-0.8, high=0.8)
+CASES += [
+    Case("tan", {"X": _SMOOTH}), Case("sinh", {"X": _SMOOTH}), Case("cosh", {"X": _SMOOTH}),
+    Case("asinh", {"X": _SMOOTH}), Case("acosh", {"X": _SMOOTH + 2.0}), Case("atanh", {"X": _SMOOTH}),
+    Case("hard_shrink", {"X": away_from(rand(3, 4, low=-2, high=2), [-0.5, 0.5])}, {"threshold": 0.5}),
+    Case("softshrink", {"X": away_from(rand(3, 4, low=-2, high=2), [-0.3, 0.3])}, {"lambda": 0.3}),
+    Case("frobenius_norm", {"X": rand(3, 4)}, {"dim": [1], "keep_dim": False, "reduce_all": False}),
+    Case("frobenius_norm", {"X": rand(2, 3, 4)}, {"dim": [0, 2], "keep_dim": True, "reduce_all": False}),
+    Case("frobenius_norm", {"X": rand(2, 3)}, {"dim": [0], "keep_dim": False, "reduce_all": True}),
+]

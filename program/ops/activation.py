@@ -124,6 +124,15 @@ _unary("erf", "Out = erf(X), the Gauss error function", grad=_FROM_X)
 _unary("acos", "Out = arccos(X)", grad=_FROM_X)
 _unary("asin", "Out = arcsin(X)", grad=_FROM_X)
 _unary("atan", "Out = arctan(X)", grad=_FROM_X)
+_unary("tan", "Out = tan(X)", grad=_FROM_X)
+_unary("sinh", "Out = sinh(X)", grad=_FROM_X)
+_unary("cosh", "Out = cosh(X)", grad=_FROM_X)
+_unary("asinh", "Out = arcsinh(X)", grad=_FROM_X)
+_unary("acosh", "Out = arccosh(X)", grad=_FROM_X)
+_unary("atanh", "Out = arctanh(X)", grad=_FROM_X)
+_unary("hard_shrink", "Out = X where |X| > threshold, else 0", {"threshold": FLOAT(0.5)}, grad=_FROM_X)
+_unary("softshrink", "Out = X - lambda where X > lambda, X + lambda where X < -lambda, else 0",
+       {"lambda": FLOAT(0.5)}, grad=_FROM_X)
 _unary("brelu", "Out = min(max(X, t_min), t_max)", {"t_min": FLOAT(0.0), "t_max": FLOAT(24.0)},
        grad=_FROM_X)
 _unary("stanh", "Out = scale_b * tanh(scale_a * X)",

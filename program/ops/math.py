@@ -167,6 +167,17 @@ for _type, _kind, _what, _grad in [
                "or dim is empty); keep_dim keeps reduced dims as 1; out_dtype (-1: X's, "
                "int64 for a bool/int32 sum) sets the result type")
 
+def _infer_frobenius_norm(ctx):
+    x = ctx.input("X")
+    ctx.require_float(x)  # (PaddlePaddle also takes complex; Keel refuses it, a float input only)
+    ctx.set_output("Out", _reduced_shape(ctx, x, ctx.attr("dim"), ctx.attr("keep_dim"),
+                                         ctx.attr("reduce_all")), x.dtype)
+
+
+define("frobenius_norm", inputs=["X"], outputs=["Out"], attrs=_reduce_attrs(INTS),
+       infer=_infer_frobenius_norm, grad=_REDUCE_GRAD_WITH_OUT,
+       doc="Out = sqrt(sum(X * X)) over dimensions `dim` (all when reduce_all or dim is empty)")
+
 for _type, _what in [("reduce_all", "logical AND"), ("reduce_any", "logical OR")]:
     define(_type, inputs=["X", opt("AxisTensor"), many("AxisTensorList", optional=True)],
            outputs=["Out"], attrs=_reduce_attrs(LONGS),
