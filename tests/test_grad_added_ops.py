@@ -40,3 +40,25 @@ CASES += [
     Case("frobenius_norm", {"X": rand(2, 3, 4)}, {"dim": [0, 2], "keep_dim": True, "reduce_all": False}),
     Case("frobenius_norm", {"X": rand(2, 3)}, {"dim": [0], "keep_dim": False, "reduce_all": True}),
 ]
+
+_FUSED = dict(axis=-1, scale=0.0, save_intermediate_out=True)
+# every functor pair PaddlePaddle implements, with equal shapes and a broadcast Y; X and Y
+# kept away from relu's kink at 0 (of X + Y, and of Y)
+_FX, _FY = rand(2, 3, low=0.1, high=1.0), rand(2, 3, low=0.1, high=1.0, seed=5)
+CASES += [
+    Case("fused_elemwise_activation", {"X": _FX, "Y": _FY},
+         dict(_FUSED, functor_list=list(pair), scale=1.7), id=f"fused {pair}")
+    for pair in [("relu", "elementwise_add"), ("scale", "elementwise_add"), ("tanh", "elementwise_add"),
+                 ("gelu", "elementwise_add"), ("elementwise_add", "relu"), ("elementwise_add", "scale"),
+                 ("elementwise_mul", "scale"), ("elementwise_mul", "tanh"), ("elementwise_mul", "sigmoid")]
+] + [
+    Case("fused_elemwise_activation", {"X": rand(2, 3, 4, low=0.1, high=1.0), "Y": rand(3, 4, low=0.1, high=1.0)},
+         dict(_FUSED, functor_list=list(pair), scale=0.5), id=f"fused broadcast {pair}")
+    for pair in [("relu", "elementwise_add"), ("gelu", "elementwise_add"), ("elementwise_mul", "tanh"),
+                 ("elementwise_add", "scale")]
+] + [
+    Case("fused_elemwise_activation", {"X": rand(2, 3, 4), "Y": rand(3, seed=3)},
+         dict(_FUSED, axis=1, functor_list=["elementwise_mul", "sigmoid"]), id="fused axis 1"),
+    Case("fused_elemwise_activation", {"X": _FX, "Y": _FY},
+         dict(_FUSED, save_intermediate_out=False, functor_list=["tanh", "elementwise_add"]), id="fused unsaved"),
+]
