@@ -1,6 +1,8 @@
 """Binary elementwise kernels with PaddlePaddle's `axis` broadcasting rule."""
 from __future__ import annotations
 
+import numpy as np
+
 from keel.kernels.registry import UfuncCall, kernel
 
 
@@ -84,7 +86,17 @@ _binary("elementwise_add", lambda xp, x, y: xp.add(x, y))
 _binary("elementwise_sub", lambda xp, x, y: xp.subtract(x, y))
 _binary("elementwise_mul", lambda xp, x, y: xp.multiply(x, y))
 _binary("elementwise_div", _divide)
-_binary("elementwise_pow", lambda xp, x, y: xp.power(x, y))
+def _power(xp, x, y):
+    """Integers: PaddlePaddle's pow in double, truncated back (a negative exponent gives 0
+    for |x| > 1, where numpy's integer power refuses)."""
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu":
+        dtype = xp.result_type(x, y)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            return xp.power(x.astype(xp.float64), y.astype(xp.float64)).astype(dtype)
+    return xp.power(x, y)
+
+
+_binary("elementwise_pow", _power)
 _binary("elementwise_max", lambda xp, x, y: xp.maximum(x, y))
 _binary("elementwise_min", lambda xp, x, y: xp.minimum(x, y))
 _binary("elementwise_floordiv", lambda xp, x, y: xp.floor_divide(x, y))

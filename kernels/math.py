@@ -158,6 +158,12 @@ def pow_(xp, x, factor_tensor, *, factor=1.0):
     if x.dtype == xp.float16:
         y = xp.power(x.astype(xp.float32), xp.asarray(factor, dtype=xp.float32))
         return xp.asarray(y).astype(x.dtype)
+    if x.dtype.kind in "iu":
+        # PaddlePaddle: the factor cast to x's type, the power taken in double and truncated
+        # back (a negative factor gives 0 for |x| > 1, where numpy's integer power refuses)
+        f = float(xp.asarray(factor).astype(x.dtype))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            return xp.asarray(xp.power(x.astype(xp.float64), f)).astype(x.dtype)
     return xp.asarray(xp.power(x, xp.asarray(factor).astype(x.dtype)))
 
 
@@ -183,8 +189,8 @@ def sum_(xp, xs):
 
 @kernel("mean", inputs=["X"], outputs=["Out"])
 def mean(xp, x):
-    """Mean of all elements, as a 0-d array."""
-    if x.dtype.kind == "f":
+    """Mean of all elements, as a 0-d array (integers: PaddlePaddle's truncating division)."""
+    if x.dtype.kind in "fc":
         return xp.asarray(xp.mean(x, dtype=_acc_dtype(xp, x))).astype(x.dtype)
     return _int_mean(xp, x, None, False)
 
@@ -255,7 +261,7 @@ def reduce_sum(xp, x, *, dim=(0,), keep_dim=False, reduce_all=False, out_dtype=-
 
 
 def _mean_compute(xp, x, axes, keep_dim):
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         return _int_mean(xp, x, axes, keep_dim)
     return xp.mean(x, axis=axes, keepdims=keep_dim, dtype=_acc_dtype(xp, x)).astype(x.dtype)
 
@@ -424,9 +430,14 @@ def matmul(xp, x, y, *, transpose_X=False, transpose_Y=False, alpha=1.0, head_nu
     a 1-D Y the column [K, 1] ([1, K] when transposed). Operands of rank > 2 are stacks of
     matrices over all leading dims (only their product must agree); a 2-D operand is used
     for every matrix of the stack. Out takes the leading dims of X (else Y), then vector
-    dims that came out as 1 are dropped, and an all-dropped result is [1]."""
+    dims that came out as 1 are dropped, and an all-dropped result (vector times vector) is
+    0-D, as PaddlePaddle 3.3.1 gives it."""
     if head_number != 1:
         raise NotImplementedError("matmul with head_number > 1 (multi-head MKL path) is not supported")
+    if x.ndim == 1 and y.ndim == 1:
+        # two vectors: their dot product whatever the transpose flags (PaddlePaddle 3.3.1's
+        # kernel, and the 0-D shape its rule gives)
+        transpose_X = transpose_Y = False
     xm = x.reshape(1, -1) if x.ndim == 1 else x
     ym = y.reshape(-1, 1) if y.ndim == 1 else y
     if xm.ndim > 2:
@@ -454,7 +465,7 @@ def matmul(xp, x, y, *, transpose_X=False, transpose_Y=False, alpha=1.0, head_nu
         dims.pop()
     if y.ndim == 1 and dims[-1] == 1:
         dims.pop()
-    return out.reshape(dims or [1])
+    return out.reshape(dims)
 
 
 @kernel("bmm", inputs=["X", "Y"], outputs=["Out"])
@@ -745,6 +756,7 @@ def reduce_prod_grad(xp, x, out, dout, *, dim=(0,), keep_dim=False, reduce_all=F
     axes = _reduce_axes(x, dim, reduce_all)
     axes = tuple(range(x.ndim)) if axes is None else axes
     g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
+    x = xp.conj(x) if x.dtype.kind == "c" else x      # PaddlePaddle's dout * conj(d prod / d x)
     moved = xp.moveaxis(x, axes, tuple(range(len(axes))))
     flat = moved.reshape((-1,) + moved.shape[len(axes):])
     ones = xp.ones((1,) + flat.shape[1:], dtype=x.dtype)
@@ -775,6 +787,7 @@ def pow_grad(xp, x, factor_tensor, dout, *, factor=1.0):
     if factor_tensor is not None:
         factor = _scalar_of(factor_tensor)
     xc = x.astype(xp.float32) if x.dtype == xp.float16 else x
+    xc = xp.conj(xc) if xc.dtype.kind == "c" else xc   # PaddlePaddle's dout * conj(f'(x))
     f = xp.asarray(factor).astype(xc.dtype)
     g = xp.power(xc, f - 1)
     g *= f
@@ -922,6 +935,8 @@ def matmul_v2_grad(xp, x, y, dout, *, trans_x=False, trans_y=False, need=_BOTH):
 def matmul_grad(xp, x, y, dout, *, transpose_X=False, transpose_Y=False, alpha=1.0, need=_BOTH):
     # The forward's matrix view (see `matmul`): 1-D X a row, 1-D Y a column, operands of
     # rank > 2 stacks [-1, M, K]; Out@GRAD reshaped to the product of those, alpha applied.
+    if x.ndim == 1 and y.ndim == 1:
+        transpose_X = transpose_Y = False   # a dot product, as the forward
     xm = x.reshape(1, -1) if x.ndim == 1 else x
     ym = y.reshape(-1, 1) if y.ndim == 1 else y
     if xm.ndim > 2:

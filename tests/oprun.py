@@ -14,9 +14,12 @@ def _listed(value):
     return value if isinstance(value, list) else [value]
 
 
-def build(op_type, inputs, attrs=None, outputs=None):
+def build(op_type, inputs, attrs=None, outputs=None, inplace=None):
     """A program with op `op_type` on fed variables holding `inputs` (slot -> array or a
-    list of arrays). Returns (program, feed, {output slot: [variables]}, {input slot: [variables]})."""
+    list of arrays); `outputs`: output slot -> number of variables (default 1, and none for
+    an optional slot not named); `inplace`: output slot -> the input slot whose variables it
+    writes (batch_norm's MeanOut: Mean). Returns (program, feed, {output slot: [variables]},
+    {input slot: [variables]})."""
     opdef = registry.get(op_type)
     main = pg.Program()
     feed, ins = {}, {}
@@ -25,7 +28,7 @@ def build(op_type, inputs, attrs=None, outputs=None):
         for slot, value in inputs.items():
             ins[slot] = []
             for i, arr in enumerate(_listed(value)):
-                arr = np.asarray(arr)
+                arr = np.array(arr)  # a copy: in-place ops (batch_norm's MeanOut) write into feeds
                 var = block.create_var(f"{slot.lower()}{i}", arr.shape, str(arr.dtype),
                                        need_check_feed=True, stop_gradient=True)
                 feed[var.name] = arr
@@ -33,6 +36,8 @@ def build(op_type, inputs, attrs=None, outputs=None):
         outs = {s.name: [block.create_var(f"{s.name.lower()}_out{i}")
                          for i in range((outputs or {}).get(s.name, 1))]
                 for s in opdef.outputs if not s.dispensable or s.name in (outputs or {})}
+        for out_slot, in_slot in (inplace or {}).items():
+            outs[out_slot] = ins[in_slot]
         block.append_op(op_type, {k: [v.name for v in vs] for k, vs in ins.items()},
                         {k: [v.name for v in vs] for k, vs in outs.items()}, attrs or {})
     return main, feed, outs, ins

@@ -287,6 +287,9 @@ define("box_coder", inputs=["PriorBox", opt("PriorBoxVar"), "TargetBox"], output
 def _infer_roi(ctx, extra_output=None):
     x, rois = _rank(ctx, "X", (4,)), _rank(ctx, "ROIs", (2,))
     ctx.same_dtype(x, rois)
+    # (PaddlePaddle also instantiates roi_align for int32/int64, bilinear weights and all in
+    # integers; Keel computes in floating point only)
+    ctx.require_float(x)
     _box_dim(ctx, rois, "ROIs")
     num = ctx.input("RoisNum")
     if num is not None:

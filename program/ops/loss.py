@@ -197,6 +197,8 @@ define("kldiv_loss", inputs=["X", "Target"], outputs=["Loss"],
 def _infer_label_smooth(ctx):
     x = ctx.input("X")
     ctx.require_float(x)
+    if x.ndim == 0:
+        ctx.fail(f"X must have at least 1 dim (its last one holds the classes), got {x}")
     prior = ctx.input("PriorDist")
     if prior is not None and x.ndim and prior.shape and not dims_match(prior.shape[-1], x.shape[-1]):
         ctx.fail(f"PriorDist must have X's last dim: X {x}, PriorDist {prior}")
