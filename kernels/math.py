@@ -629,10 +629,14 @@ def _arg_reduce(op_type, compute):
     @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=["axis", "keepdims", "flatten", "dtype"])
     def run(xp, x, *, axis, keepdims=False, flatten=False, dtype=3):
         out_dtype = xp.int32 if dtype == 2 else xp.int64
+        if x.size == 0:
+            raise ValueError(f"{op_type}: X {tuple(x.shape)} has no elements")
         if flatten or x.ndim == 0:
             idx = xp.asarray(compute(x.reshape(-1), axis=0))
             return idx.reshape((1,) * x.ndim if keepdims else ()).astype(out_dtype)
         a = _normalize_axis(int(axis), x.ndim)
+        if x.shape[a] == 0:
+            raise ValueError(f"{op_type}: X {tuple(x.shape)} has no elements along axis {axis}")
         idx = compute(x, axis=a)
         if keepdims:
             idx = xp.expand_dims(idx, a)

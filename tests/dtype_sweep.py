@@ -14,6 +14,7 @@ otherwise the complex references of tests/test_op_complex.py."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +28,36 @@ IN_PLACE = {"batch_norm": {"MeanOut": "Mean", "VarianceOut": "Variance"},
             "sync_batch_norm": {"MeanOut": "Mean", "VarianceOut": "Variance"}}
 
 
+def _samples():
+    """Cases of ops without a gradient (so without a tests/test_grad_*.py case)."""
+    from gradcheck import Case, rand
+    x, y = rand(2, 3), rand(2, 3, seed=7)
+    pair = {"X": x, "Y": y}
+    ids = np.array([[1], [0]], np.int64)
+    samples = [Case(op, pair, {"axis": -1}) for op in
+               ("equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal",
+                "elementwise_floordiv", "elementwise_mod")]
+    samples += [Case(op, pair) for op in ("logical_and", "logical_or", "logical_xor")]
+    samples += [Case(op, {"X": x}) for op in ("logical_not", "isfinite_v2", "isinf_v2", "isnan_v2")]
+    samples += [Case("shape", {"Input": x}), Case("size", {"Input": x})]
+    samples += [
+        Case("arg_max", {"X": x}, {"axis": 1, "keepdims": False, "flatten": False, "dtype": 3}),
+        Case("arg_min", {"X": x}, {"axis": 0, "keepdims": True, "flatten": False, "dtype": 2}),
+        Case("increment", {"X": rand(1)}, {"step": 2.0}),
+        Case("clip_by_norm", {"X": x}, {"max_norm": 0.5}),
+        Case("fill_any_like", {"X": x}, {"value": 1.5, "dtype": -1}),
+        Case("reduce_all", {"X": x}, {"dim": [1], "keep_dim": False, "reduce_all": False}),
+        Case("reduce_any", {"X": x}, {"dim": [0], "keep_dim": True, "reduce_all": False}),
+        Case("where_index", {"Condition": x}),
+        Case("one_hot_v2", {"X": ids}, {"depth": 3, "dtype": 5, "allow_out_of_range": False}),
+        Case("fc", {"Input": x, "W": rand(3, 4, seed=2), "Bias": rand(4, seed=3)}, {"in_num_col_dims": 1}),
+        Case("sgd", {"Param": x, "LearningRate": np.array([0.1]), "Grad": y}, inplace={"ParamOut": "Param"}),
+    ]
+    return samples
+
+
 def gradient_cases() -> dict:
-    """{op type: [Case]} from every tests/test_grad_*.py CASES."""
+    """{op type: [Case]} from every tests/test_grad_*.py CASES, and _samples()."""
     found: dict = {}
     for path in sorted(HERE.glob("test_grad_*.py")):
         if path.name == "test_grad_coverage.py":
@@ -40,6 +69,8 @@ def gradient_cases() -> dict:
             if hasattr(case, "op_type"):
                 case.inplace = case.inplace or IN_PLACE.get(case.op_type, {})
                 found.setdefault(case.op_type, []).append(case)
+    for case in _samples():
+        found.setdefault(case.op_type, []).append(case)
     return found
 
 
@@ -102,8 +133,9 @@ ATTRS_CAST_FOR_INTEGERS = {"scale": ("scale", "bias"), "pow": ("factor",), "clip
 # bool, 2.5 true: tests/test_kernels_math.py).
 OWN_INTEGER_SEMANTICS = {"linear_interp_v2": "tests/test_op_interp.py (its integer weights)"}
 OWN_BOOL_SEMANTICS = set(ATTRS_CAST_FOR_INTEGERS)
-# Ops whose result is real for a complex input by definition.
-REAL_FROM_COMPLEX = {"cast", "abs"}
+# Ops whose result is real for a complex input by definition, or does not depend on the
+# input's values at all.
+REAL_FROM_COMPLEX = {"cast", "abs", "fill_any_like"}
 
 
 def reference_attrs(op_type, attrs, dtype):
@@ -139,3 +171,43 @@ def tolerance(dtype, scale):
     result's magnitude (float16 and bfloat16-free float32 kernels round each step)."""
     eps = {"float16": 4e-3, "float32": 3e-6, "float64": 1e-12}.get(dtype, 0.0)
     return eps * max(1.0, scale)
+
+
+# -- the dtype table of docs/ops.md ----------------------------------------------------------
+TABLE = HERE / "fixtures" / "keel_op_dtypes.json"
+
+
+def refused_when_built(case, dtype) -> bool:
+    """Whether building the case's op on inputs of `dtype` raises a DTypeError."""
+    from keel.program.errors import DTypeError
+    from oprun import build
+    try:
+        build(case.op_type, with_dtype(case, dtype), case.attrs, case.outputs or None, case.inplace)
+    except DTypeError:
+        return True
+    return False
+
+
+def dtype_table(paddle: dict) -> dict:
+    """{op type: {"runs": [dtypes], "refused": [dtypes]}} over the swept dtypes PaddlePaddle's
+    CPU kernel registers for each op with a case (refused: a DTypeError when built, for
+    every case of the op; tests/test_op_dtype_sweep.py checks the runs)."""
+    table = {}
+    for op_type, cases in sorted(gradient_cases().items()):
+        swept = [d for d in paddle.get(op_type, {}).get("forward", []) if d in SWEPT_DTYPES]
+        refused = [d for d in swept if all(refused_when_built(c, d) for c in cases)]
+        table[op_type] = {"runs": [d for d in swept if d not in refused], "refused": refused}
+    return table
+
+
+def render_table(table: dict) -> str:
+    lines = [f"{json.dumps(op)}: {json.dumps(entry)}" for op, entry in sorted(table.items())]
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+if __name__ == "__main__":  # python tests/dtype_sweep.py: rewrite tests/fixtures/keel_op_dtypes.json
+    import sys
+    sys.path.insert(0, str(HERE))
+    TABLE.write_text(render_table(dtype_table(json.loads((HERE / "fixtures" / "paddle_cpu_dtypes.json")
+                                                         .read_text()))))
+    print(f"wrote {TABLE}")

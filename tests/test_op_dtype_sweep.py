@@ -170,3 +170,11 @@ def test_complex128_gradients(op_type):
             return                                     # refused when built
         wrt = [s for s in float_slots(case) if case.wrt is None or s in case.wrt]
         check_grads(op_type, inputs, wrt, case.attrs, rtol=1e-5, atol=1e-7)
+
+
+def test_dtype_table_is_current():
+    """tests/fixtures/keel_op_dtypes.json (docs/ops.md's dtype table) is what the ops do now:
+    regenerate it with `python tests/dtype_sweep.py`, then `python tools/gen_ops_doc.py`."""
+    from dtype_sweep import TABLE, dtype_table, render_table
+    assert TABLE.read_text() == render_table(dtype_table(PADDLE)), \
+        "tests/fixtures/keel_op_dtypes.json is stale: run python tests/dtype_sweep.py"
