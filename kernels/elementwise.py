@@ -63,7 +63,7 @@ def _binary(op_type, compute):
             specialize=_specialize_binary(op_type))
     def run(xp, x, y, *, axis=-1):
         x, y = align(x, y, axis)
-        return compute(xp, x, y)
+        return xp.asarray(compute(xp, x, y))  # (numpy gives 0-d operands a scalar back)
     run.__name__ = op_type
     _GENERAL[op_type] = run
     return run
@@ -149,6 +149,7 @@ def as_grad_of(xp, g, dtype):
     """Gradient `g` in its input's dtype: an integer input's gradient stays integer (as
     PaddlePaddle's kernels instantiated for it compute), a real input promoted to complex
     by a complex operand gets the real part."""
+    g = xp.asarray(g)  # (numpy gives 0-d operands a scalar back)
     if g.dtype == dtype:
         return g
     if g.dtype.kind == "c" and dtype.kind != "c":

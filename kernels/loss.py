@@ -150,7 +150,7 @@ def bce_loss(xp, x, label):
     log_x = xp.where(xc > 0, xp.maximum(xp.log(xp.where(xc > 0, xc, 1)), -100.0), -100.0)
     log_1mx = xp.where(one_minus > 0, xp.maximum(xp.log(xp.where(one_minus > 0, one_minus, 1)), -100.0),
                        -100.0)
-    return ((lc - 1.0) * log_1mx - lc * log_x).astype(x.dtype, copy=False)
+    return xp.asarray((lc - 1.0) * log_1mx - lc * log_x).astype(x.dtype, copy=False)  # (0-d: an array)
 
 
 @kernel("huber_loss", inputs=["X", "Y"], outputs=["Out", "Residual"], attrs=["delta"])

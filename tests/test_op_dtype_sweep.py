@@ -5,6 +5,7 @@ broadcast shapes. Each run is refused when the program is built with a DTypeErro
 outputs have the dtypes and shapes the op's shape rule declared and the reference's values;
 a complex input never loses its imaginary part; gradients of the ops that run on complex128
 are checked by finite differences there (float64's are the tests/test_grad_*.py checks)."""
+import dataclasses
 import json
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from keel.executor.errors import ExecutionError
 from keel.kernels.tensor import IndexRangeError
 from keel.program.errors import AttrError, DTypeError, ShapeError
 from keel.program.ops import registry
+from gradcheck import run_case
 from oprun import build, check_grads
 
 PADDLE = json.loads((Path(__file__).parent / "fixtures" / "paddle_cpu_dtypes.json").read_text())
@@ -128,6 +130,11 @@ def test_0d_inputs(op_type):
         if value.size == one[slot][0].size:
             np.testing.assert_allclose(value.reshape(-1), one[slot][0].reshape(-1), rtol=1e-12,
                                        err_msg=f"{op_type} 0-D {slot}")
+    if isinstance(registry.get(op_type).grad, registry.GradRule) and not case.outputs:
+        zero_d_case = dataclasses.replace(case, inputs=zero_d, id=f"{case} 0-D")
+        if any(np.asarray(v).dtype.kind == "f" and np.ndim(v) == 0 for v in zero_d.values()
+               if not isinstance(v, list)):
+            run_case(zero_d_case)
 
 
 @pytest.mark.parametrize("op_type", sorted(CASES))
