@@ -33,7 +33,7 @@ def elementwise(fn):
     @functools.wraps(fn)
     def blocked(xp, *arrays, **attrs):
         first = arrays[0]
-        if first.ndim == 0:
+        if all(a.ndim == 0 for a in arrays):
             # formulas work in place on their temporaries, which numpy makes scalars (not
             # arrays) for 0-d operands: evaluate them as 1-element arrays
             return fn(xp, *[a.reshape(1) for a in arrays], **attrs).reshape(())

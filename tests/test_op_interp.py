@@ -8,6 +8,7 @@ import pytest
 
 from keel.program.errors import DTypeError
 from oprun import run
+from paddle_static import run_in_paddle  # (imported before PaddlePaddle: selects its legacy IR)
 
 
 def _source(in_size, out_size, align_corners, align_mode, nearest, scale=None):
@@ -169,3 +170,16 @@ def test_uint8_matches_paddle(shape, sizes, mode):
     if x.ndim == 5:
         assert np.all(np.abs(got.astype(int) - want) <= 1)
     assert np.mean(got == want) > 0.9
+
+
+@pytest.mark.paddle
+@pytest.mark.parametrize("attrs", [{"scale": 1.5, "align_corners": False}, {"out_h": 4, "out_w": 6},
+                                   {"scale": 0.7}, {"scale": 1.7}])
+def test_nearest_interp_v1_matches_paddle(attrs):
+    paddle = pytest.importorskip("paddle")
+    from oprun import build
+    x = np.random.default_rng(5).uniform(size=(1, 2, 5, 3)).astype(np.float32)
+    attrs = {"interp_method": "nearest", **attrs}
+    main, feed, outs, _ = build("nearest_interp", {"X": x}, attrs)   # Keel's program, run by PaddlePaddle
+    (want,), = run_in_paddle(paddle, main, {}, [feed], [outs["Out"][0].name])[0]
+    np.testing.assert_array_equal(run("nearest_interp", {"X": x}, attrs)["Out"], want)
