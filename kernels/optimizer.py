@@ -218,8 +218,9 @@ def lars_momentum(xp, params, grads, velocities, rates, masters, *, mu, lars_coe
         lr = _scalar(rates[i] if len(rates) > 1 else rates[0], dt)
         decay = T(lars_weight_decay[i] if len(lars_weight_decay) > 1 else lars_weight_decay[0])
         p_norm, g_norm = xp.sqrt(xp.sum(p * p)), xp.sqrt(xp.sum(g * g))
-        if decay > 0 and p_norm > 0 and g_norm > 0:
-            lr = lr * T(lars_coeff) * p_norm / (g_norm + decay * p_norm + T(epsilon))
+        if decay > 0:  # (the norms stay on the device: chosen with where, not read back)
+            scaled = lr * T(lars_coeff) * p_norm / (g_norm + decay * p_norm + T(epsilon))
+            lr = xp.where((p_norm > 0) & (g_norm > 0), scaled, lr)
         v_out = velocity * T(mu) + lr * (g + decay * p)
         p_out = p - v_out
         velocity_outs.append(v_out.astype(dt, copy=False))

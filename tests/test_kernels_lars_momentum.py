@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from keel.executor.kernel_call import call_kernel
 from oprun import run as run_op
 
 
@@ -18,14 +19,14 @@ def _reference(p, g, v, lr, mu, coeff, decay, eps, rescale):
 
 
 def _run(params, grads, velocities, rates, attrs):
-    from keel.executor import CPUPlace, Executor, Scope
-    from oprun import build
-    main, feed, outs, _ = build("lars_momentum", {"Param": params, "Grad": grads, "Velocity": velocities,
-                                                  "LearningRate": rates}, attrs,
-                                outputs={"ParamOut": len(params), "VelocityOut": len(params)})
-    fetched = Executor(CPUPlace()).run(main, feed=feed, fetch_list=outs["ParamOut"] + outs["VelocityOut"],
-                                       scope=Scope())
-    return fetched[:len(params)], fetched[len(params):]
+    attrs = {"lars_coeff": 0.001, "lars_weight_decay": [0.0005], "epsilon": 0.0, "multi_precision": False,
+             "rescale_grad": 1.0, **attrs}
+    # FLOAT attributes as a program holds them: float32 values
+    attrs = {k: ([float(np.float32(x)) for x in v] if isinstance(v, list) else
+                 float(np.float32(v)) if isinstance(v, float) else v) for k, v in attrs.items()}
+    out = call_kernel("lars_momentum", {"Param": params, "Grad": grads, "Velocity": velocities,
+                                        "LearningRate": rates}, attrs)
+    return out["ParamOut"], out["VelocityOut"]
 
 
 @pytest.mark.parametrize("decay,rescale,eps", [([0.0005], 1.0, 0.0), ([0.01, 0.1], 0.5, 1e-3), ([0.0], 1.0, 0.0)])

@@ -4,7 +4,7 @@ greedily kept unless their IoU with a kept box exceeds nms_threshold; then the b
 of all classes; rows [label, score, x1, y1, x2, y2] by label; [[-1]] when nothing is kept."""
 import numpy as np
 
-from oprun import run
+from keel.executor.kernel_call import call_kernel
 
 ATTRS = {"score_threshold": 0.1, "nms_top_k": 10, "keep_top_k": 10, "nms_threshold": 0.5,
          "normalized": True, "nms_eta": 1.0, "background_label": 0}
@@ -43,14 +43,14 @@ def test_matches_the_documented_greedy_nms():
                        [0.1, 0.6, 0.3, 0.9]]], dtype=np.float32)
     scores = np.array([[[0.9, 0.1, 0.1, 0.1], [0.8, 0.75, 0.3, 0.05], [0.2, 0.6, 0.65, 0.4]]],
                       dtype=np.float32)
-    got = run("multiclass_nms", {"BBoxes": boxes, "Scores": scores}, ATTRS)["Out"]
+    got = call_kernel("multiclass_nms", {"BBoxes": boxes, "Scores": scores}, ATTRS)["Out"]
     np.testing.assert_allclose(got, _reference(boxes, scores, ATTRS), rtol=1e-6)
-    got = run("multiclass_nms", {"BBoxes": boxes, "Scores": scores}, {**ATTRS, "keep_top_k": 2})["Out"]
+    got = call_kernel("multiclass_nms", {"BBoxes": boxes, "Scores": scores}, {**ATTRS, "keep_top_k": 2})["Out"]
     np.testing.assert_allclose(got, _reference(boxes, scores, {**ATTRS, "keep_top_k": 2}), rtol=1e-6)
 
 
 def test_nothing_kept_gives_minus_one():
     boxes = np.zeros((1, 2, 4), np.float32)
     scores = np.full((1, 2, 2), 0.01, np.float32)
-    got = run("multiclass_nms", {"BBoxes": boxes, "Scores": scores}, ATTRS)["Out"]
+    got = call_kernel("multiclass_nms", {"BBoxes": boxes, "Scores": scores}, ATTRS)["Out"]
     np.testing.assert_array_equal(got, np.array([[-1.0]], np.float32))

@@ -124,19 +124,19 @@ def _dtype_section(op_types) -> list[str]:
     """Per op: PaddlePaddle's CPU kernel dtypes, and which of them Keel runs (swept) or refuses."""
     import json
     paddle = json.loads(PADDLE_DTYPES.read_text())
-    keel = json.loads(KEEL_DTYPES.read_text())
+    ours = json.loads(KEEL_DTYPES.read_text())
     rows = []
     for op_type in op_types:
         if op_type in ("feed", "fetch"):
             continue
         registered = ", ".join(paddle.get(op_type, {}).get("forward", [])) or "none on the CPU"
-        if op_type in keel:
-            runs = ", ".join(keel[op_type]["runs"]) or "-"
-            refused = ", ".join(keel[op_type]["refused"]) or "-"
+        if op_type in ours:
+            runs = ", ".join(ours[op_type]["runs"]) or "-"
+            refused = ", ".join(ours[op_type]["refused"]) or "-"
         else:
             runs, refused = "not swept", ""
         rows.append(f"| `{op_type}` | {registered} | {runs} | {refused} |")
-    swept = sum(op in keel for op in op_types)
+    swept = sum(op in ours for op in op_types)
     return [
         "## Dtypes per op",
         "",
