@@ -6,7 +6,15 @@ computed in float32 (Paddle's "MPType"); float32 and float64 in their own precis
 keeps float32 when a float32 array meets a Python float). Integer inputs of float formulas
 (exp, sigmoid, ...) are computed in float64 and converted back by truncation, as Paddle's
 C++ kernels instantiated for integers do; relu, relu6, abs, square, sign, floor, ceil and
-round work on integers directly.
+round work on integers directly. complex64/128 inputs are computed in complex, for the ops
+whose PaddlePaddle CPU kernels register complex (program/ops/activation.py COMPLEX_UNARY; the
+op definitions refuse complex for the rest when the program is built); abs of a complex X is
+its real modulus.
+
+Complex gradients follow PaddlePaddle's convention: X@GRAD = Out@GRAD * conj(f'(X)) (the
+gradient of a real loss L is dL/dRe + i dL/dIm). f' of every complex op here has real
+coefficients, so conj(f'(x)) = f'(conj(x)): the gradient kernels evaluate their real formula
+at conj(x) (or conj(Out)).
 """
 from __future__ import annotations
 
@@ -23,12 +31,22 @@ from keel.kernels.sums import last_axis_dots, last_axis_sums
 
 
 def _float_in(xp, x):
-    """The array a float op computes on: float16 -> float32, integer/bool -> float64."""
+    """The array a float op computes on: float16 -> float32, integer/bool -> float64, complex
+    as it is."""
+    if x.dtype.kind == "c":
+        return x
     if x.dtype.kind != "f":
         return x.astype(xp.float64)
     if x.dtype.itemsize < 4:
         return x.astype(xp.float32)
     return x
+
+
+def _conj_float_in(xp, x):
+    """What a gradient formula is evaluated at: _float_in(x), conjugated when complex (see the
+    module docstring: X@GRAD = Out@GRAD * conj(f'(X)) = Out@GRAD * f'(conj(X)))."""
+    x = _float_in(xp, x)
+    return xp.conj(x) if x.dtype.kind == "c" else x
 
 
 def _finish(xp, y, dtype):
@@ -200,7 +218,9 @@ def erf(xp, x):
 
 
 def _sigmoid(xp, x):
-    """1 / (1 + exp(-x)) without overflow: exp(-|x|) only."""
+    """1 / (1 + exp(-x)) without overflow: exp(-|x|) only (complex x: the formula itself)."""
+    if x.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-x))
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
@@ -379,7 +399,9 @@ def _f32(value):
     return float(np.float32(value))
 
 
-for _op, _fn in [("acos", "arccos"), ("asin", "arcsin"), ("atan", "arctan")]:
+for _op, _fn in [("acos", "arccos"), ("asin", "arcsin"), ("atan", "arctan"), ("tan", "tan"),
+                 ("sinh", "sinh"), ("cosh", "cosh"), ("asinh", "arcsinh"), ("acosh", "arccosh"),
+                 ("atanh", "arctanh")]:
     _float_unary(_op, lambda xp, x, _fn=_fn: getattr(xp, _fn)(x), ufunc=_fn)
 
 
@@ -393,6 +415,20 @@ def _stanh(xp, x, *, scale_a=0.67, scale_b=1.7159):
     return _const(xp, _f32(scale_b), x) * xp.tanh(x * _const(xp, _f32(scale_a), x))
 
 
+def _hard_shrink(xp, x, *, threshold=0.5):
+    # Paddle: x where x > threshold or x < -threshold, else 0 (the bound cast to x's type)
+    t = _const(xp, _f32(threshold), x)
+    return xp.where((x > t) | (x < -t), x, _zero(xp, x))
+
+
+def _softshrink(xp, x, *, lambda_=0.5):
+    # Paddle: x - lambda where x > lambda, x + lambda where x < -lambda, else 0
+    lam = _const(xp, _f32(lambda_), x)
+    return xp.where(x > lam, x - lam, xp.where(x < -lam, x + lam, _zero(xp, x)))
+
+
+_float_unary("hard_shrink", _hard_shrink, ["threshold"])
+_float_unary("softshrink", _softshrink, ["lambda"])
 _float_unary("brelu", _brelu, ["t_min", "t_max"])
 _float_unary("stanh", _stanh, ["scale_a", "scale_b"])
 _float_unary("reciprocal", lambda xp, x: 1 / x)
@@ -509,7 +545,7 @@ def _grad_kernel(op_type, reads, compute, attrs=()):
     @kernel(op_type + "_grad", inputs=[reads, "Out@GRAD"], outputs=["X@GRAD"], attrs=list(attrs))
     @elementwise
     def run(xp, a, dout, **kw):
-        return _finish(xp, compute(xp, _float_in(xp, a), dout, **kw), a.dtype)
+        return _finish(xp, compute(xp, _conj_float_in(xp, a), dout, **kw), a.dtype)
     run.__name__ = op_type + "_grad"
     return run
 
@@ -582,9 +618,10 @@ def gelu_grad(xp, x, dout, *, approximate=False):
 
 
 @kernel("tanh_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"])
+@elementwise
 def tanh_grad(xp, out, dout):
     # Paddle: dout * (1 - out^2)
-    o = _float_in(xp, out)
+    o = _conj_float_in(xp, out)
     g = xp.multiply(o, o)
     xp.subtract(1, g, out=g)
     g *= dout
@@ -592,9 +629,10 @@ def tanh_grad(xp, out, dout):
 
 
 @kernel("sigmoid_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"])
+@elementwise
 def sigmoid_grad(xp, out, dout):
     # Paddle: dout * out * (1 - out)
-    o = _float_in(xp, out)
+    o = _conj_float_in(xp, out)
     g = xp.subtract(1, o)
     g *= o
     g *= dout
@@ -602,11 +640,12 @@ def sigmoid_grad(xp, out, dout):
 
 
 @kernel("silu_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"])
+@elementwise
 def silu_grad(xp, x, out, dout):
     # d(x s)/dx = s + x s (1 - s) = s + out (1 - s), s = sigmoid(x)
-    s = _sigmoid(xp, _float_in(xp, x))
+    s = _sigmoid(xp, _conj_float_in(xp, x))
     g = xp.subtract(1, s)
-    g *= _float_in(xp, out)
+    g *= _conj_float_in(xp, out)
     g += s
     g *= dout
     return _finish(xp, g, x.dtype)
@@ -639,6 +678,14 @@ def _softsign_grad(xp, x, dout):
     d = xp.abs(x)
     d += 1
     d *= d
+    if x.dtype.kind == "c":
+        # PaddlePaddle 3.3.1's complex formula (read off its outputs; neither the conjugate
+        # convention nor the Wirtinger gradient of the non-holomorphic |x|): the derivative
+        # along the real axis, dout * (1 + |x| - Re(x) x / |x|) / (1 + |x|)^2, at x itself
+        # (the kernel passes conj(x)).
+        a = xp.abs(x)
+        ratio = xp.divide(x.real, a, out=xp.zeros_like(a), where=a != 0)
+        return dout * ((1 + a) - xp.conj(x) * ratio) / d
     return xp.divide(dout, d, out=d)
 
 
@@ -747,7 +794,16 @@ def _reciprocal_grad(xp, out, dout):
 
 _grad_kernel("rsqrt", "Out", _rsqrt_grad)
 _grad_kernel("reciprocal", "Out", _reciprocal_grad)
-_grad_kernel("abs", "X", lambda xp, x, dout: dout * xp.sign(x))  # 0 at x == 0
+@kernel("abs_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+@elementwise
+def abs_grad(xp, x, dout):
+    """dout * sign(x), 0 at x == 0; for a complex x (Out real) dout * x / |x|: PaddlePaddle's,
+    the gradient dL/dRe + i dL/dIm, with no conjugate."""
+    if x.dtype.kind == "c":
+        a = xp.abs(x)
+        unit = xp.divide(x, a, out=xp.zeros_like(x), where=a != 0)
+        return _finish(xp, dout * unit, x.dtype)
+    return _finish(xp, dout * xp.sign(_float_in(xp, x)), x.dtype)
 _grad_kernel("square", "X", lambda xp, x, dout: dout * (x * 2))
 _grad_kernel("sin", "X", lambda xp, x, dout: dout * xp.cos(x))
 _grad_kernel("cos", "X", lambda xp, x, dout: -(dout * xp.sin(x)))
@@ -778,6 +834,27 @@ _grad_kernel("acos", "X", _acos_grad)
 _grad_kernel("asin", "X", lambda xp, x, dout: dout / xp.sqrt(1 - x * x))
 _grad_kernel("atan", "X", lambda xp, x, dout: dout / (1 + x * x))
 _grad_kernel("brelu", "X", _brelu_grad, ["t_min", "t_max"])
+_grad_kernel("tan", "X", lambda xp, x, dout: dout / xp.square(xp.cos(x)))
+_grad_kernel("sinh", "X", lambda xp, x, dout: dout * xp.cosh(x))
+_grad_kernel("cosh", "X", lambda xp, x, dout: dout * xp.sinh(x))
+_grad_kernel("asinh", "X", lambda xp, x, dout: dout / xp.sqrt(x * x + 1))
+_grad_kernel("acosh", "X", lambda xp, x, dout: dout / xp.sqrt(x * x - 1))
+_grad_kernel("atanh", "X", lambda xp, x, dout: dout / (1 - x * x))
+
+
+def _shrink_grad(xp, x, dout, *, threshold=0.5):
+    # hard_shrink and softshrink (Paddle): dout where |x| > threshold (or lambda), else 0
+    t = _const(xp, _f32(threshold), x)
+    return xp.multiply(dout, (x > t) | (x < -t))
+
+
+_grad_kernel("hard_shrink", "X", _shrink_grad, ["threshold"])
+
+
+@kernel("softshrink_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=["lambda"])
+@elementwise
+def softshrink_grad(xp, x, dout, *, lambda_=0.5):
+    return _finish(xp, _shrink_grad(xp, _float_in(xp, x), dout, threshold=lambda_), x.dtype)
 _grad_kernel("stanh", "X", _stanh_grad, ["scale_a", "scale_b"])
 
 

@@ -33,6 +33,10 @@ def elementwise(fn):
     @functools.wraps(fn)
     def blocked(xp, *arrays, **attrs):
         first = arrays[0]
+        if all(a.ndim == 0 for a in arrays):
+            # formulas work in place on their temporaries, which numpy makes scalars (not
+            # arrays) for 0-d operands: evaluate them as 1-element arrays
+            return fn(xp, *[a.reshape(1) for a in arrays], **attrs).reshape(())
         block = BLOCK_BYTES // max(first.itemsize, 1)
         if (xp is not numpy or first.size < 2 * block
                 or any(a.shape != first.shape or not a.flags.c_contiguous for a in arrays)):

@@ -337,6 +337,17 @@ def multiclass_nms3(xp, bboxes, scores, rois_num, **attrs):
     return _device(xp, out), _device(xp, index), _device(xp, counts)
 
 
+@kernel("multiclass_nms", inputs=["BBoxes", "Scores"], outputs=["Out"],
+        attrs=["score_threshold", "nms_top_k", "keep_top_k", "nms_threshold", "normalized",
+               "nms_eta", "background_label"])
+def multiclass_nms(xp, bboxes, scores, **attrs):
+    """multiclass_nms3's Out; PaddlePaddle's 1.x kernel writes [[-1]] when nothing is kept."""
+    out, _, _ = multiclass_nms3(xp, bboxes, scores, None, **attrs)
+    if out.shape[0] == 0:
+        return xp.full((1, 1), -1, dtype=out.dtype)
+    return out
+
+
 def _descending(keys, items, count):
     """std::partial_sort(items, items + count, end) by descending key: the first `count`
     items. With equal keys among them, in the order libstdc++ leaves them (stl_order);

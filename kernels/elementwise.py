@@ -1,6 +1,8 @@
 """Binary elementwise kernels with PaddlePaddle's `axis` broadcasting rule."""
 from __future__ import annotations
 
+import numpy as np
+
 from keel.kernels.registry import UfuncCall, kernel
 
 
@@ -61,7 +63,7 @@ def _binary(op_type, compute):
             specialize=_specialize_binary(op_type))
     def run(xp, x, y, *, axis=-1):
         x, y = align(x, y, axis)
-        return compute(xp, x, y)
+        return xp.asarray(compute(xp, x, y))  # (numpy gives 0-d operands a scalar back)
     run.__name__ = op_type
     _GENERAL[op_type] = run
     return run
@@ -84,7 +86,17 @@ _binary("elementwise_add", lambda xp, x, y: xp.add(x, y))
 _binary("elementwise_sub", lambda xp, x, y: xp.subtract(x, y))
 _binary("elementwise_mul", lambda xp, x, y: xp.multiply(x, y))
 _binary("elementwise_div", _divide)
-_binary("elementwise_pow", lambda xp, x, y: xp.power(x, y))
+def _power(xp, x, y):
+    """Integers: PaddlePaddle's pow in double, truncated back (a negative exponent gives 0
+    for |x| > 1, where numpy's integer power refuses)."""
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu":
+        dtype = xp.result_type(x, y)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            return xp.power(x.astype(xp.float64), y.astype(xp.float64)).astype(dtype)
+    return xp.power(x, y)
+
+
+_binary("elementwise_pow", _power)
 _binary("elementwise_max", lambda xp, x, y: xp.maximum(x, y))
 _binary("elementwise_min", lambda xp, x, y: xp.minimum(x, y))
 _binary("elementwise_floordiv", lambda xp, x, y: xp.floor_divide(x, y))
@@ -133,17 +145,39 @@ def _around_kept_block(g, axes):
     return rows.sum(axis=1)
 
 
+def as_grad_of(xp, g, dtype):
+    """Gradient `g` in its input's dtype: an integer input's gradient stays integer (as
+    PaddlePaddle's kernels instantiated for it compute), a real input promoted to complex
+    by a complex operand gets the real part."""
+    g = xp.asarray(g)  # (numpy gives 0-d operands a scalar back)
+    if g.dtype == dtype:
+        return g
+    if g.dtype.kind == "c" and dtype.kind != "c":
+        g = g.real
+    return g.astype(dtype)
+
+
+def _conj(xp, a):
+    return xp.conj(a) if a.dtype.kind == "c" else a
+
+
 def _binary_grad(op_type, dx_fn, dy_fn, reads_out=False):
     """Register `<op>_grad`: dx_fn/dy_fn(xp, x, y, out, dout) give the broadcast-shaped
-    gradients, which are then summed back to X's and Y's shapes."""
+    gradients, which are then summed back to X's and Y's shapes, in X's and Y's dtypes.
+    Complex operands reach the formulas conjugated (PaddlePaddle's convention X@GRAD =
+    Out@GRAD * conj(dOut/dX)), so each formula is the real one."""
     inputs = ["X", "Y", "Out", "Out@GRAD"] if reads_out else ["X", "Y", "Out@GRAD"]
 
     @kernel(op_type + "_grad", inputs=inputs, outputs=["X@GRAD", "Y@GRAD"], attrs=["axis"])
     def run(xp, x, y, *rest, axis=-1, need=frozenset({"X@GRAD", "Y@GRAD"})):
         out, dout = rest if reads_out else (None, rest[0])
-        xa, ya = align(x, y, axis)
-        dx = sum_to(xp, dx_fn(xp, xa, ya, out, dout), xa.shape).reshape(x.shape) if "X@GRAD" in need else None
-        dy = sum_to(xp, dy_fn(xp, xa, ya, out, dout), ya.shape).reshape(y.shape) if "Y@GRAD" in need else None
+        xa, ya = align(_conj(xp, x), _conj(xp, y), axis)
+        out = None if out is None else _conj(xp, out)
+        dx = dy = None
+        if "X@GRAD" in need:
+            dx = as_grad_of(xp, sum_to(xp, dx_fn(xp, xa, ya, out, dout), xa.shape).reshape(x.shape), x.dtype)
+        if "Y@GRAD" in need:
+            dy = as_grad_of(xp, sum_to(xp, dy_fn(xp, xa, ya, out, dout), ya.shape).reshape(y.shape), y.dtype)
         return dx, dy
     run.__name__ = op_type + "_grad"
     return run
@@ -158,8 +192,15 @@ def _pow_dy(xp, x, y, out, dout):
 _binary_grad("elementwise_add", lambda xp, x, y, o, d: d, lambda xp, x, y, o, d: d)
 _binary_grad("elementwise_sub", lambda xp, x, y, o, d: d, lambda xp, x, y, o, d: -d)
 _binary_grad("elementwise_mul", lambda xp, x, y, o, d: d * y, lambda xp, x, y, o, d: d * x)
-_binary_grad("elementwise_div", lambda xp, x, y, o, d: d / y, lambda xp, x, y, o, d: -d * o / y,
-             reads_out=True)
+def _div_dx(xp, x, y, out, dout):
+    return _divide(xp, dout, y)  # integers: C++'s truncating division, as PaddlePaddle's
+
+
+def _div_dy(xp, x, y, out, dout):
+    return _divide(xp, -dout * out, y)
+
+
+_binary_grad("elementwise_div", _div_dx, _div_dy, reads_out=True)
 _binary_grad("elementwise_pow", lambda xp, x, y, o, d: d * y * xp.power(x, y - 1), _pow_dy)
 # max/min: the gradient goes to the operand that won; PaddlePaddle gives ties to Y.
 _binary_grad("elementwise_max", lambda xp, x, y, o, d: d * (x > y), lambda xp, x, y, o, d: d * (x <= y))

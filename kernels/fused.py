@@ -21,7 +21,7 @@ activation in float32, rounded back, as kernels/activation.py does.
 from __future__ import annotations
 
 from keel.kernels.activation import _finish, _float_in
-from keel.kernels.elementwise import align
+from keel.kernels.elementwise import align, sum_to
 from keel.kernels.registry import kernel
 
 # PaddlePaddle's functor constants (the clip bounds of TanhFunctor / SigmoidFunctor, the
@@ -143,3 +143,58 @@ def fused_elemwise_activation(xp, x, y, *, functor_list, axis=-1, scale=0.0,
         inter = _unary(xp, functors[1], y, scale)
         out = xp.asarray(binary(*align(x, inter, axis)))
     return out, (inter if "IntermediateOut" in need else None)
+
+
+# -- the gradient ----------------------------------------------------------------------------
+# PaddlePaddle's fused_elemwise_activation_grad (its functors' derivatives, written with the
+# functor's own output u = f(x) where PaddlePaddle's grad functors read Out):
+#     relu: x > 0;  scale: scale;  tanh: 1 - u^2;  sigmoid: u (1 - u);
+#     gelu: 0.5 (1 + t) + 0.5 x (1 - t^2) c1 (1 + 3 c2 x^2),  t = tanh(c1 x (1 + c2 x^2)).
+
+def _unary_derivative(xp, name, x, u, scale):
+    """d name(x) / dx, u = name(x), in x's (float) dtype."""
+    if name == "relu":
+        return (x > 0).astype(x.dtype)
+    if name == "scale":
+        return xp.full_like(x, scale)
+    if name == "tanh":
+        return 1 - u * u
+    if name == "sigmoid":
+        return u * (1 - u)
+    t = xp.tanh(x * _GELU_C1 * (1 + _GELU_C2 * x * x))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_GELU_C1 * (1 + 3 * _GELU_C2 * x * x))
+
+
+def _binary_partials(xp, name, a, b, dout):
+    """dOut/da * dout and dOut/db * dout of a + b or a * b (broadcast shapes)."""
+    if name == "elementwise_add":
+        return dout, dout
+    return dout * b, dout * a
+
+
+@kernel("fused_elemwise_activation_grad", inputs=["X", "Y", "Out", "IntermediateOut", "Out@GRAD"],
+        outputs=["X@GRAD", "Y@GRAD"], attrs=["functor_list", "axis", "scale", "save_intermediate_out"])
+def fused_elemwise_activation_grad(xp, x, y, out, intermediate, dout, *, functor_list, axis=-1, scale=0.0,
+                                   save_intermediate_out=False):
+    """[unary, binary] (Out = f(X op Y)): dI = dOut * f'(I), I = X op Y, then op's partials
+    summed back to X's and Y's shapes. [binary, unary] (Out = X op f(Y)): op's partials with
+    f(Y), Y's times f'(Y). The activation is recomputed from X and Y (the IntermediateOut a
+    program carries is the same value)."""
+    functors = tuple(functor_list)
+    scale = float(xp.float32(scale))
+    xf, yf, g = _float_in(xp, x), _float_in(xp, y), _float_in(xp, dout)
+    if functors[1] in BINARY:
+        xa, ya = align(xf, yf, axis)
+        inter = getattr(xp, BINARY[functors[1]])(xa, ya)
+        u = UNARY[functors[0]](xp, inter.copy(), scale)
+        d_inter = g * _unary_derivative(xp, functors[0], inter, u, scale)
+        dxa, dya = _binary_partials(xp, functors[1], xa, ya, d_inter)
+        dx, dy = sum_to(xp, dxa, xa.shape), sum_to(xp, dya, ya.shape)
+    else:
+        u = UNARY[functors[1]](xp, yf.copy(), scale)
+        xa, ua = align(xf, u, axis)
+        dxa, dua = _binary_partials(xp, functors[0], xa, ua, g)
+        dx = sum_to(xp, dxa, xa.shape)
+        dy = sum_to(xp, dua, ua.shape).reshape(y.shape) * _unary_derivative(xp, functors[1], yf, u, scale)
+    return (_finish(xp, xp.asarray(dx).reshape(x.shape), x.dtype),
+            _finish(xp, xp.asarray(dy).reshape(y.shape), y.dtype))

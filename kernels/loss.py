@@ -82,14 +82,15 @@ def softmax_with_cross_entropy(xp, logits, label, *, soft_label, use_softmax, nu
 
 @kernel("cross_entropy", inputs=["X", "Label"], outputs=["Y"], attrs=["soft_label", "ignore_index"])
 def cross_entropy(xp, x, label, *, soft_label, ignore_index):
-    """X holds probabilities over its last dim; Y has size 1 there."""
+    """X holds probabilities over its last dim; Y has size 1 there, or no class dim when a
+    hard Label has none (Label [N]: Y [N], as PaddlePaddle's)."""
     cdt = _cdt(xp, x.dtype)
     logp = _tolerable_log(xp, x.astype(cdt, copy=False))
     if soft_label:
         y = -(label.astype(cdt, copy=False) * logp).sum(axis=-1, keepdims=True)
     else:
-        label = _label_at_axis(label, x, x.ndim - 1)
-        y = _hard_label_loss(xp, logp, label, x.ndim - 1, ignore_index, "cross_entropy")
+        y = _hard_label_loss(xp, logp, _label_at_axis(label, x, x.ndim - 1), x.ndim - 1,
+                             ignore_index, "cross_entropy").reshape(label.shape)
     return y.astype(x.dtype, copy=False)
 
 
@@ -100,6 +101,7 @@ def cross_entropy2(xp, x, label, *, ignore_index, need=None):
     ignored). XShape is a zero-size array of shape [*X.shape, 0] (PaddlePaddle's XShape
     dims; no data): cross_entropy_grad2 reads X's shape from it, as PaddlePaddle does. It
     is produced only when the op binds XShape (as kernels/tensor.py's XShape outputs)."""
+    label_shape = label.shape  # Y's: [N] for a Label [N] (PaddlePaddle's), MatchX keeps [N, 1]
     label = _label_at_axis(label, x, x.ndim - 1).astype(xp.int64, copy=False)
     _check_labels(xp, label, x.shape[-1], ignore_index, "cross_entropy2")
     ignored = label == ignore_index
@@ -108,7 +110,7 @@ def cross_entropy2(xp, x, label, *, ignore_index, need=None):
     cdt = _cdt(xp, x.dtype)
     y = xp.where(ignored, 0.0, -_tolerable_log(xp, match.astype(cdt, copy=False)))
     xshape = None if need is not None and "XShape" not in need else xp.empty(x.shape + (0,), x.dtype)
-    return y.astype(x.dtype, copy=False), xshape, match
+    return y.astype(x.dtype, copy=False).reshape(label_shape), xshape, match
 
 
 @kernel("sigmoid_cross_entropy_with_logits", inputs=["X", "Label", "pos_weight"], outputs=["Out"],
@@ -148,7 +150,7 @@ def bce_loss(xp, x, label):
     log_x = xp.where(xc > 0, xp.maximum(xp.log(xp.where(xc > 0, xc, 1)), -100.0), -100.0)
     log_1mx = xp.where(one_minus > 0, xp.maximum(xp.log(xp.where(one_minus > 0, one_minus, 1)), -100.0),
                        -100.0)
-    return ((lc - 1.0) * log_1mx - lc * log_x).astype(x.dtype, copy=False)
+    return xp.asarray((lc - 1.0) * log_1mx - lc * log_x).astype(x.dtype, copy=False)  # (0-d: an array)
 
 
 @kernel("huber_loss", inputs=["X", "Y"], outputs=["Out", "Residual"], attrs=["delta"])

@@ -12,7 +12,7 @@ import numpy as np
 
 from keel.kernels.constants import filled
 from keel.kernels.control_flow import sum_arrays
-from keel.kernels.elementwise import align, sum_to
+from keel.kernels.elementwise import align, as_grad_of, sum_to
 from keel.kernels.registry import UfuncCall, kernel
 from keel.kernels.tensor import BF16, from_bf16_bits, to_bf16_bits
 
@@ -158,6 +158,12 @@ def pow_(xp, x, factor_tensor, *, factor=1.0):
     if x.dtype == xp.float16:
         y = xp.power(x.astype(xp.float32), xp.asarray(factor, dtype=xp.float32))
         return xp.asarray(y).astype(x.dtype)
+    if x.dtype.kind in "iu":
+        # PaddlePaddle: the factor cast to x's type, the power taken in double and truncated
+        # back (a negative factor gives 0 for |x| > 1, where numpy's integer power refuses)
+        f = float(xp.asarray(factor).astype(x.dtype))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            return xp.asarray(xp.power(x.astype(xp.float64), f)).astype(x.dtype)
     return xp.asarray(xp.power(x, xp.asarray(factor).astype(x.dtype)))
 
 
@@ -183,8 +189,8 @@ def sum_(xp, xs):
 
 @kernel("mean", inputs=["X"], outputs=["Out"])
 def mean(xp, x):
-    """Mean of all elements, as a 0-d array."""
-    if x.dtype.kind == "f":
+    """Mean of all elements, as a 0-d array (integers: PaddlePaddle's truncating division)."""
+    if x.dtype.kind in "fc":
         return xp.asarray(xp.mean(x, dtype=_acc_dtype(xp, x))).astype(x.dtype)
     return _int_mean(xp, x, None, False)
 
@@ -255,7 +261,7 @@ def reduce_sum(xp, x, *, dim=(0,), keep_dim=False, reduce_all=False, out_dtype=-
 
 
 def _mean_compute(xp, x, axes, keep_dim):
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         return _int_mean(xp, x, axes, keep_dim)
     return xp.mean(x, axis=axes, keepdims=keep_dim, dtype=_acc_dtype(xp, x)).astype(x.dtype)
 
@@ -424,9 +430,14 @@ def matmul(xp, x, y, *, transpose_X=False, transpose_Y=False, alpha=1.0, head_nu
     a 1-D Y the column [K, 1] ([1, K] when transposed). Operands of rank > 2 are stacks of
     matrices over all leading dims (only their product must agree); a 2-D operand is used
     for every matrix of the stack. Out takes the leading dims of X (else Y), then vector
-    dims that came out as 1 are dropped, and an all-dropped result is [1]."""
+    dims that came out as 1 are dropped, and an all-dropped result (vector times vector) is
+    0-D, as PaddlePaddle 3.3.1 gives it."""
     if head_number != 1:
         raise NotImplementedError("matmul with head_number > 1 (multi-head MKL path) is not supported")
+    if x.ndim == 1 and y.ndim == 1:
+        # two vectors: their dot product whatever the transpose flags (PaddlePaddle 3.3.1's
+        # kernel, and the 0-D shape its rule gives)
+        transpose_X = transpose_Y = False
     xm = x.reshape(1, -1) if x.ndim == 1 else x
     ym = y.reshape(-1, 1) if y.ndim == 1 else y
     if xm.ndim > 2:
@@ -454,7 +465,7 @@ def matmul(xp, x, y, *, transpose_X=False, transpose_Y=False, alpha=1.0, head_nu
         dims.pop()
     if y.ndim == 1 and dims[-1] == 1:
         dims.pop()
-    return out.reshape(dims or [1])
+    return out.reshape(dims)
 
 
 @kernel("bmm", inputs=["X", "Y"], outputs=["Out"])
@@ -618,10 +629,14 @@ def _arg_reduce(op_type, compute):
     @kernel(op_type, inputs=["X"], outputs=["Out"], attrs=["axis", "keepdims", "flatten", "dtype"])
     def run(xp, x, *, axis, keepdims=False, flatten=False, dtype=3):
         out_dtype = xp.int32 if dtype == 2 else xp.int64
+        if x.size == 0:
+            raise ValueError(f"{op_type}: X {tuple(x.shape)} has no elements")
         if flatten or x.ndim == 0:
             idx = xp.asarray(compute(x.reshape(-1), axis=0))
             return idx.reshape((1,) * x.ndim if keepdims else ()).astype(out_dtype)
         a = _normalize_axis(int(axis), x.ndim)
+        if x.shape[a] == 0:
+            raise ValueError(f"{op_type}: X {tuple(x.shape)} has no elements along axis {axis}")
         idx = compute(x, axis=a)
         if keepdims:
             idx = xp.expand_dims(idx, a)
@@ -682,6 +697,27 @@ def _reduced_count(x, dim, reduce_all):
 _REDUCE_ATTRS = ["dim", "keep_dim", "reduce_all"]
 
 
+@kernel("frobenius_norm", inputs=["X"], outputs=["Out"], attrs=_REDUCE_ATTRS)
+def frobenius_norm(xp, x, *, dim=(0,), keep_dim=False, reduce_all=False):
+    """sqrt(sum(x^2)) over the reduced axes (float16 accumulated in float32)."""
+    cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
+    xc = x.astype(cdt, copy=False)
+    if x.ndim == 0:
+        return xp.abs(xc).astype(x.dtype)
+    axes = _reduce_axes(x, dim, reduce_all)
+    out = xp.sqrt(xp.sum(xc * xc, axis=axes, keepdims=keep_dim))
+    return xp.asarray(out).astype(x.dtype, copy=False)
+
+
+@kernel("frobenius_norm_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_REDUCE_ATTRS)
+def frobenius_norm_grad(xp, x, out, dout, *, dim=(0,), keep_dim=False, reduce_all=False):
+    """dout * x / out, as PaddlePaddle's (a zero norm gives NaN there, as in PaddlePaddle)."""
+    o = _expand_reduced(xp, out, x, dim, keep_dim, reduce_all)
+    g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return xp.asarray(g * (x / o)).astype(x.dtype, copy=False)
+
+
 @kernel("reduce_sum_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=_REDUCE_ATTRS)
 def reduce_sum_grad(xp, x, dout, *, dim=(0,), keep_dim=False, reduce_all=False):
     g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
@@ -724,6 +760,7 @@ def reduce_prod_grad(xp, x, out, dout, *, dim=(0,), keep_dim=False, reduce_all=F
     axes = _reduce_axes(x, dim, reduce_all)
     axes = tuple(range(x.ndim)) if axes is None else axes
     g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
+    x = xp.conj(x) if x.dtype.kind == "c" else x      # PaddlePaddle's dout * conj(d prod / d x)
     moved = xp.moveaxis(x, axes, tuple(range(len(axes))))
     flat = moved.reshape((-1,) + moved.shape[len(axes):])
     ones = xp.ones((1,) + flat.shape[1:], dtype=x.dtype)
@@ -754,6 +791,7 @@ def pow_grad(xp, x, factor_tensor, dout, *, factor=1.0):
     if factor_tensor is not None:
         factor = _scalar_of(factor_tensor)
     xc = x.astype(xp.float32) if x.dtype == xp.float16 else x
+    xc = xp.conj(xc) if xc.dtype.kind == "c" else xc   # PaddlePaddle's dout * conj(f'(x))
     f = xp.asarray(factor).astype(xc.dtype)
     g = xp.power(xc, f - 1)
     g *= f
@@ -861,13 +899,19 @@ def _matmul_grads(xp, x, y, g, tx, ty, need):
         Out = X Y:      dX = G Y^T,    dY = X^T G
         Out = X Y^T:    dX = G Y,      dY = G^T X
         Out = X^T Y:    dX = Y G^T,    dY = X G
-        Out = X^T Y^T:  dX = Y^T G^T,  dY = G^T X^T"""
+        Out = X^T Y^T:  dX = Y^T G^T,  dY = G^T X^T
+    Complex operands enter conjugated (PaddlePaddle's dX = G conj(Y)^T); a real operand's
+    gradient from a complex product is the real part."""
+    x_dtype, y_dtype = x.dtype, y.dtype
+    if x.dtype.kind == "c" or y.dtype.kind == "c":
+        x, y = xp.conj(x), xp.conj(y)
     dx = dy = None
     if "X@GRAD" in need:
         dx = _product(xp, y, g, ty, True, x.shape) if tx else _product(xp, g, y, False, not ty, x.shape)
     if "Y@GRAD" in need:
         dy = _product(xp, g, x, True, tx, y.shape) if ty else _product(xp, x, g, not tx, False, y.shape)
-    return dx, dy
+    return (None if dx is None else as_grad_of(xp, dx, x_dtype),
+            None if dy is None else as_grad_of(xp, dy, y_dtype))
 
 
 _BOTH = frozenset({"X@GRAD", "Y@GRAD"})
@@ -895,6 +939,8 @@ def matmul_v2_grad(xp, x, y, dout, *, trans_x=False, trans_y=False, need=_BOTH):
 def matmul_grad(xp, x, y, dout, *, transpose_X=False, transpose_Y=False, alpha=1.0, need=_BOTH):
     # The forward's matrix view (see `matmul`): 1-D X a row, 1-D Y a column, operands of
     # rank > 2 stacks [-1, M, K]; Out@GRAD reshaped to the product of those, alpha applied.
+    if x.ndim == 1 and y.ndim == 1:
+        transpose_X = transpose_Y = False   # a dot product, as the forward
     xm = x.reshape(1, -1) if x.ndim == 1 else x
     ym = y.reshape(-1, 1) if y.ndim == 1 else y
     if xm.ndim > 2:

@@ -30,6 +30,7 @@ SavedVariance (the inverse std) in training, the running Mean/Variance otherwise
 from __future__ import annotations
 
 import functools
+import math
 import struct
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -636,7 +637,7 @@ def _layer_norm_rows(xp, x, begin_norm_axis):
     left = 1
     for d in x.shape[:axis]:
         left *= d
-    right = x.size // left if left else 0
+    right = math.prod(x.shape[axis:])  # (not size // left: a batch of 0 rows has 0 of those)
     cdt = _compute_dtype(xp, x.dtype)
     return left, right, cdt, x.reshape(left, right).astype(cdt, copy=False)
 
@@ -644,8 +645,8 @@ def _layer_norm_rows(xp, x, begin_norm_axis):
 @kernel("layer_norm", inputs=["X", "Scale", "Bias"], outputs=["Y", "Mean", "Variance"],
         attrs=["epsilon", "begin_norm_axis"])
 def layer_norm(xp, x, scale, bias, *, epsilon, begin_norm_axis):
-    """Normalize over dims [begin_norm_axis, ...); Mean/Variance (biased) have shape
-    [prod(dims before begin_norm_axis)]; Scale/Bias hold prod(normalized dims) values.
+    """Normalize over dims [begin_norm_axis, ...); Mean/Variance (biased) have the dims before
+    begin_norm_axis (PaddlePaddle 3.3.1's shape); Scale/Bias hold prod(normalized dims) values.
     Evaluated over cache-sized blocks of rows (kernels/blocked.py `row_blocks`), a few passes
     over each: y = x - mean, var = mean(y * y) (kernels/sums.py's row sums and dots), then
     y scaled and shifted in place."""
@@ -665,7 +666,9 @@ def layer_norm(xp, x, scale, bias, *, epsilon, begin_norm_axis):
             if b is not None:
                 yb += b
     sdt = _stat_dtype(xp, x.dtype)
-    return y.reshape(x.shape).astype(x.dtype, copy=False), mu.astype(sdt), var.astype(sdt)
+    stat_shape = x.shape[:begin_norm_axis % max(x.ndim, 1)]
+    return (y.reshape(x.shape).astype(x.dtype, copy=False), mu.astype(sdt).reshape(stat_shape),
+            var.astype(sdt).reshape(stat_shape))
 
 
 def _empty_rows_allowed(xp, right):
@@ -686,15 +689,16 @@ def group_norm(xp, x, scale, bias, *, epsilon, groups, data_layout):
         raise ValueError(f"group_norm: {c} channels are not divisible into groups={groups}")
     cdt = _compute_dtype(xp, x.dtype)
     xc = x.astype(cdt, copy=False)
+    # explicit sizes, not -1: a batch of 0 leaves -1 undetermined
     if channel_last:
-        xg = xc.reshape(n, -1, g, c // g)
+        xg = xc.reshape(n, math.prod(x.shape[1:-1]), g, c // g)
         axes = (1, 3)
         mu = xg.mean(axis=axes)
         centered = xg - mu[:, None, :, None]
         var = (centered * centered).mean(axis=axes)
         y = (centered / xp.sqrt(var + epsilon)[:, None, :, None]).reshape(x.shape)
     else:
-        xg = xc.reshape(n, g, -1)
+        xg = xc.reshape(n, g, (c // g) * math.prod(x.shape[2:]))
         mu = xg.mean(axis=2)
         centered = xg - mu[:, :, None]
         var = (centered * centered).mean(axis=2)
@@ -715,11 +719,11 @@ def instance_norm(xp, x, scale, bias, *, epsilon):
     SavedVariance ([N*C]) are the mean and 1/sqrt(var+eps), as Paddle saves them."""
     n, c = x.shape[:2]
     cdt = _compute_dtype(xp, x.dtype)
-    x2 = x.reshape(n * c, -1).astype(cdt, copy=False)
+    x2 = x.reshape(n * c, math.prod(x.shape[2:])).astype(cdt, copy=False)  # (n may be 0)
     mu = x2.mean(axis=1)
     centered = x2 - mu[:, None]
     inv_std = 1.0 / xp.sqrt((centered * centered).mean(axis=1) + epsilon)
-    y = (centered * inv_std[:, None]).reshape(n, c, -1)
+    y = (centered * inv_std[:, None]).reshape(n, c, x2.shape[1])
     if scale is not None:
         y = y * scale.astype(cdt, copy=False).reshape(1, c, 1)
     if bias is not None:
@@ -939,11 +943,19 @@ def _interp(xp, x, out_size_t, size_tensor, scale_t, data_layout, out_d, out_h, 
     if method not in ("linear", "bilinear", "trilinear"):
         raise NotImplementedError(f"interpolate: interp_method {interp_method!r} is not supported")
     align_flag = align_mode == 0 and not align_corners
-    cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
+    # float16 and integers (uint8 images) in float32, the result converted back (integers
+    # truncated toward zero, as PaddlePaddle's kernels for them compute)
+    cdt = xp.float32 if x.dtype == xp.float16 or x.dtype.kind != "f" else x.dtype
+    # PaddlePaddle's 1-D linear kernel keeps its weights in the input's type: on integers they
+    # truncate to 1 (lower neighbour) and 0, unlike its bilinear/trilinear kernels' floats
+    int_weights = x.dtype.kind != "f" and len(axes) == 1
     out = out.astype(cdt, copy=False)
     for a, i, o, s in zip(axes, in_sizes, sizes, scales):
         ratio = _interp_ratio(i, o, s, align_corners)
         lo, hi, w_lo, w_hi = _linear_axis(xp, i, o, ratio, align_flag)
+        if int_weights:
+            w_hi = xp.trunc(w_hi)
+            w_lo = 1 - w_hi
         shape = [1] * x.ndim
         shape[a] = o
         out = (xp.take(out, lo, axis=a) * w_lo.astype(cdt).reshape(shape)
@@ -964,8 +976,31 @@ def _interp_kernel(op_type):
 
 
 # Paddle dispatches on the interp_method attribute, not on the op type.
+linear_interp_v2 = _interp_kernel("linear_interp_v2")
 bilinear_interp_v2 = _interp_kernel("bilinear_interp_v2")
+trilinear_interp_v2 = _interp_kernel("trilinear_interp_v2")
 nearest_interp_v2 = _interp_kernel("nearest_interp_v2")
+
+
+def _v1_sizes(x, out_size, size_tensor, data_layout, out_d, out_h, out_w, scale):
+    """nearest_interp (1.x): a positive float `scale` sets every output size to
+    int(in * scale) unless an OutSize/SizeTensor input gives them; its source positions are
+    then in / out, not 1 / scale, so the v2 kernels get sizes and no scale."""
+    if scale > 0 and out_size is None and not size_tensor:
+        spatial = x.shape[1:-1] if _channel_last(data_layout) else x.shape[2:]
+        sizes = [int(_f32(d * _f32(scale))) for d in spatial]
+        out_d, out_h, out_w = ([0, 0, 0][:3 - len(sizes)] + sizes)
+    return out_d, out_h, out_w
+
+
+@kernel("nearest_interp", inputs=["X", "OutSize", "SizeTensor", "Scale"], outputs=["Out"],
+        attrs=["data_layout", "out_d", "out_h", "out_w", "scale", "interp_method",
+               "align_corners", "align_mode"])
+def nearest_interp(xp, x, out_size, size_tensor, scale_t, *, data_layout, out_d, out_h, out_w, scale,
+                   interp_method, align_corners, align_mode):
+    sizes = _v1_sizes(x, out_size, size_tensor, data_layout, out_d, out_h, out_w, scale)
+    return _interp(xp, x, out_size, size_tensor, scale_t, data_layout, *sizes, [], interp_method,
+                   align_corners, align_mode)
 
 
 @kernel("pixel_shuffle", inputs=["X"], outputs=["Out"], attrs=["upscale_factor", "data_format"])
@@ -1686,8 +1721,20 @@ def _interp_grad_kernel(op_type):
     return run
 
 
+linear_interp_v2_grad = _interp_grad_kernel("linear_interp_v2")
 bilinear_interp_v2_grad = _interp_grad_kernel("bilinear_interp_v2")
+trilinear_interp_v2_grad = _interp_grad_kernel("trilinear_interp_v2")
 nearest_interp_v2_grad = _interp_grad_kernel("nearest_interp_v2")
+
+
+@kernel("nearest_interp_grad", inputs=["X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"],
+        outputs=["X@GRAD"], attrs=["data_layout", "out_d", "out_h", "out_w", "scale", "interp_method",
+                                   "align_corners", "align_mode"])
+def nearest_interp_grad(xp, x, out_size, size_tensor, scale_t, dout, *, data_layout, out_d, out_h, out_w,
+                        scale, interp_method, align_corners, align_mode):
+    sizes = _v1_sizes(x, out_size, size_tensor, data_layout, out_d, out_h, out_w, scale)
+    return _interp_grad(xp, x, dout, out_size, size_tensor, scale_t, data_layout, *sizes, [],
+                        interp_method, align_corners, align_mode)
 
 
 @kernel("pixel_shuffle_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"],

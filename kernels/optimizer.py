@@ -195,3 +195,35 @@ def clip_by_norm(xp, x, *, max_norm):
     if x.dtype.kind == "f":
         factor = factor.astype(x.dtype)
     return xp.asarray(x * factor).astype(x.dtype, copy=False)
+
+
+@kernel("lars_momentum", inputs=["Param", "Grad", "Velocity", "LearningRate", "MasterParam"],
+        outputs=["ParamOut", "VelocityOut", "MasterParamOut"],
+        attrs=["mu", "lars_coeff", "lars_weight_decay", "epsilon", "multi_precision", "rescale_grad"])
+def lars_momentum(xp, params, grads, velocities, rates, masters, *, mu, lars_coeff=0.001,
+                  lars_weight_decay=(0.0005,), epsilon=0.0, multi_precision=False, rescale_grad=1.0):
+    """PaddlePaddle's CPU kernel, per parameter i (its own learning rate when one is given per
+    parameter, its own weight decay likewise):
+        g = Grad * rescale_grad;  local_lr = lr * lars_coeff * |p| / (|g| + decay * |p| + epsilon)
+        when decay, |p| and |g| are all > 0, else lr;
+        VelocityOut = Velocity * mu + local_lr * (g + decay * p);  ParamOut = p - VelocityOut,
+    p the float32 master copy under multi_precision (ParamOut then its value cast back)."""
+    param_outs, velocity_outs, master_outs = [], [], []
+    for i, (param, grad, velocity) in enumerate(zip(params, grads, velocities)):
+        master = masters[i] if masters else None
+        dt = velocity.dtype
+        T = dt.type
+        p = (master if multi_precision and master is not None else param).astype(dt, copy=False)
+        g = grad.astype(dt, copy=False) * T(rescale_grad)
+        lr = _scalar(rates[i] if len(rates) > 1 else rates[0], dt)
+        decay = T(lars_weight_decay[i] if len(lars_weight_decay) > 1 else lars_weight_decay[0])
+        p_norm, g_norm = xp.sqrt(xp.sum(p * p)), xp.sqrt(xp.sum(g * g))
+        if decay > 0:  # (the norms stay on the device: chosen with where, not read back)
+            scaled = lr * T(lars_coeff) * p_norm / (g_norm + decay * p_norm + T(epsilon))
+            lr = xp.where((p_norm > 0) & (g_norm > 0), scaled, lr)
+        v_out = velocity * T(mu) + lr * (g + decay * p)
+        p_out = p - v_out
+        velocity_outs.append(v_out.astype(dt, copy=False))
+        param_outs.append(p_out.astype(param.dtype))
+        master_outs.append(p_out.astype(master.dtype) if master is not None else None)
+    return param_outs, velocity_outs, (master_outs if masters else None)

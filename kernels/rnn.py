@@ -70,7 +70,7 @@ def _direction(xp, x, w, h0, c0, mask, mode, reverse, keep):
     w_ih, w_hh, b_ih, b_hh = w
     T, B = x.shape[0], x.shape[1]
     H = w_hh.shape[1]
-    xw = (x.reshape(T * B, -1) @ w_ih.T).reshape(T, B, -1) + b_ih
+    xw = (x.reshape(T * B, x.shape[2]) @ w_ih.T).reshape(T, B, w_ih.shape[0]) + b_ih  # (T may be 0)
     if mode == "GRU":
         xw[..., :2 * H] += b_hh[:2 * H]
         w_h_rz, w_hc, b_hc = w_hh[:2 * H], w_hh[2 * H:], b_hh[2 * H:]
@@ -201,6 +201,8 @@ def rnn(xp, x, pre_state, weights, seq_len=None, *, dropout_prob=0.0, is_bidirec
     _mode_gates(mode)
     dirs = 2 if is_bidirec else 1
     T, B = x.shape[0], x.shape[1]
+    if T == 0:
+        raise ValueError(f"rnn: Input {tuple(x.shape)} has no time steps (its first dim is time)")
     H = hidden_size
     out_shape = (T, B, dirs * H)
     dropout_state = None
@@ -431,6 +433,8 @@ def warpctc(xp, logits, label, logits_length=None, label_length=None, *, blank=0
     gradient only). WarpCTCGrad [Tmax, B, C]: d Loss[b] / d Logits[:, b]."""
     if logits_length is None or label_length is None:
         raise ValueError("warpctc: Keel runs the padded mode only: give LogitsLength and LabelLength")
+    if logits.shape[0] == 0:  # (a shape: no value read back from a device)
+        raise ValueError(f"warpctc: Logits {tuple(logits.shape)} has no time steps")
     loss, grad = _ctc(xp, logits, label, logits_length, label_length, blank)
     return loss.astype(logits.dtype), grad.astype(logits.dtype)
 

@@ -180,7 +180,10 @@ def test_definition_has_paddles_slots_attributes_and_defaults():
     assert attrs == {"functor_list": (pb.AttrType.STRINGS, registry.REQUIRED),
                      "axis": (pb.AttrType.INT, -1), "scale": (pb.AttrType.FLOAT, 0.0),
                      "save_intermediate_out": (pb.AttrType.BOOLEAN, False)}
-    assert opdef.grad is registry.NOT_DIFFERENTIABLE
+    # its gradient op reads every forward slot (checked by finite differences in
+    # tests/test_grad_added_ops.py)
+    assert opdef.grad.inputs == ("X", "Y", "Out", "IntermediateOut", "Out@GRAD")
+    assert opdef.grad.outputs == ("X@GRAD", "Y@GRAD")
 
 
 def test_the_op_and_the_kernel_support_paddles_nine_functor_lists():

@@ -57,7 +57,7 @@ def _matmul_cases():
         ((3,), (3,), {}),
         ((3,), (2, 3, 4), {}),
         ((2, 5, 3), (3,), {}),
-        ((3,), (3,), {"transpose_X": True, "transpose_Y": True}),  # outer product [3, 3]
+        ((3,), (3,), {"transpose_X": True, "transpose_Y": True}),  # a dot product: flags ignored
     ]:
         cases.append(Case("matmul", {"X": rand(*xs), "Y": rand(*ys, seed=1)}, attrs,
                           id=f"matmul {xs}@{ys} {attrs or ''}"))

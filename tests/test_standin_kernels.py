@@ -36,6 +36,7 @@ import test_kernel_plans
 import test_fused_ops
 import test_kernels_control_flow
 import test_grad_activation
+import test_grad_added_ops
 import test_grad_collective
 import test_grad_detection
 import test_grad_elementwise
@@ -50,8 +51,10 @@ import test_grad_vision
 import test_kernels_adam_chunked
 import test_kernels_detection
 import test_kernels_in_place
+import test_kernels_lars_momentum
 import test_kernels_manip
 import test_kernels_math
+import test_kernels_multiclass_nms
 import test_kernels_nn
 import test_kernels_optimizer
 import test_kernels_rnn
@@ -68,10 +71,11 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_kernels_manip, test_grad_manip, test_conv_paths, test_conv_depthwise,
                        test_conv_grad_paths, test_fuse_conv, test_kernels_control_flow, test_grad_collective,
                        test_grad_sum_paths, test_kernel_plans, test_kernels_adam_chunked, test_kernels_in_place,
-                       test_fused_conv_plans, test_kernels_rows]
+                       test_fused_conv_plans, test_kernels_rows, test_grad_added_ops, test_kernels_lars_momentum,
+                       test_kernels_multiclass_nms]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
-                test_grad_collective]
+                test_grad_collective, test_grad_added_ops]
 
 # Kernels that never run on the device here, and why.
 _NO_NCCL = ("communicates through NCCL, which has no stand-in: on a device it is untested without a GPU "
@@ -97,7 +101,8 @@ READS_BACK = {
                      "nearest_interp_v2", "nearest_interp_v2_grad", "pad3d", "pow", "range", "reduce_all",
                      "reduce_any", "reshape2", "scale", "slice", "slice_grad", "split", "strided_slice",
                      "strided_slice_grad", "tile", "top_k_v2", "uniform_random", "unsqueeze2", "affine_grid",
-                     "roll", "roll_grad", "update_loss_scaling"],
+                     "roll", "roll_grad", "update_loss_scaling", "linear_interp_v2", "linear_interp_v2_grad",
+                     "trilinear_interp_v2", "trilinear_interp_v2_grad", "nearest_interp", "nearest_interp_grad"],
                     _ATTRIBUTE_TENSOR),
     "where_index": "its output's shape is the number of true elements",
     **dict.fromkeys(["select_input", "write_to_array", "read_from_array"],
@@ -109,7 +114,7 @@ READS_BACK = {
                      "index_select", "index_select_grad", "take_along_axis", "take_along_axis_grad",
                      "put_along_axis", "put_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad"],
                     _VALIDATION),
-    **dict.fromkeys(["multiclass_nms3", "matrix_nms", "generate_proposals_v2", "distribute_fpn_proposals"],
+    **dict.fromkeys(["multiclass_nms3", "multiclass_nms", "matrix_nms", "generate_proposals_v2", "distribute_fpn_proposals"],
                     "output-shaped: how many boxes survive (NMS, proposal filtering, per-level counts) "
                     "depends on the values, and the greedy selection is sequential, so the boxes and "
                     "scores are read back and selected on the host, as PaddlePaddle's CPU kernels do"),

@@ -8,7 +8,11 @@ whether a forward kernel exists, its gradient (the PaddlePaddle gradient op it e
 that it has none), what the fp16 inference pass does with it, and the GPU path (every
 kernel is written against the array module, so the same code runs on cupy). Then coverage
 against the model zoo (tests/fixtures/zoo/, models exported by PaddlePaddle 3.3.1): every op
-type its program files hold, whether Keel runs it and which zoo models use it.
+type its program files hold, whether Keel runs it and which zoo models use it. Last, the
+dtypes per op: those PaddlePaddle 3.3.1's CPU kernel registers
+(tests/fixtures/paddle_cpu_dtypes.json) and, of those, which Keel runs and which it refuses
+when the program is built (tests/fixtures/keel_op_dtypes.json, which tests/test_op_dtype_sweep.py
+keeps current and whose runs it checks against references).
 """
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ from keel.program.passes import fp16  # noqa: E402
 
 TARGET = ROOT / "docs" / "ops.md"
 ZOO = ROOT / "tests" / "fixtures" / "zoo"
+PADDLE_DTYPES = ROOT / "tests" / "fixtures" / "paddle_cpu_dtypes.json"
+KEEL_DTYPES = ROOT / "tests" / "fixtures" / "keel_op_dtypes.json"
 
 
 def _gradient(opdef) -> str:
@@ -83,7 +89,7 @@ def render() -> str:
         "| op | family | forward | gradient | fp16 | GPU |",
         "|---|---|---|---|---|---|",
     ]
-    return "\n".join(header + rows + [""] + _zoo_section()) + "\n"
+    return "\n".join(header + rows + [""] + _zoo_section() + [""] + _dtype_section(sorted(ops))) + "\n"
 
 
 def _zoo_section() -> list[str]:
@@ -111,6 +117,38 @@ def _zoo_section() -> list[str]:
         "",
         "| op | Keel runs it | zoo models using it |",
         "|---|---|---|",
+    ] + rows
+
+
+def _dtype_section(op_types) -> list[str]:
+    """Per op: PaddlePaddle's CPU kernel dtypes, and which of them Keel runs (swept) or refuses."""
+    import json
+    paddle = json.loads(PADDLE_DTYPES.read_text())
+    ours = json.loads(KEEL_DTYPES.read_text())
+    rows = []
+    for op_type in op_types:
+        if op_type in ("feed", "fetch"):
+            continue
+        registered = ", ".join(paddle.get(op_type, {}).get("forward", [])) or "none on the CPU"
+        if op_type in ours:
+            runs = ", ".join(ours[op_type]["runs"]) or "-"
+            refused = ", ".join(ours[op_type]["refused"]) or "-"
+        else:
+            runs, refused = "not swept", ""
+        rows.append(f"| `{op_type}` | {registered} | {runs} | {refused} |")
+    swept = sum(op in ours for op in op_types)
+    return [
+        "## Dtypes per op",
+        "",
+        "For each op, the dtypes PaddlePaddle 3.3.1's CPU kernel registers; of those (bfloat16 and",
+        "float8 aside, which numpy cannot compute in), the ones Keel runs, checked by",
+        "tests/test_op_dtype_sweep.py against float64 references (and complex ones never losing",
+        "their imaginary part), and the ones it refuses with a dtype error when the program is",
+        f"built. {swept} ops are swept (every op with a gradient check, and sampled others); Keel",
+        "also runs dtypes PaddlePaddle's CPU kernels lack (float16 for the fp16 inference pass).",
+        "",
+        "| op | PaddlePaddle CPU kernel | Keel runs | Keel refuses when built |",
+        "|---|---|---|---|",
     ] + rows
 
 

@@ -2,7 +2,7 @@
 shape and dtype (softmax/log_softmax also check their `axis`)."""
 from __future__ import annotations
 
-from keel.program.ops.infer import normalize_axis
+from keel.program.ops.infer import is_complex, normalize_axis, real_of
 from keel.program.ops.registry import BOOL, FLOAT, INT, STRING, GradOp, define, grad_maker, grad_op
 
 
@@ -10,6 +10,29 @@ def infer_same_as_x(ctx):
     """Out has X's shape and dtype (the rule every op in this module shares)."""
     x = ctx.input("X")
     ctx.set_output("Out", x.shape, x.dtype)
+
+
+# The ops computed in complex for complex64/128 X: those PaddlePaddle 3.3.1's CPU kernels
+# register complex for (tests/fixtures/paddle_cpu_dtypes.json) whose complex formula Keel
+# implements. The rest refuse a complex X when the program is built (a real kernel would
+# drop the imaginary part), among them hard_swish, softplus, logsigmoid, round and sign,
+# which PaddlePaddle also runs on complex.
+COMPLEX_UNARY = frozenset({
+    "sigmoid", "silu", "tanh", "softsign", "stanh", "exp", "expm1", "log", "log2", "log10",
+    "log1p", "sqrt", "abs", "square", "reciprocal", "sin", "cos", "tan", "acos", "asin", "atan",
+    "sinh", "cosh", "asinh", "acosh", "atanh"})
+
+
+def _infer_real_unary(ctx):
+    x = ctx.input("X")
+    ctx.refuse_complex(x, "its PaddlePaddle CPU kernel is real-only or Keel computes it in real numbers")
+    ctx.set_output("Out", x.shape, x.dtype)
+
+
+def _infer_abs(ctx):
+    """abs of a complex X is its real modulus (float32 for complex64)."""
+    x = ctx.input("X")
+    ctx.set_output("Out", x.shape, real_of(x.dtype) if is_complex(x.dtype) else x.dtype)
 
 
 def _infer_softmax(ctx):
@@ -38,8 +61,9 @@ def _sign_grad(op, g):
 
 
 def _unary(type, doc, attrs=None, extra_attrs=None, *, grad):
+    infer = _infer_abs if type == "abs" else infer_same_as_x if type in COMPLEX_UNARY else _infer_real_unary
     define(type, inputs=["X"], outputs=["Out"], attrs=attrs, extra_attrs=extra_attrs,
-           infer=infer_same_as_x, grad=grad, doc=doc)
+           infer=infer, grad=grad, doc=doc)
 
 
 # -- activations ---------------------------------------------------------------------
@@ -100,6 +124,15 @@ _unary("erf", "Out = erf(X), the Gauss error function", grad=_FROM_X)
 _unary("acos", "Out = arccos(X)", grad=_FROM_X)
 _unary("asin", "Out = arcsin(X)", grad=_FROM_X)
 _unary("atan", "Out = arctan(X)", grad=_FROM_X)
+_unary("tan", "Out = tan(X)", grad=_FROM_X)
+_unary("sinh", "Out = sinh(X)", grad=_FROM_X)
+_unary("cosh", "Out = cosh(X)", grad=_FROM_X)
+_unary("asinh", "Out = arcsinh(X)", grad=_FROM_X)
+_unary("acosh", "Out = arccosh(X)", grad=_FROM_X)
+_unary("atanh", "Out = arctanh(X)", grad=_FROM_X)
+_unary("hard_shrink", "Out = X where |X| > threshold, else 0", {"threshold": FLOAT(0.5)}, grad=_FROM_X)
+_unary("softshrink", "Out = X - lambda where X > lambda, X + lambda where X < -lambda, else 0",
+       {"lambda": FLOAT(0.5)}, grad=_FROM_X)
 _unary("brelu", "Out = min(max(X, t_min), t_max)", {"t_min": FLOAT(0.0), "t_max": FLOAT(24.0)},
        grad=_FROM_X)
 _unary("stanh", "Out = scale_b * tanh(scale_a * X)",

@@ -104,11 +104,24 @@ def _infer_multiclass_nms3(ctx):
     ctx.set_output("NmsRoisNum", [batch], _INT32)
 
 
+_NMS_ATTRS = {"score_threshold": FLOAT(), "nms_top_k": INT(), "keep_top_k": INT(),
+              "nms_threshold": FLOAT(0.3), "normalized": BOOL(True), "nms_eta": FLOAT(1.0),
+              "background_label": INT(0)}
+
+
+def _infer_multiclass_nms(ctx):
+    boxes, _, _, box_dim = _nms_inputs(ctx)
+    ctx.set_output("Out", [-1, box_dim + 2 if box_dim >= 0 else -1], boxes.dtype)
+
+
+define("multiclass_nms", inputs=["BBoxes", "Scores"], outputs=["Out"], attrs=dict(_NMS_ATTRS),
+       infer=_infer_multiclass_nms, grad=NOT_DIFFERENTIABLE,
+       doc="The 1.x multiclass_nms3: Out only, the kept rows of every image one after another; "
+           "[[-1]] (shape [1, 1]) when no box is kept. 2-D Scores are one image (Keel feeds no LoD).")
+
 define("multiclass_nms3", inputs=["BBoxes", "Scores", opt("RoisNum")],
        outputs=["Out", "Index", opt("NmsRoisNum")],
-       attrs={"score_threshold": FLOAT(), "nms_top_k": INT(), "keep_top_k": INT(),
-              "nms_threshold": FLOAT(0.3), "normalized": BOOL(True), "nms_eta": FLOAT(1.0),
-              "background_label": INT(0)},
+       attrs=dict(_NMS_ATTRS),
        infer=_infer_multiclass_nms3, grad=NOT_DIFFERENTIABLE,
        doc="Greedy per-class NMS. Out [K, 2+box_dim] rows (label, score, box); Index: each "
            "kept box's flat position in the input; NmsRoisNum: kept boxes per image.")
@@ -274,6 +287,9 @@ define("box_coder", inputs=["PriorBox", opt("PriorBoxVar"), "TargetBox"], output
 def _infer_roi(ctx, extra_output=None):
     x, rois = _rank(ctx, "X", (4,)), _rank(ctx, "ROIs", (2,))
     ctx.same_dtype(x, rois)
+    # (PaddlePaddle also instantiates roi_align for int32/int64, bilinear weights and all in
+    # integers; Keel computes in floating point only)
+    ctx.require_float(x)
     _box_dim(ctx, rois, "ROIs")
     num = ctx.input("RoisNum")
     if num is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from keel.program.errors import AttrError
 from keel.program.ops.infer import broadcast_shapes, dims_match, numel
-from keel.program.ops.registry import BOOL, FLOAT, INT, NOT_DIFFERENTIABLE, STRINGS, define, side
+from keel.program.ops.registry import BOOL, FLOAT, INT, STRINGS, define, grad_op, side
 
 # The pairs PaddlePaddle's RunFunctors implements, outer functor first.
 FUSED_FUNCTOR_LISTS = (
@@ -110,9 +110,8 @@ define("fused_elemwise_activation", inputs=["X", "Y"], outputs=["Out", side("Int
        attrs={"functor_list": STRINGS(), "axis": INT(-1), "scale": FLOAT(0.0),
               "save_intermediate_out": BOOL(False)},
        infer=_infer_fused_elemwise_activation,
-       # PaddlePaddle has fused_elemwise_activation_grad (a training-time fusion); Keel
-       # only produces this op in the inference passes, so it declares no gradient.
-       grad=NOT_DIFFERENTIABLE,
+       # PaddlePaddle's gradient op reads every forward slot (IntermediateOut included)
+       grad=grad_op(["X", "Y", "Out", "IntermediateOut", "Out@GRAD"], ["X@GRAD", "Y@GRAD"]),
        doc="An elementwise op and an activation in one: functor_list [unary, binary] gives "
            "Out = unary(binary(X, Y)), [binary, unary] gives Out = binary(X, unary(Y)); the "
            "nine pairs are relu/scale/tanh/gelu of elementwise_add, elementwise_add of "
@@ -120,4 +119,4 @@ define("fused_elemwise_activation", inputs=["X", "Y"], outputs=["Out", side("Int
            "relu is X * (X > 0), scale multiplies by `scale` (no bias), tanh and sigmoid clip "
            "their argument (2X to [-40, 13], X to [-40, 13]), gelu is the tanh approximation. "
            "IntermediateOut (written when bound) is the inner result. Y broadcasts over X (or "
-           "X over Y) only as a contiguous run of dims at `axis`. Not differentiable in Keel.")
+           "X over Y) only as a contiguous run of dims at `axis`.")

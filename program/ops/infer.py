@@ -11,6 +11,34 @@ from typing import Callable, NoReturn, Sequence
 
 from keel.program import dtypes
 from keel.program.errors import DTypeError, ShapeError
+from keel.proto import pb
+
+_T = pb.VarType
+# complex dtype <-> the real dtype of its parts
+_COMPLEX_OF = {_T.FP32: _T.COMPLEX64, _T.FP64: _T.COMPLEX128,
+               _T.COMPLEX64: _T.COMPLEX64, _T.COMPLEX128: _T.COMPLEX128}
+_REAL_OF = {_T.COMPLEX64: _T.FP32, _T.COMPLEX128: _T.FP64}
+
+
+def is_complex(dtype: int) -> bool:
+    return dtype in _REAL_OF
+
+
+def real_of(dtype: int) -> int:
+    """The dtype of a complex dtype's parts (complex128 -> float64); other dtypes unchanged."""
+    return _REAL_OF.get(dtype, dtype)
+
+
+def promote_complex(a: int, b: int) -> int | None:
+    """PaddlePaddle's promotion of a real and a complex operand (promoteTypesIfComplexExists):
+    the complex type wide enough for both (float64 with complex64 -> complex128); None when
+    neither is complex or the real one is not float32/float64."""
+    if not (is_complex(a) or is_complex(b)):
+        return None
+    if a not in _COMPLEX_OF or b not in _COMPLEX_OF:
+        return None
+    wide = {_COMPLEX_OF[a], _COMPLEX_OF[b]}
+    return _T.COMPLEX128 if _T.COMPLEX128 in wide else _T.COMPLEX64
 
 
 @dataclass(frozen=True)
@@ -95,6 +123,13 @@ class InferContext:
     def require_float(self, info: VarInfo) -> None:
         if not dtypes.is_floating(info.dtype):
             self.dtype_fail(f"expects a floating-point input, got {info}")
+
+    def refuse_complex(self, info: VarInfo, why: str = "") -> None:
+        """A DTypeError for a complex input of an op whose kernel computes in real numbers
+        (it would drop the imaginary part)."""
+        if is_complex(info.dtype):
+            self.dtype_fail(f"does not take complex inputs, got {info}"
+                            f"{'; ' + why if why else ''}")
 
 
 # -- shape helpers ------------------------------------------------------------------

@@ -12,6 +12,8 @@ from keel.proto import pb
 
 _T = pb.VarType
 _INT_LABELS = (_T.INT32, _T.INT64)
+# softmax_with_cross_entropy's hard labels: every integer type PaddlePaddle 3.3.1 takes
+_SWCE_LABELS = (_T.INT8, _T.INT16, _T.INT32, _T.INT64, _T.UINT8)
 
 
 def _same_shape(ctx, a, b, what="shapes"):
@@ -47,9 +49,9 @@ def _infer_softmax_with_cross_entropy(ctx):
     if soft:
         if label.dtype != logits.dtype:
             ctx.dtype_fail(f"soft labels must have Logits' dtype: Logits {logits}, Label {label}")
-    elif label.dtype not in _INT_LABELS:
-        ctx.dtype_fail(f"hard labels must be int32 or int64 class indices, got {label} "
-                       "(use soft_label=True for probabilities)")
+    elif label.dtype not in _SWCE_LABELS:
+        ctx.dtype_fail(f"hard labels must be integer class indices (int8, int16, int32, int64 or "
+                       f"uint8), got {label} (use soft_label=True for probabilities)")
     ctx.set_output("Softmax", logits.shape, logits.dtype)
     loss = list(logits.shape)
     loss[axis] = 1
@@ -102,9 +104,10 @@ define("cross_entropy", inputs=["X", "Label"], outputs=["Y"],
 def _infer_cross_entropy2(ctx):
     x, label = ctx.input("X"), ctx.input("Label")
     _check_prob_label(ctx, x, label, False)
-    y = list(x.shape[:-1]) + [1]
-    ctx.set_output("Y", y, x.dtype)
-    ctx.set_output("MatchX", y, x.dtype)
+    # as cross_entropy: Y has the Label's rank (no class dim for a Label [N]); MatchX keeps it
+    match = list(x.shape[:-1]) + [1]
+    ctx.set_output("Y", match if label.ndim == x.ndim else match[:-1], x.dtype)
+    ctx.set_output("MatchX", match, x.dtype)
     ctx.set_output("XShape", [*x.shape, 0], x.dtype)  # PaddlePaddle appends the 0
 
 
@@ -194,6 +197,8 @@ define("kldiv_loss", inputs=["X", "Target"], outputs=["Loss"],
 def _infer_label_smooth(ctx):
     x = ctx.input("X")
     ctx.require_float(x)
+    if x.ndim == 0:
+        ctx.fail(f"X must have at least 1 dim (its last one holds the classes), got {x}")
     prior = ctx.input("PriorDist")
     if prior is not None and x.ndim and prior.shape and not dims_match(prior.shape[-1], x.shape[-1]):
         ctx.fail(f"PriorDist must have X's last dim: X {x}, PriorDist {prior}")

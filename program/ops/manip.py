@@ -83,6 +83,8 @@ define("flip", inputs=["X"], outputs=["Out"], attrs={"axis": INTS()}, infer=_inf
 # -- index_select ----------------------------------------------------------------------------
 def _infer_index_select(ctx):
     x, index = ctx.input("X"), ctx.input("Index")
+    if x.ndim == 0:
+        ctx.fail(f"X must have at least 1 dim to select along, got {x}")
     _require_index(ctx, index, "Index")
     if index.ndim > 1 and not (index.ndim == 2 and index.shape[1] in (1, -1)):
         ctx.fail(f"Index must be 1-D (or [N, 1]), got {index}")

@@ -3,7 +3,8 @@ cumulative sums, arg-max/top-k, selection and norms."""
 from __future__ import annotations
 
 from keel.program import dtypes
-from keel.program.ops.infer import broadcast_shapes, dims_match, merge_dim, normalize_axis, numel
+from keel.program.ops.infer import (broadcast_shapes, dims_match, merge_dim, normalize_axis, numel,
+                                    promote_complex)
 from keel.program.ops.registry import (BOOL, FLOAT, INT, LONG, LONGS, INTS, NOT_DIFFERENTIABLE, STRING,
                                   GradOp, define, grad_maker, grad_op, many, opt)
 from keel.proto import pb
@@ -166,6 +167,17 @@ for _type, _kind, _what, _grad in [
                "or dim is empty); keep_dim keeps reduced dims as 1; out_dtype (-1: X's, "
                "int64 for a bool/int32 sum) sets the result type")
 
+def _infer_frobenius_norm(ctx):
+    x = ctx.input("X")
+    ctx.require_float(x)  # (PaddlePaddle also takes complex; Keel refuses it, a float input only)
+    ctx.set_output("Out", _reduced_shape(ctx, x, ctx.attr("dim"), ctx.attr("keep_dim"),
+                                         ctx.attr("reduce_all")), x.dtype)
+
+
+define("frobenius_norm", inputs=["X"], outputs=["Out"], attrs=_reduce_attrs(INTS),
+       infer=_infer_frobenius_norm, grad=_REDUCE_GRAD_WITH_OUT,
+       doc="Out = sqrt(sum(X * X)) over dimensions `dim` (all when reduce_all or dim is empty)")
+
 for _type, _what in [("reduce_all", "logical AND"), ("reduce_any", "logical OR")]:
     define(_type, inputs=["X", opt("AxisTensor"), many("AxisTensorList", optional=True)],
            outputs=["Out"], attrs=_reduce_attrs(LONGS),
@@ -195,7 +207,7 @@ def _batch_broadcast(ctx, xb, yb, x, y):
 
 def _infer_matmul_v2(ctx):
     x, y = ctx.input("X"), ctx.input("Y")
-    dtype = ctx.same_dtype(x, y)
+    dtype = promote_complex(x.dtype, y.dtype) or ctx.same_dtype(x, y)  # real with complex: complex
     if x.ndim == 0 or y.ndim == 0:
         ctx.fail(f"inputs must have at least 1 dimension, got {x} and {y}")
     xs, ys = list(x.shape), list(y.shape)

@@ -7,6 +7,7 @@ PoolInferMeta, BatchNormInferMeta, ...). Spatial `paddings` are given as 2 value
 """
 from __future__ import annotations
 
+from keel.program import dtypes
 from keel.program.errors import AttrError
 from keel.program.ops.infer import dims_match, numel
 from keel.program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, LONG, NOT_DIFFERENTIABLE, STRING,
@@ -563,31 +564,59 @@ define("prelu", inputs=["X", "Alpha"], outputs=["Out"],
 
 
 # -- interpolation ---------------------------------------------------------------------------------
-def _infer_interp_v2(ctx):
+# The input dtypes PaddlePaddle 3.3.1's CPU interpolation kernels register besides the floats
+# (float16, bfloat16, float32, float64): integers are resized in float32 and truncated back,
+# as its kernels instantiated for them compute (tests/fixtures/paddle_cpu_dtypes.json).
+_INTERP_INT_DTYPES = {"nearest": {pb.VarType.UINT8, pb.VarType.INT32, pb.VarType.INT64},
+                      "linear": {pb.VarType.UINT8}}
+# op type -> (ranks of X it resizes, its kernel family)
+_INTERP_OPS = {"linear_interp_v2": ((3,), "linear"), "bilinear_interp_v2": ((4,), "linear"),
+               "trilinear_interp_v2": ((5,), "linear"), "nearest_interp_v2": ((3, 4, 5), "nearest"),
+               "nearest_interp": ((3, 4, 5), "nearest")}
+
+
+def _interp_scales(ctx, nd):
+    """The positive scales of the `scale` attribute, one per resized dim ([] when unset):
+    a list for the v2 ops (one value for every dim allowed), a float for nearest_interp (v1)."""
+    scale = ctx.attr("scale")
+    scale = [scale] if isinstance(scale, float) else list(scale)
+    if len(scale) == 1:
+        scale *= nd
+    if not scale or all(s <= 0 for s in scale):
+        return []
+    if len(scale) != nd or any(s <= 0 for s in scale):
+        _attr_fail(ctx, f"scale must be {nd} positive values, got {ctx.attr('scale')}")
+    return scale
+
+
+def _infer_interp(ctx):
+    """The interpolation ops: X [N, C, *spatial] (or channel-last) resized to out_d/out_h/out_w,
+    by `scale`, or by the OutSize/SizeTensor/Scale inputs (known only at run time)."""
     x = ctx.input("X")
-    _require_rank(ctx, x, (4,), "X")
+    ranks, family = _INTERP_OPS[ctx.op_type]
+    _require_rank(ctx, x, ranks, "X")
+    if not (dtypes.is_floating(x.dtype) or x.dtype in _INTERP_INT_DTYPES[family]):
+        ctx.dtype_fail(f"takes float16, bfloat16, float32, float64 or "
+                       f"{', '.join(sorted(dtypes.name(d) for d in _INTERP_INT_DTYPES[family]))} input "
+                       f"(PaddlePaddle's CPU kernels), got {x}")
+    nd = x.ndim - 2
     last = _channel_last(ctx, ctx.attr("data_layout"), "data_layout")
-    n, c = x.shape[0], (x.shape[3] if last else x.shape[1])
-    spatial = list(x.shape[1:3] if last else x.shape[2:4])
+    n, c = x.shape[0], (x.shape[-1] if last else x.shape[1])
+    spatial = list(x.shape[1:-1] if last else x.shape[2:])
     if ctx.has_input("SizeTensor") or ctx.has_input("OutSize") or ctx.has_input("Scale"):
-        out_hw = [-1, -1]  # known only at run time
+        out_sizes = [-1] * nd
+    elif (scale := _interp_scales(ctx, nd)):
+        out_sizes = [int(d * s) if d >= 0 else -1 for d, s in zip(spatial, scale)]
+        if any(0 <= o < 1 for o in out_sizes):
+            ctx.fail(f"scale {scale} gives an empty output for X {x}")
     else:
-        scale = list(ctx.attr("scale"))
-        if len(scale) == 1:
-            scale *= 2
-        if scale and any(s > 0 for s in scale):
-            if len(scale) != 2 or any(s <= 0 for s in scale):
-                _attr_fail(ctx, f"scale must be 2 positive values, got {list(ctx.attr('scale'))}")
-            out_hw = [int(d * s) if d >= 0 else -1 for d, s in zip(spatial, scale)]
-            if any(0 <= o < 1 for o in out_hw):
-                ctx.fail(f"scale {scale} gives an empty output for X {x}")
-        else:
-            out_hw = [ctx.attr("out_h"), ctx.attr("out_w")]
-            if any(o <= 0 for o in out_hw):
-                _attr_fail(ctx, "needs out_h and out_w > 0, a scale, or an OutSize/SizeTensor/Scale "
-                                f"input; got out_h={out_hw[0]}, out_w={out_hw[1]}, "
-                                f"scale={list(ctx.attr('scale'))}")
-    shape = [n, *out_hw, c] if last else [n, c, *out_hw]
+        names = ["out_d", "out_h", "out_w"][3 - nd:]
+        out_sizes = [ctx.attr(name) for name in names]
+        if any(o <= 0 for o in out_sizes):
+            _attr_fail(ctx, f"needs {' and '.join(names)} > 0, a scale, or an OutSize/SizeTensor/Scale "
+                            f"input; got {', '.join(f'{k}={v}' for k, v in zip(names, out_sizes))}, "
+                            f"scale={ctx.attr('scale')}")
+    shape = [n, *out_sizes, c] if last else [n, c, *out_sizes]
     ctx.set_output("Out", shape, x.dtype)
 
 
@@ -596,10 +625,15 @@ _INTERP_ATTRS = {
     "scale": FLOATS([]), "interp_method": STRING("bilinear"), "align_corners": BOOL(True),
     "align_mode": INT(1),
 }
-for _type, _doc in [("bilinear_interp_v2", "Bilinear resize of the H and W dims"),
-                    ("nearest_interp_v2", "Nearest-neighbour resize of the H and W dims")]:
+for _type, _doc in [("linear_interp_v2", "Linear resize of the W dim of a 3-D X"),
+                    ("bilinear_interp_v2", "Bilinear resize of the H and W dims"),
+                    ("trilinear_interp_v2", "Trilinear resize of the D, H and W dims of a 5-D X"),
+                    ("nearest_interp_v2", "Nearest-neighbour resize of the spatial dims of a 3-, 4- or 5-D X"),
+                    ("nearest_interp", "Nearest-neighbour resize (the 1.x op: one float `scale`, "
+                                       "source positions in / out even with a scale)")]:
+    attrs = dict(_INTERP_ATTRS, scale=FLOAT(0.0)) if _type == "nearest_interp" else dict(_INTERP_ATTRS)
     define(_type, inputs=["X", opt("OutSize"), many("SizeTensor", optional=True), opt("Scale")],
-           outputs=["Out"], attrs=dict(_INTERP_ATTRS), infer=_infer_interp_v2,
+           outputs=["Out"], attrs=attrs, infer=_infer_interp,
            # the size/scale tensors are read again (for the output size), never differentiated
            grad=grad_op(["X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"], ["X@GRAD"]),
            doc=f"{_doc}, to out_h x out_w or by `scale` (OutSize/SizeTensor/Scale inputs win).")

@@ -7,7 +7,8 @@ the shape and dtype of its input. Slots and attributes follow PaddlePaddle's leg
 from __future__ import annotations
 
 from keel.program.ops.infer import dims_match, numel
-from keel.program.ops.registry import (BOOL, FLOAT, LONG, NOT_DIFFERENTIABLE, STRING, define, opt)
+from keel.program.ops.registry import (BOOL, FLOAT, FLOATS, LONG, NOT_DIFFERENTIABLE, STRING, define, many,
+                                       opt)
 
 
 def _make_infer(pairs, per_param=(), scalars=()):
@@ -125,3 +126,41 @@ def _infer_clip_by_norm(ctx):
 define("clip_by_norm", inputs=["X"], outputs=["Out"], attrs={"max_norm": FLOAT()},
        infer=_infer_clip_by_norm, grad=NOT_DIFFERENTIABLE,
        doc="Out = X * max_norm / ||X||_2 when ||X||_2 > max_norm, else X (gradient clipping).")
+
+
+def _infer_lars_momentum(ctx):
+    """Lists of parameters updated together: ParamOut[i] / VelocityOut[i] / MasterParamOut[i]
+    take Param[i]'s / Velocity[i]'s / MasterParam[i]'s shape and dtype."""
+    params, grads, velocities = ctx.inputs("Param"), ctx.inputs("Grad"), ctx.inputs("Velocity")
+    masters, rates = ctx.inputs("MasterParam"), ctx.inputs("LearningRate")
+    if not (len(grads) == len(velocities) == len(params)) or (masters and len(masters) != len(params)):
+        ctx.fail(f"Param, Grad, Velocity (and MasterParam) must list as many variables: "
+                 f"{len(params)}, {len(grads)}, {len(velocities)}, {len(masters)}")
+    if len(rates) not in (1, len(params)):
+        ctx.fail(f"needs one LearningRate or one per Param, got {len(rates)} for {len(params)}")
+    decay = ctx.attr("lars_weight_decay")
+    if len(decay) not in (1, len(params)):
+        ctx.fail(f"lars_weight_decay needs one value or one per Param, got {len(decay)} for "
+                 f"{len(params)} parameters")
+    for i, (p, g, v) in enumerate(zip(params, grads, velocities)):
+        ctx.require_float(p)
+        for other in (g, v):
+            if other.ndim != p.ndim or not all(dims_match(a, b) for a, b in zip(p.shape, other.shape)):
+                ctx.fail(f"Grad and Velocity must have Param's shape: Param {p}, {other}")
+        ctx.set_output("ParamOut", p.shape, p.dtype, index=i)
+        ctx.set_output("VelocityOut", v.shape, v.dtype, index=i)
+        if masters:
+            ctx.set_output("MasterParamOut", masters[i].shape, masters[i].dtype, index=i)
+
+
+define("lars_momentum",
+       inputs=[many("Param"), many("Grad"), many("Velocity"), many("LearningRate"),
+               many("MasterParam", optional=True)],
+       outputs=[many("ParamOut"), many("VelocityOut"), many("MasterParamOut", optional=True)],
+       attrs={"mu": FLOAT(), "lars_coeff": FLOAT(0.001), "lars_weight_decay": FLOATS([0.0005]),
+              "epsilon": FLOAT(0.0), **_MP, "rescale_grad": FLOAT(1.0)},
+       infer=_infer_lars_momentum, grad=NOT_DIFFERENTIABLE,
+       doc="Layer-wise adaptive rate scaling per Param: g = Grad * rescale_grad, local_lr = lr * "
+           "lars_coeff * |Param| / (|g| + lars_weight_decay * |Param| + epsilon) (lr itself unless "
+           "decay, |Param| and |g| are all positive); VelocityOut = mu * Velocity + local_lr * "
+           "(g + lars_weight_decay * Param); ParamOut = Param - VelocityOut.")

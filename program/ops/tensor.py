@@ -421,6 +421,8 @@ def _slice_len(dim, start, end, step=1) -> int:
 
 def _infer_slicing(ctx, strided: bool):
     x = ctx.input("Input")
+    if x.ndim == 0:
+        ctx.fail(f"cannot slice a 0-D Input {x}: it has no axis")
     axes = list(ctx.attr("axes"))
     starts, ends = list(ctx.attr("starts")), list(ctx.attr("ends"))
     strides = list(ctx.attr("strides")) if strided else [1] * len(axes)
@@ -530,6 +532,8 @@ define("gather_nd", inputs=["X", "Index"], outputs=["Out"], infer=_infer_gather_
 
 def _infer_scatter(ctx):
     x, ids, updates = ctx.input("X"), ctx.input("Ids"), ctx.input("Updates")
+    if x.ndim == 0:
+        ctx.fail(f"X must have at least 1 dim (rows to scatter into), got {x}")
     _require_index(ctx, ids, "Ids")
     dtype = ctx.same_dtype(x, updates)
     n = _index_count(ctx, ids, "Ids")
