@@ -104,6 +104,10 @@ def _legacy_summary(program) -> list[str]:
                      + ", ".join(f"{k} x{n}" for k, n in sorted(neutral.items())))
     for note in program.upgrade_notes:
         lines.append(f"upgraded: {note}")
+    odd_dims = [f"{var.name} {list(var.raw_dims)}" for block in program.blocks for var in block.vars.values()
+                if var.raw_dims and any(d < -1 for d in var.raw_dims)]
+    if odd_dims:
+        lines.append("dims below -1 read as unknown (-1), as PaddlePaddle reads them: " + ", ".join(odd_dims))
     return lines
 
 
