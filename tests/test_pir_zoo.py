@@ -1,0 +1,78 @@
+"""PIR JSON programs (PaddlePaddle 3.x's default format, issue 28) run in Keel's Predictor and
+give Paddle Inference 3.3.1's outputs: the PIR zoo of tests/fixtures/pir/ (generate.py there:
+native `paddle.jit.save` exports and every legacy fixture with parameters translated by
+PaddlePaddle's own translator, at base_code.version 1 to 4), with Keel's passes off and on,
+against Paddle Inference's outputs with its passes off and on. Same tolerance as the legacy
+zoo: max|keel - paddle| <= 1e-4 + 1e-4 * max|paddle|, same shapes and dtypes."""
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keel.executor.inference import Config, create_predictor
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PIR = FIXTURES / "pir"
+NAMES = sorted(p.name[:-len(".io.npz")] for p in PIR.glob("*.io.npz") if not p.name.startswith("legacy_"))
+
+
+def program_file(name, tmp_path) -> Path:
+    plain = PIR / f"{name}.json"
+    if plain.exists():
+        return plain
+    unpacked = tmp_path / f"{name}.json"
+    unpacked.write_bytes(gzip.decompress((PIR / f"{name}.json.gz").read_bytes()))
+    return unpacked
+
+
+def assert_matches(got, want, what):
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, PaddlePaddle gave {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, (what, i, g.dtype, g.shape, w.dtype, w.shape)
+        if w.size:
+            scale = float(np.abs(w).max())
+            err = float(np.abs(g.astype(np.float64) - w).max())
+            assert err <= 1e-4 + 1e-4 * scale, f"{what} output {i}: max|keel - paddle| = {err:.3g} (max|paddle| {scale:.3g})"
+
+
+def test_the_pir_zoo_covers_every_version_and_the_legacy_zoo():
+    versions = {int(np.load(PIR / f"{n}.io.npz")["version"]) for n in NAMES}
+    assert versions == {1, 2, 3, 4}
+    legacy_with_params = {p.name[:-len(".pdiparams")] for d in ("zoo", "paddle") for p in (FIXTURES / d).glob("*.pdiparams")}
+    skipped = json.loads((PIR / "skipped.json").read_text())  # what Paddle Inference cannot run itself
+    assert len([n for n in NAMES if n.startswith(("zoo_", "paddle_"))]) + len(skipped) == len(legacy_with_params)
+    assert len(skipped) <= 5
+    assert {"mlp", "cnn_bn", "ops_mix", "control_flow"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_keel_gives_paddle_inference_outputs(name, tmp_path):
+    recorded = np.load(PIR / f"{name}.io.npz", allow_pickle=False)
+    inputs = {k[3:]: recorded[k] for k in recorded.files if k.startswith("in:")}
+    n_out = len(recorded["output_names"])
+    params = FIXTURES / str(recorded["params"])
+    for keel_passes in (False, True):
+        config = Config(str(program_file(name, tmp_path)), str(params))
+        config.switch_ir_optim(keel_passes)
+        predictor = create_predictor(config)
+        got = predictor.run([inputs[n] for n in predictor.get_input_names()])
+        if name in ("mlp", "cnn_bn"):  # PaddlePaddle's names: fetch_name_<i>
+            assert predictor.get_output_names() == list(recorded["output_names"])
+        for setting in ("ir_off", "ir_on"):
+            assert_matches(got, [recorded[f"{setting}:{i}"] for i in range(n_out)],
+                           f"{name} (Keel passes {'on' if keel_passes else 'off'}, Paddle {setting})")
+
+
+def test_a_legacy_instance_norm_export_with_dims_minus_8_loads_and_matches():
+    """PaddlePaddle 3.3.1's legacy export declares instance_norm's saved mean/variance [-8]."""
+    from keel.program.io import load_program
+    model = PIR / "legacy_instance_norm.pdmodel"
+    program = load_program(model)
+    assert sorted(v.raw_dims for v in program.global_block().vars.values()
+                  if v.raw_dims and min(v.raw_dims, default=0) < -1) == [(-8,), (-8,)]
+    recorded = np.load(PIR / "legacy_instance_norm.io.npz", allow_pickle=False)
+    predictor = create_predictor(Config(str(model)))
+    got = predictor.run([recorded["in:x"]])
+    assert_matches(got, [recorded["ir_off:0"]], "legacy instance_norm")
