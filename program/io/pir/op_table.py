@@ -83,7 +83,7 @@ ROWS: dict[str, Row] = {
     **{f"pd_op.{name}": _unary(name) for name in (
         "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "floor", "ceil", "sin", "cos",
         "square", "reciprocal", "silu", "erf", "logical_not", "sign", "softsign", "log1p", "tanh_shrink",
-        "logsigmoid", "relu6", "assign", "round", "isnan", "isinf", "isfinite", "bitwise_not", "mish")},
+        "logsigmoid", "relu6", "assign", "round", "mish")},
     "pd_op.hardswish": _unary("hard_swish"),
     "pd_op.hardsigmoid": _unary("hard_sigmoid"),
     "pd_op.leaky_relu": _unary("leaky_relu", {"negative_slope": "alpha"}),
@@ -103,15 +103,13 @@ ROWS: dict[str, Row] = {
     "pd_op.full_like": Row("fill_any_like", ("X", Fold("value", scalar=True))),
     "pd_op.softmax": _unary("softmax"),
     "pd_op.log_softmax": _unary("log_softmax"),
-    "pd_op.cumsum": Row("cumsum", ("X", _AXIS)),
+    "pd_op.cumsum": Row("cumsum", ("X", Fold("axis", scalar=True))),
     # -- linear algebra, convolution, normalization, pooling
     "pd_op.matmul": Row("matmul_v2", ("X", "Y"), ("Out",), {"transpose_x": "trans_x", "transpose_y": "trans_y"}),
     "pd_op.bmm": Row("bmm", ("X", "Y")),
     "pd_op.conv2d": Row("conv2d", ("Input", "Filter"), ("Output",)),
     "pd_op.depthwise_conv2d": Row("depthwise_conv2d", ("Input", "Filter"), ("Output",)),
     "pd_op.conv2d_transpose": Row("conv2d_transpose", ("Input", "Filter", Fold("output_size")), ("Output",)),
-    "pd_op.depthwise_conv2d_transpose": Row("depthwise_conv2d_transpose", ("Input", "Filter", Fold("output_size")),
-                                            ("Output",)),
     "pd_op.conv3d": Row("conv3d", ("Input", "Filter"), ("Output",)),
     "pd_op.batch_norm": Row("batch_norm", ("X", "Mean", "Variance", "Scale", "Bias"),
                             ("Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"),
@@ -138,7 +136,6 @@ ROWS: dict[str, Row] = {
     "pd_op.concat": Row("concat", ("X", _AXIS)),
     "pd_op.split": Row("split", ("X", Fold("sections", tensors="SectionsTensorList"), _AXIS)),
     "pd_op.split_with_num": Row("split", ("X", _AXIS)),
-    "pd_op.unbind": Row("unbind", ("X",)),
     "pd_op.stack": Row("stack", ("X",), ("Y",)),
     "pd_op.slice": Row("slice", ("Input", Fold("starts", tensor="StartsTensor", tensors="StartsTensorList"),
                                  Fold("ends", tensor="EndsTensor", tensors="EndsTensorList"))),
@@ -191,8 +188,7 @@ ROWS: dict[str, Row] = {
     "pd_op.any": Row("reduce_any", ("X",), ("Out",), {"axis": "dim", "keepdim": "keep_dim"}, derive=("reduce_all",)),
     "pd_op.p_norm": _unary("p_norm"),
     # -- interpolation
-    **{f"pd_op.{m}_interp": _interp(f"{m}_interp_v2") for m in ("nearest", "bilinear", "bicubic", "linear",
-                                                               "trilinear")},
+    **{f"pd_op.{m}_interp": _interp(f"{m}_interp_v2") for m in ("nearest", "bilinear")},
     # -- recurrent
     "pd_op.rnn": Row("rnn", ("Input", "PreState", "WeightList", "SequenceLength", None),
                      ("Out", "DropoutState", "State", "Reserve"), {"dropout_prob": "dropout_prob"}),
