@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from keel.executor.inference import Config, create_predictor
+from test_model_zoo import assert_matches  # (the legacy zoo's tolerance)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PIR = FIXTURES / "pir"
@@ -25,16 +26,6 @@ def program_file(name, tmp_path) -> Path:
     unpacked = tmp_path / f"{name}.json"
     unpacked.write_bytes(gzip.decompress((PIR / f"{name}.json.gz").read_bytes()))
     return unpacked
-
-
-def assert_matches(got, want, what):
-    assert len(got) == len(want), f"{what}: {len(got)} outputs, PaddlePaddle gave {len(want)}"
-    for i, (g, w) in enumerate(zip(got, want)):
-        assert g.dtype == w.dtype and g.shape == w.shape, (what, i, g.dtype, g.shape, w.dtype, w.shape)
-        if w.size:
-            scale = float(np.abs(w).max())
-            err = float(np.abs(g.astype(np.float64) - w).max())
-            assert err <= 1e-4 + 1e-4 * scale, f"{what} output {i}: max|keel - paddle| = {err:.3g} (max|paddle| {scale:.3g})"
 
 
 def test_the_pir_zoo_covers_every_version_and_the_legacy_zoo():

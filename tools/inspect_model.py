@@ -1,4 +1,4 @@
-"""Print a program file (`.pdmodel`, ours or PaddlePaddle's) as Keel reads it.
+"""Print a program file (`.pdmodel` or PaddlePaddle 3.x's PIR `.json`, ours or PaddlePaddle's) as Keel reads it.
 
     python tools/inspect_model.py out/digits.pdmodel            # the listing, feeds, fetches, params (dtype, shape)
     python tools/inspect_model.py model.pdmodel --check          # only: can Keel run it? (exit 1 if not)
@@ -8,7 +8,8 @@ unsupported attributes or slots, undefined variables, legacy fusion values Keel 
 compute, op versions newer than Keel knows) is listed at once. For a file written by an older
 PaddlePaddle (2.x), it also says which release wrote it, which of its legacy fields sit at
 their neutral value, and what reading it changed (program/legacy.py). With the
-matching `.pdiparams` next to it, parameter shapes and sizes are read from that file too.
+matching `.pdiparams` next to it, parameter shapes and sizes are read from that file too;
+PaddleX's `inference.yml` beside it (the preprocessing a deployment applies) is shown.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from keel.program.verify import program_problems  # noqa: E402
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", help="a .pdmodel file")
+    parser.add_argument("model", help="a program file (.pdmodel or .json)")
     parser.add_argument("--params", help="its parameter file (default: the .pdiparams next to it)")
     parser.add_argument("--check", action="store_true", help="only report whether Keel can run it")
     args = parser.parse_args(argv)
@@ -73,11 +74,32 @@ def main(argv=None) -> int:
         print()
         for line in summary:
             print(line)
+    for line in _deployment_description(args.model):
+        print(line)
     if problems:
         print(f"\n{len(problems)} problem(s) keep Keel from running this program:")
         for p in problems:
             print(f"  - {p}")
     return 1 if problems else 0
+
+
+_YML_LINES = 200
+
+
+def _deployment_description(model_file) -> list[str]:
+    """PaddleX's `inference.yml` (preprocessing, label list, model name) beside the model, as text:
+    the first lines of `<stem>.yml`, else of `inference.yml` in the model's directory."""
+    stem = os.path.splitext(model_file)[0]
+    for path in (stem + ".yml", os.path.join(os.path.dirname(model_file) or ".", "inference.yml")):
+        if os.path.isfile(path):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    lines = [line.rstrip("\n") for _, line in zip(range(_YML_LINES + 1), f)]
+            except OSError as e:
+                return [f"\n{path}: cannot read: {e.strerror or e}"]
+            more = ["  ..."] if len(lines) > _YML_LINES else []
+            return [f"\ndeployment description ({path}):"] + ["  " + line for line in lines[:_YML_LINES]] + more
+    return []
 
 
 def _legacy_summary(program) -> list[str]:
