@@ -1,6 +1,6 @@
 """The structure of a PIR JSON program (PaddlePaddle 3.x `paddle.jit.save` / `save_inference_model`),
 decoded into plain records with every field checked. Facts from PaddlePaddle's serializer
-(`paddle/fluid/pir/serialize_deserialize/`, see docs/pir_format.md):
+(`paddle/fluid/pir/serialize_deserialize/`, see FORMAT.md here):
 
     {"base_code": {"magic": "pir", "version": 1..4, "trainable": bool},
      "program": {"regions": [{"#": "region_0", "blocks": [BLOCK]}]}}
@@ -213,7 +213,7 @@ def _type(r: _Reader, t, where) -> TensorType:
     short = kind.partition(".")[2]
     if kind == "NULL" or short == "t_null":  # an optional result left out (batch_norm's reserve space)
         return TensorType("none")
-    if short in ("t_dtensor", "t_dtensor_array", "t_tensor_array", "t_selectedrows"):
+    if short in ("t_dtensor", "t_dtensor_array", "t_dense_tensor_array", "t_tensor_array", "t_selectedrows"):
         if not isinstance(data, list) or len(data) < (1 if "array" in short else 2):
             r.fail(where, f"{kind} data must be [dtype, dims, layout, lod, offset], got {_show(data)}")
         dtype = _dtype(r, data[0], where)

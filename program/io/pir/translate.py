@@ -302,7 +302,8 @@ def _parameter(tr, block, op, on_yield):
         tr.fail(op, f"parameter {name!r} is defined twice")
     if vtype.kind != "dense":
         tr.fail(op, f"parameter {name!r} must be a dense tensor")
-    tr.new_var(block, name, vtype, name=name, persistable=True)
+    # a `p` not persistable (the rnn's dropout-state placeholder) has no record in .pdiparams
+    tr.new_var(block, name, vtype, name=name, persistable=op.attrs["persistable"])
     tr.define(op, value_id, name)
 
 
