@@ -78,13 +78,24 @@ class _Translator:
             if self.program.global_block().find_var(name) is None and block.find_var(name) is None:
                 return name
 
-    def new_var(self, block, stem, vtype: schema.TensorType, name=None, value_id=None, **kwargs) -> str:
+    def op_names(self, block, stem: str):
+        """`<stem>_<n>.tmp_0`, `.tmp_1`, ...: one op's output names, as PaddlePaddle names them."""
+        base = self.fresh(block, stem)[:-len(".tmp_0")]
+        k = 0
+        while True:
+            name = f"{base}.tmp_{k}"
+            if self.program.global_block().find_var(name) is None and block.find_var(name) is None:
+                yield name
+            k += 1
+
+    def new_var(self, block, stem, vtype: schema.TensorType, name=None, value_id=None, names=None,
+                **kwargs) -> str:
         # a fetched value takes the fetch op's name (`fetch_name_0`): the Predictor's output
         # names are then Paddle Inference's
         wanted = self.fetch_names.get(value_id)
         if name is None and wanted and self.program.global_block().find_var(wanted) is None:
             name = wanted
-        name = name or self.fresh(block, stem)
+        name = name or (next(names) if names is not None else self.fresh(block, stem))
         kind = _T.DENSE_TENSOR_ARRAY if vtype.kind == "array" else _T.DENSE_TENSOR
         block.create_var(name, list(vtype.dims), vtype.dtype, type=kind, **kwargs)
         return name
@@ -199,6 +210,7 @@ class _Translator:
         for rule in row.derive:
             _DERIVE[rule](self, block, op, ins, attrs)
         outs = {}
+        out_names = self.op_names(block, row.legacy)
         for slot, (value_id, vtype) in zip(row.outputs, op.results):
             if slot is None or opdef.output_slots.get(slot) is None:
                 self.unmapped[value_id] = f"a result of {op.where} that the legacy op {row.legacy} does not have"
@@ -206,20 +218,21 @@ class _Translator:
             if slot in row.inplace and row.inplace[slot] in ins:
                 name = ins[row.inplace[slot]][0]
             elif vtype.kind == "vector":
-                names = [self.new_var(block, row.legacy, t) for t in vtype.elements]
+                names = [self.new_var(block, row.legacy, t, names=out_names) for t in vtype.elements]
                 self.define(op, value_id, names)
                 outs[slot] = names
                 continue
             elif vtype.kind == "none":
                 continue
             else:
-                name = self.new_var(block, row.legacy, vtype, value_id=value_id)
+                name = self.new_var(block, row.legacy, vtype, value_id=value_id, names=out_names)
             self.define(op, value_id, name)
             outs[slot] = [name]
         for slot in opdef.output_slots.values():
             # an output the legacy op requires that PIR dropped (flatten's XShape): a scratch variable
             if slot.name not in outs and not slot.dispensable and not slot.intermediate:
-                outs[slot.name] = [self.new_var(block, row.legacy, schema.TensorType("dense", _T.FP32, ()))]
+                outs[slot.name] = [self.new_var(block, row.legacy, schema.TensorType("dense", _T.FP32, ()),
+                                                names=out_names)]
         block.append_op(row.legacy, ins, outs, attrs)
 
     def _fold(self, block, op, index, spec: Fold, entry, ins, attrs) -> None:
