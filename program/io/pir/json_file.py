@@ -17,33 +17,47 @@ from keel.program.errors import ParseError
 # PaddlePaddle's serializer nests a program about 12 levels deep, plus 6 per level of control
 # flow (op -> regions -> region -> blocks -> block -> ops); 200 leaves room for 30 nested loops.
 MAX_DEPTH = 200
-# PP-OCRv5's server models are under 2 MB of JSON; large language models' programs stay under
-# 100 MB. (Parameters live in the .pdiparams file.)
-MAX_BYTES = 512 << 20
+# PP-OCRv5's models are under 2 MB of JSON; large language models' programs stay well under
+# 100 MB (parameters live in the .pdiparams file). Parsed, JSON takes about ten times its size
+# in Python objects: 256 MiB of text is the most a loader should have to hold.
+MAX_BYTES = 256 << 20
 _MAX_NUMBER_DIGITS = 400
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _LONG_NUMBER = re.compile(rb"[-+0-9.eE]{%d,}" % (_MAX_NUMBER_DIGITS + 1))
 
 
-def nesting_depth(data: bytes) -> int:
-    """The deepest bracket nesting of JSON text (strings ignored), without recursion."""
-    skeleton = _STRING.sub(b'""', data)
-    codes = np.frombuffer(skeleton, dtype=np.uint8)
-    steps = np.zeros(codes.shape, dtype=np.int32)
-    steps[(codes == ord("[")) | (codes == ord("{"))] = 1
-    steps[(codes == ord("]")) | (codes == ord("}"))] = -1
-    return int(np.cumsum(steps).max()) if steps.size else 0
+_CHUNK = 1 << 22
+
+
+def skeleton(data: bytes) -> bytes:
+    """JSON text with every string emptied: what is left is structure and numbers."""
+    return _STRING.sub(b'""', data)
+
+
+def nesting_depth(text: bytes) -> int:
+    """The deepest bracket nesting of a JSON skeleton, without recursion: a running sum of +1
+    per opening and -1 per closing bracket, over chunks (bounded extra memory)."""
+    codes = np.frombuffer(text, dtype=np.uint8)
+    deepest = depth = 0
+    for start in range(0, codes.size, _CHUNK):
+        chunk = codes[start:start + _CHUNK]
+        steps = ((chunk == ord("[")) | (chunk == ord("{"))).astype(np.int32)
+        steps -= (chunk == ord("]")) | (chunk == ord("}"))
+        running = np.cumsum(steps) + depth
+        deepest, depth = max(deepest, int(running.max())), int(running[-1])
+    return deepest
 
 
 def load_json(data: bytes, source: str):
     """Parse JSON text within the limits above; every failure is a ParseError naming `source`."""
     if len(data) > MAX_BYTES:
         raise ParseError(f"{source}: {len(data):,} bytes of program JSON; allowed: at most {MAX_BYTES:,}")
-    depth = nesting_depth(data)
+    structure = skeleton(data)
+    depth = nesting_depth(structure)
     if depth > MAX_DEPTH:
         raise ParseError(f"{source}: JSON nested {depth} levels deep; allowed: at most {MAX_DEPTH}")
-    if _LONG_NUMBER.search(_STRING.sub(b'""', data)):
+    if _LONG_NUMBER.search(structure):
         raise ParseError(f"{source}: a number of over {_MAX_NUMBER_DIGITS} characters")
     try:
         text = data.decode("utf-8")
