@@ -152,3 +152,13 @@ def test_attribute_widths_do_not_matter():
                 item["#"] = "0.a_i32" if item["#"] == "0.a_i64" else "0.a_i64"
     original = load_program(PIR / "cnn_bn.json")
     assert str(parse_doc(doc)) == str(original)
+
+
+def test_an_attribute_value_the_legacy_op_cannot_express_is_refused():
+    doc = json.loads((PIR / "more_ops.json").read_text())
+    shuffle = next(op for op in ops_of(doc) if op["#"] == "1.channel_shuffle")
+    layout = next(a for a in shuffle["A"] if a["N"] == "data_format")
+    layout["AT"]["D"] = "NHWC"
+    with pytest.raises(ParseError, match=r"\(pd_op.channel_shuffle\): attribute 'data_format' = 'NHWC': the legacy "
+                                         r"op shuffle_channel computes only data_format = 'NCHW'"):
+        parse_doc(doc)

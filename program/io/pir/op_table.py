@@ -17,7 +17,8 @@ position by position, where each PIR operand and result goes in the legacy op:
 `fixed` sets legacy attributes the PIR op does not have; `inplace` names the outputs that
 update an input in place (batch_norm's running statistics), written to that input's variable;
 `derive` names rules in translate.py (an attribute computed from the operands, as cast's
-in_dtype from its input).
+in_dtype from its input); `requires` names PIR attributes whose other values the legacy op
+cannot express (channel_shuffle in NHWC): such a file is refused, naming the value.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class Row:
     fixed: dict = field(default_factory=dict)
     inplace: dict = field(default_factory=dict)
     derive: tuple = ()
+    requires: dict = field(default_factory=dict)   # PIR attributes the legacy op has only at this value
 
 
 # Attributes PaddlePaddle 3.x writes on many ops that carry no meaning for running them.
@@ -84,6 +86,8 @@ ROWS: dict[str, Row] = {
         "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "floor", "ceil", "sin", "cos",
         "square", "reciprocal", "silu", "erf", "logical_not", "sign", "softsign", "log1p", "tanh_shrink",
         "logsigmoid", "relu6", "assign", "round", "mish")},
+    **{f"pd_op.{name}": _unary(name) for name in ("acos", "asin", "atan", "expm1", "log2", "log10", "stanh")},
+    **{f"pd_op.{name}": _unary(f"{name}_v2") for name in ("isfinite", "isinf", "isnan")},
     "pd_op.hardswish": _unary("hard_swish"),
     "pd_op.hardsigmoid": _unary("hard_sigmoid"),
     "pd_op.leaky_relu": _unary("leaky_relu", {"negative_slope": "alpha"}),
@@ -177,6 +181,46 @@ ROWS: dict[str, Row] = {
     "pd_op.grid_sample": Row("grid_sampler", ("X", "Grid"), ("Output",)),
     "pd_op.tril": Row("tril_triu", ("X",), ("Out",), fixed={"lower": True}),
     "pd_op.triu": Row("tril_triu", ("X",), ("Out",), fixed={"lower": False}),
+    "pd_op.flip": _unary("flip"),
+    "pd_op.roll": Row("roll", ("X", Fold("shifts", tensor="ShiftsTensor"))),
+    "pd_op.pixel_shuffle": _unary("pixel_shuffle"),
+    "pd_op.shuffle_channel": _unary("shuffle_channel"),
+    "pd_op.channel_shuffle": Row("shuffle_channel", ("X",), ("Out",), {"groups": "group", "data_format": None},
+                                 requires={"data_format": "NCHW"}),
+    "pd_op.unstack": Row("unstack", ("X",), ("Y",)),
+    "pd_op.unfold": Row("unfold", ("X",), ("Y",)),
+    "pd_op.maxout": _unary("maxout"),
+    "pd_op.lrn": Row("lrn", ("X",), ("Out", "MidOut")),
+    "pd_op.einsum": Row("einsum", ("Operands",), ("Out", "InnerCache", "XShape")),
+    "pd_op.label_smooth": Row("label_smooth", ("X", "PriorDist")),
+    "pd_op.linspace": Row("linspace", ("Start", "Stop", "Num")),
+    "pd_op.take_along_axis": Row("take_along_axis", ("Input", "Index"), ("Result",), {"axis": "Axis"}),
+    "pd_op.put_along_axis": Row("put_along_axis", ("Input", "Index", "Value"), ("Result",),
+                                {"axis": "Axis", "reduce": "Reduce", "include_self": "Include_self"}),
+    "pd_op.scatter": Row("scatter", ("X", "Ids", "Updates")),
+    "pd_op.scatter_nd_add": Row("scatter_nd_add", ("X", "Index", "Updates")),
+    "pd_op.nonzero": Row("where_index", ("Condition",)),
+    "pd_op.numel": Row("size", ("Input",)),
+    "pd_op.increment": Row("increment", ("X",), ("Out",), {"value": "step"}),
+    "pd_op.dist": Row("dist", ("X", "Y")),
+    "pd_op.norm": Row("norm", ("X",), ("Out", "Norm")),
+    "pd_op.clip_by_norm": _unary("clip_by_norm"),
+    "pd_op.squared_l2_norm": _unary("squared_l2_norm"),
+    "pd_op.max_pool2d_with_index": Row("max_pool2d_with_index", ("X",), ("Out", "Mask"), {"kernel_size": "ksize"}),
+    "pd_op.full_batch_size_like": Row("fill_constant_batch_size_like", ("Input",)),
+    "pd_op.fc": Row("fc", ("Input", "W", "Bias")),
+    "pd_op.matmul_with_flatten": Row("mul", ("X", "Y")),
+    "pd_op.cross_entropy_with_softmax": Row("softmax_with_cross_entropy", ("Logits", "Label"), ("Softmax", "Loss")),
+    "pd_op.sync_batch_norm": Row("sync_batch_norm", ("X", "Mean", "Variance", "Scale", "Bias"),
+                                 ("Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"),
+                                 {"data_format": "data_layout"}, inplace={"MeanOut": "Mean", "VarianceOut": "Variance"}),
+    "pd_op.conv3d_transpose": Row("conv3d_transpose", ("Input", "Filter", Fold("output_size")), ("Output",)),
+    "pd_op.deformable_conv": Row("deformable_conv", ("Input", "Offset", "Filter", "Mask"), ("Output",)),
+    "pd_op.roi_pool": Row("roi_pool", ("X", "ROIs", "RoisNum"), ("Out", "Argmax")),
+    "pd_op.matrix_nms": Row("matrix_nms", ("BBoxes", "Scores"), ("Out", "Index", "RoisNum")),
+    "pd_op.distribute_fpn_proposals": Row("distribute_fpn_proposals", ("FpnRois", "RoisNum"),
+                                          ("MultiFpnRois", "MultiLevelRoIsNum", "RestoreIndex")),
+    "pd_op.ctc_align": Row("ctc_align", ("Input", "InputLength"), ("Output", "OutputLength")),
     # -- reductions
     "pd_op.mean": _reduce("reduce_mean"),
     "pd_op.sum": _reduce("reduce_sum"),

@@ -194,6 +194,10 @@ class _Translator:
                 ins[spec] = [self.tensor(block, op, e) for e in entry]
             else:
                 ins[spec] = [self.tensor(block, op, entry)]
+        for name, wanted in row.requires.items():
+            if name in op.attrs and op.attrs[name] != wanted:
+                self.fail(op, f"attribute {name!r} = {op.attrs[name]!r}: the legacy op {row.legacy} "
+                              f"computes only {name} = {wanted!r}")
         for name, value in op.attrs.items():
             if name in IGNORED_ATTRS:
                 continue
