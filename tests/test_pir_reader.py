@@ -45,6 +45,8 @@ def test_every_row_names_a_keel_op_and_its_slots_and_attributes():
         folded = {f.attr for f in row.inputs if isinstance(f, op_table.Fold) and f.attr}
         renamed = {a for a in row.attrs.values() if a}
         assert folded | renamed | set(row.fixed) <= set(opdef.attrs), (pir_name, folded | renamed)
+        for alternative in row.when_absent.values():
+            assert registry.lookup(alternative) is not None, (pir_name, alternative)
 
 
 def test_prefix_directory_and_file_find_the_json(tmp_path):
@@ -161,4 +163,19 @@ def test_an_attribute_value_the_legacy_op_cannot_express_is_refused():
     layout["AT"]["D"] = "NHWC"
     with pytest.raises(ParseError, match=r"\(pd_op.channel_shuffle\): attribute 'data_format' = 'NHWC': the legacy "
                                          r"op shuffle_channel computes only data_format = 'NCHW'"):
+        parse_doc(doc)
+
+
+def test_a_huge_constant_folded_into_an_attribute_is_refused():
+    doc = cnn_doc()
+    shape = next(op for op in ops_of(doc) if op["#"] == "1.full_int_array")
+    pool_size = next(op for op in ops_of(doc) if op["#"] == "1.full_int_array" and op is not shape)
+    full = {"#": "1.full", "I": [], "O": pool_size["O"], "OA": pool_size.get("OA", []),
+            "A": [{"N": "shape", "AT": {"#": "1.a_intarray", "D": [1 << 40]}},
+                  {"N": "value", "AT": {"#": "0.a_f64", "D": 2.0}},
+                  {"N": "dtype", "AT": {"#": "1.a_dtype", "D": "int64"}}]}
+    ops = ops_of(doc)
+    ops[ops.index(pool_size)] = full
+    with pytest.raises(ParseError, match=r"a constant of shape \[1099511627776\] \(1,099,511,627,776 values\) as "
+                                         r"an attribute; allowed: at most 65,536 values"):
         parse_doc(doc)

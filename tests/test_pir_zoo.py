@@ -31,29 +31,34 @@ def program_file(name, tmp_path) -> Path:
 def test_the_pir_zoo_covers_every_version_and_the_legacy_zoo():
     versions = {int(np.load(PIR / f"{n}.io.npz")["version"]) for n in NAMES}
     assert versions == {1, 2, 3, 4}
-    legacy_with_params = {p.name[:-len(".pdiparams")] for d in ("zoo", "paddle") for p in (FIXTURES / d).glob("*.pdiparams")}
+    legacy_with_params = {f"{d}_{p.name[:-len('.pdiparams')]}" for d in ("zoo", "paddle")
+                          for p in (FIXTURES / d).glob("*.pdiparams")}
     skipped = json.loads((PIR / "skipped.json").read_text())  # what Paddle Inference cannot run itself
-    assert len([n for n in NAMES if n.startswith(("zoo_", "paddle_"))]) + len(skipped) == len(legacy_with_params)
+    assert legacy_with_params <= set(NAMES) | set(skipped)
     assert len(skipped) <= 5
+    assert {"control_flow_paddle_cond", "control_flow_dy2static_while", "rnn_lstm_classifier"} <= set(NAMES)
     assert {"mlp", "cnn_bn", "ops_mix", "control_flow"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_keel_gives_paddle_inference_outputs(name, tmp_path):
     recorded = np.load(PIR / f"{name}.io.npz", allow_pickle=False)
-    inputs = {k[3:]: recorded[k] for k in recorded.files if k.startswith("in:")}
     n_out = len(recorded["output_names"])
-    params = FIXTURES / str(recorded["params"])
+    params = [str(FIXTURES / str(recorded["params"]))] if str(recorded["params"]) else []
+    cases = sorted({key.split(":")[0][2:] for key in recorded.files if key.startswith("in")})  # "", "1", ...
     for keel_passes in (False, True):
-        config = Config(str(program_file(name, tmp_path)), str(params))
+        config = Config(str(program_file(name, tmp_path)), *params)
         config.switch_ir_optim(keel_passes)
         predictor = create_predictor(config)
-        got = predictor.run([inputs[n] for n in predictor.get_input_names()])
         if name in ("mlp", "cnn_bn"):  # PaddlePaddle's names: fetch_name_<i>
             assert predictor.get_output_names() == list(recorded["output_names"])
-        for setting in ("ir_off", "ir_on"):
-            assert_matches(got, [recorded[f"{setting}:{i}"] for i in range(n_out)],
-                           f"{name} (Keel passes {'on' if keel_passes else 'off'}, Paddle {setting})")
+        for case in cases:
+            inputs = {key.split(":", 1)[1]: recorded[key] for key in recorded.files if key.startswith(f"in{case}:")}
+            got = predictor.run([inputs[n] for n in predictor.get_input_names()])
+            for setting in ("ir_off", "ir_on"):
+                assert_matches(got, [recorded[f"{setting}{case}:{i}"] for i in range(n_out)],
+                               f"{name} case {case or 0} (Keel passes {'on' if keel_passes else 'off'}, "
+                               f"Paddle {setting})")
 
 
 def test_a_legacy_instance_norm_export_with_dims_minus_8_loads_and_matches():

@@ -158,7 +158,7 @@ def load_pir_corpus() -> list[dict]:
     return seeds
 
 
-def load_corpus(tmp: Path, which: str = "all") -> list[dict]:
+def load_corpus(tmp: Path, which: str = "legacy") -> list[dict]:
     import numpy as np
 
     if which == "pir":
@@ -1025,8 +1025,9 @@ def main(argv=None) -> int:
                         help="seconds one case may take before it counts as a hang (default 20)")
     parser.add_argument("--memory-mb", type=int, default=3072,
                         help="address-space limit of a worker in MiB (RLIMIT_AS; default 3072)")
-    parser.add_argument("--corpus", choices=("all", "legacy", "pir"), default="all",
-                        help="the files mutated: all (default), legacy only, or PIR JSON programs only")
+    parser.add_argument("--corpus", choices=("legacy", "pir", "all"), default="legacy",
+                        help="the files mutated: legacy ProgramDesc models, parameters and checkpoints (default; "
+                             "case numbers as before PIR files were added), PIR JSON programs, or both")
     parser.add_argument("--log", help="append one JSON line per case to this file")
     parser.add_argument("--progress", type=int, default=0, help="print counts every N cases")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -18,7 +18,9 @@ position by position, where each PIR operand and result goes in the legacy op:
 update an input in place (batch_norm's running statistics), written to that input's variable;
 `derive` names rules in translate.py (an attribute computed from the operands, as cast's
 in_dtype from its input); `requires` names PIR attributes whose other values the legacy op
-cannot express (channel_shuffle in NHWC): such a file is refused, naming the value.
+cannot express (channel_shuffle in NHWC): such a file is refused, naming the value;
+`when_absent` names the legacy op written when an optional operand is left out
+(deformable_conv without its mask is deformable_conv_v1).
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ class Row:
     inplace: dict = field(default_factory=dict)
     derive: tuple = ()
     requires: dict = field(default_factory=dict)   # PIR attributes the legacy op has only at this value
+    when_absent: dict = field(default_factory=dict)  # legacy slot -> the legacy op to write without it
 
 
 # Attributes PaddlePaddle 3.x writes on many ops that carry no meaning for running them.
@@ -207,6 +210,10 @@ ROWS: dict[str, Row] = {
     "pd_op.clip_by_norm": _unary("clip_by_norm"),
     "pd_op.squared_l2_norm": _unary("squared_l2_norm"),
     "pd_op.max_pool2d_with_index": Row("max_pool2d_with_index", ("X",), ("Out", "Mask"), {"kernel_size": "ksize"}),
+    "pd_op.max_pool3d_with_index": Row("max_pool3d_with_index", ("X",), ("Out", "Mask"), {"kernel_size": "ksize"}),
+    "pd_op.unpool": Row("unpool", ("X", "Indices", Fold("output_size")), ("Out",), {"padding": "paddings"},
+                        fixed={"unpooling_type": "max"}),
+    "pd_op.unpool3d": Row("unpool3d", ("X", "Indices"), ("Out",), {"padding": "paddings"}),
     "pd_op.full_batch_size_like": Row("fill_constant_batch_size_like", ("Input",)),
     "pd_op.fc": Row("fc", ("Input", "W", "Bias")),
     "pd_op.matmul_with_flatten": Row("mul", ("X", "Y")),
@@ -215,7 +222,8 @@ ROWS: dict[str, Row] = {
                                  ("Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"),
                                  {"data_format": "data_layout"}, inplace={"MeanOut": "Mean", "VarianceOut": "Variance"}),
     "pd_op.conv3d_transpose": Row("conv3d_transpose", ("Input", "Filter", Fold("output_size")), ("Output",)),
-    "pd_op.deformable_conv": Row("deformable_conv", ("Input", "Offset", "Filter", "Mask"), ("Output",)),
+    "pd_op.deformable_conv": Row("deformable_conv", ("Input", "Offset", "Filter", "Mask"), ("Output",),
+                                 when_absent={"Mask": "deformable_conv_v1"}),
     "pd_op.roi_pool": Row("roi_pool", ("X", "ROIs", "RoisNum"), ("Out", "Argmax")),
     "pd_op.matrix_nms": Row("matrix_nms", ("BBoxes", "Scores"), ("Out", "Index", "RoisNum")),
     "pd_op.distribute_fpn_proposals": Row("distribute_fpn_proposals", ("FpnRois", "RoisNum"),

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from keel.program import attrs as attr_codec
 from keel.program.errors import KeelError, ParseError
 from keel.program.io.pir import schema
@@ -31,6 +29,7 @@ from keel.proto import pb
 _A = pb.AttrType
 _T = pb.VarType
 FEED, FETCH = "feed", "fetch"
+MAX_FOLDED = 1 << 16   # values of a `full` folded into a list attribute (a shape, paddings: a handful)
 
 
 @dataclass
@@ -45,7 +44,13 @@ class Const:
     def as_list(self) -> list:
         if self.values is not None:
             return list(self.values)
-        return [self.value] * int(np.prod(self.shape or [1]))
+        count = 1
+        for d in self.shape:
+            count *= max(int(d), 0)
+        if count > MAX_FOLDED:
+            raise ValueError(f"a constant of shape {list(self.shape)} ({count:,} values) as an attribute; "
+                             f"allowed: at most {MAX_FOLDED:,} values")
+        return [self.value] * count
 
     def as_scalar(self):
         items = self.as_list()
@@ -194,9 +199,12 @@ class _Translator:
                 ins[spec] = [self.tensor(block, op, e) for e in entry]
             else:
                 ins[spec] = [self.tensor(block, op, entry)]
+        legacy = next((alt for slot, alt in row.when_absent.items() if slot not in ins), row.legacy)
+        if legacy != row.legacy:
+            opdef = registry.lookup(legacy)
         for name, wanted in row.requires.items():
             if name in op.attrs and op.attrs[name] != wanted:
-                self.fail(op, f"attribute {name!r} = {op.attrs[name]!r}: the legacy op {row.legacy} "
+                self.fail(op, f"attribute {name!r} = {op.attrs[name]!r}: the legacy op {legacy} "
                               f"computes only {name} = {wanted!r}")
         for name, value in op.attrs.items():
             if name in IGNORED_ATTRS:
@@ -206,7 +214,7 @@ class _Translator:
                 continue
             spec = opdef.attr_spec(legacy_name)
             if spec is None:
-                self.fail(op, f"attribute {name!r} has no counterpart in the legacy op {row.legacy} "
+                self.fail(op, f"attribute {name!r} has no counterpart in the legacy op {legacy} "
                               f"(its attributes: {', '.join(opdef.attrs) or 'none'})")
             attrs[legacy_name] = self._attr_value(op, name, value, spec.type)
         for name, value in row.fixed.items():
@@ -214,30 +222,30 @@ class _Translator:
         for rule in row.derive:
             _DERIVE[rule](self, block, op, ins, attrs)
         outs = {}
-        out_names = self.op_names(block, row.legacy)
+        out_names = self.op_names(block, legacy)
         for slot, (value_id, vtype) in zip(row.outputs, op.results):
             if slot is None or opdef.output_slots.get(slot) is None:
-                self.unmapped[value_id] = f"a result of {op.where} that the legacy op {row.legacy} does not have"
+                self.unmapped[value_id] = f"a result of {op.where} that the legacy op {legacy} does not have"
                 continue
             if slot in row.inplace and row.inplace[slot] in ins:
                 name = ins[row.inplace[slot]][0]
             elif vtype.kind == "vector":
-                names = [self.new_var(block, row.legacy, t, names=out_names) for t in vtype.elements]
+                names = [self.new_var(block, legacy, t, names=out_names) for t in vtype.elements]
                 self.define(op, value_id, names)
                 outs[slot] = names
                 continue
             elif vtype.kind == "none":
                 continue
             else:
-                name = self.new_var(block, row.legacy, vtype, value_id=value_id, names=out_names)
+                name = self.new_var(block, legacy, vtype, value_id=value_id, names=out_names)
             self.define(op, value_id, name)
             outs[slot] = [name]
         for slot in opdef.output_slots.values():
             # an output the legacy op requires that PIR dropped (flatten's XShape): a scratch variable
             if slot.name not in outs and not slot.dispensable and not slot.intermediate:
-                outs[slot.name] = [self.new_var(block, row.legacy, schema.TensorType("dense", _T.FP32, ()),
+                outs[slot.name] = [self.new_var(block, legacy, schema.TensorType("dense", _T.FP32, ()),
                                                 names=out_names)]
-        block.append_op(row.legacy, ins, outs, attrs)
+        block.append_op(legacy, ins, outs, attrs)
 
     def _fold(self, block, op, index, spec: Fold, entry, ins, attrs) -> None:
         constants = entry if isinstance(entry, list) else [entry]
@@ -254,7 +262,10 @@ class _Translator:
         elif isinstance(entry, list) and spec.tensors:
             ins[spec.tensors] = [self.tensor(block, op, e) for e in entry]
             if spec.unknown is not None:
-                value = [c.as_scalar() if isinstance(c, Const) else spec.unknown for c in constants]
+                try:
+                    value = [c.as_scalar() if isinstance(c, Const) else spec.unknown for c in constants]
+                except ValueError as e:
+                    self.fail(op, f"operand {index} ({spec.attr}): {e}")
                 attr_spec = registry.lookup(ROWS[op.name].legacy).attr_spec(spec.attr)
                 attrs[spec.attr] = self._attr_value(op, f"operand {index} ({spec.attr})", value, attr_spec.type)
         elif not isinstance(entry, list) and spec.tensor:
@@ -360,6 +371,8 @@ def _full(tr, block, op, on_yield):
     shape, value, dtype = op.attrs.get("shape"), op.attrs.get("value"), op.attrs.get("dtype")
     if not isinstance(shape, list) or not isinstance(dtype, schema.DType) or dtype.code is None:
         tr.fail(op, "attributes 'shape' and 'dtype' are required")
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        tr.fail(op, f"attribute 'shape' must hold integers, got {shape!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         tr.fail(op, f"attribute 'value' must be a number, got {value!r}")
     tr.define(op, value_id, Const(dtype.code, shape, value=value))
@@ -377,10 +390,16 @@ def _full_int_array(tr, block, op, on_yield):
 def _assign_value(tr, block, op, on_yield):
     value_id, _ = _one_result(tr, op)
     shape, values, dtype = op.attrs.get("shape"), op.attrs.get("values"), op.attrs.get("dtype")
-    if not isinstance(shape, list) or not isinstance(values, list) or not isinstance(dtype, schema.DType):
+    if not isinstance(shape, list) or not isinstance(values, list) or not isinstance(dtype, schema.DType) \
+            or dtype.code is None:
         tr.fail(op, "attributes 'shape', 'values' and 'dtype' are required")
-    if any(isinstance(v, (list, dict)) for v in values) or len(values) != int(np.prod(shape or [1])):
-        tr.fail(op, f"attribute 'values' must hold {int(np.prod(shape or [1]))} numbers for shape {shape}")
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        tr.fail(op, f"attribute 'shape' must hold sizes >= 0, got {shape!r}")
+    count = 1
+    for d in shape:
+        count *= d
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values) or len(values) != count:
+        tr.fail(op, f"attribute 'values' must hold {count} numbers for shape {shape}")
     tr.define(op, value_id, Const(dtype.code, shape, values=list(values)))
 
 
@@ -455,6 +474,29 @@ def _array_to_tensor(tr, block, op, on_yield):
                     {"axis": int(op.attrs.get("axis", 0)), "use_stack": bool(op.attrs.get("use_stack", False))})
 
 
+def _assign_out(tr, block, op, on_yield):
+    """`assign_out_(x, output)`: x copied into output's variable, in place (dy2static's loop updates)."""
+    if len(op.operands) != 2:
+        tr.fail(op, f"takes (x, output), got {len(op.operands)} operands")
+    source = tr.tensor(block, op, tr.lookup(op, op.operands[0]))
+    target = tr.lookup(op, op.operands[1])
+    if not isinstance(target, str):
+        tr.fail(op, "its output operand must be a variable, not a constant or a vector")
+    block.append_op("assign", {"X": [source]}, {"Out": [target]})
+    tr.define(op, _one_result(tr, op)[0], target)
+
+
+def _select_input(tr, block, op, on_yield):
+    """`select_input(mask, x0, x1, ...)`: the legacy op with the candidates in X."""
+    if len(op.operands) < 2:
+        tr.fail(op, f"takes a mask and candidates, got {len(op.operands)} operands")
+    mask, *candidates = (tr.tensor(block, op, tr.lookup(op, v)) for v in op.operands)
+    value_id, vtype = _one_result(tr, op)
+    out = tr.new_var(block, "select_input", vtype, value_id=value_id)
+    block.append_op("select_input", {"X": candidates, "Mask": [mask]}, {"Out": [out]})
+    tr.define(op, value_id, out)
+
+
 def _yield(tr, block, op, on_yield):
     if on_yield is None:
         tr.fail(op, "cf.yield outside an if or while body")
@@ -469,6 +511,9 @@ def _sub_block(tr, parent):
 
 def _control_op(tr, parent, op_type, cond_slot, cond, sub, attrs):
     reads, writes = block_io(tr.program, sub.idx)
+    # (the legacy op lists at least one input: a block that reads nothing from outside lists the
+    # condition, which it does not use)
+    reads = reads or [cond]
     scope = tr.fresh(parent, f"_{op_type}_scope")
     parent.create_var(scope, type=_T.STEP_SCOPES)
     in_slot = "X" if op_type == "while" else "Input"
@@ -568,6 +613,7 @@ _SPECIAL = {
     "pd_op.shape64": _shape64,
     "pd_op.create_array": _create_array, "pd_op.array_write_": _array_write, "pd_op.array_read": _array_read,
     "pd_op.array_length": _array_length, "pd_op.array_to_tensor": _array_to_tensor,
+    "pd_op.assign_out_": _assign_out, "pd_op.select_input": _select_input,
     "pd_op.if": _if, "pd_op.while": _while, "cf.yield": _yield,
 }
 
