@@ -179,3 +179,9 @@ def test_a_huge_constant_folded_into_an_attribute_is_refused():
     with pytest.raises(ParseError, match=r"a constant of shape \[1099511627776\] \(1,099,511,627,776 values\) as "
                                          r"an attribute; allowed: at most 65,536 values"):
         parse_doc(doc)
+
+
+def test_each_legacy_op_names_the_pir_op_it_comes_from():
+    program = load_program(PIR / "cnn_bn.json")
+    conv = next(op for op in program.global_block().ops if op.type == "conv2d")
+    assert conv.callsite == f'File "{PIR / "cnn_bn.json"}", op 11 (pd_op.conv2d)'

@@ -162,12 +162,17 @@ class _Translator:
 
     def translate_block(self, block, pir_block: schema.Block, on_yield=None) -> None:
         for op in pir_block.ops:
+            first = len(block.ops)
             try:
                 self.translate_op(block, op, on_yield)
             except ParseError:
                 raise
             except KeelError as e:
                 self.fail(op, f"cannot be written as legacy ops: {e}")
+            # the legacy ops' op_callstack names the PIR op they come from, so a load-time or
+            # run-time error points into the file (not at this module)
+            for legacy_op in block.ops[first:]:
+                legacy_op.set_attr("op_callstack", [f'  File "{self.source}", {op.where}'])
 
     def translate_op(self, block, op, on_yield) -> None:
         handler = _SPECIAL.get(op.name)
