@@ -80,14 +80,17 @@ def test_a_directory_with_two_models_is_named_in_the_error(tmp_path):
 def test_the_tools_take_a_json(tmp_path, capsys):
     from keel.tools import inspect_model, profile_model, prune_for_inference
     assert inspect_model.main([str(PIR / "cnn_bn.json"), "--check"]) == 0
-    assert "OK, Keel runs it" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "OK, Keel runs it" in text and "a PIR JSON program (base_code.version 4, PaddlePaddle 3.x)" in text
     for suffix in (".json", ".pdiparams"):
         shutil.copy(PIR / f"cnn_bn{suffix}", tmp_path / f"inference{suffix}")
-    (tmp_path / "inference.yml").write_text("Global:\n  model_name: PP-LCNet_x1_0\nPreProcess:\n  - Resize\n")
+    (tmp_path / "inference.yml").write_text("Global:\n  model_name: PP-LCNet_x1_0\nPreProcess:\n  - Resize\n"
+                                            "PostProcess:\n  label_list:\n" + "".join(f"  - c{i}\n" for i in range(30)))
     assert inspect_model.main([str(tmp_path / "inference.json")]) == 0
     text = capsys.readouterr().out
     assert "fetch_name_0 float32[-1, 10]" in text and "parameters (10" in text
     assert f"deployment description ({tmp_path / 'inference.yml'}):\n  Global:\n    model_name: PP-LCNet_x1_0" in text
+    assert "    - c7\n    ... (22 more items)\n" in text and "c8" not in text  # a long list shortened
     assert profile_model.main([str(PIR / "cnn_bn.json"), "--repeat", "1", "--warmup", "0"]) == 0
     capsys.readouterr()
     assert prune_for_inference.main([str(PIR / "cnn_bn"), "--out", str(tmp_path / "pruned")]) == 0

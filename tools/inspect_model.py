@@ -83,30 +83,56 @@ def main(argv=None) -> int:
     return 1 if problems else 0
 
 
-_YML_LINES = 200
+_YML_LINES = 120          # lines of inference.yml shown
+_YML_LIST_ITEMS = 8       # items of one list shown (a recognizer's character list has thousands)
+_YML_BYTES = 16 << 20     # read at most this much of it
 
 
 def _deployment_description(model_file) -> list[str]:
-    """PaddleX's `inference.yml` (preprocessing, label list, model name) beside the model, as text:
-    the first lines of `<stem>.yml`, else of `inference.yml` in the model's directory."""
+    """PaddleX's `inference.yml` (model name, preprocessing, postprocessing) beside the model, as
+    text: `<stem>.yml`, else `inference.yml` in the model's directory; long lists shortened."""
     stem = os.path.splitext(model_file)[0]
     for path in (stem + ".yml", os.path.join(os.path.dirname(model_file) or ".", "inference.yml")):
         if os.path.isfile(path):
             try:
                 with open(path, encoding="utf-8", errors="replace") as f:
-                    lines = [line.rstrip("\n") for _, line in zip(range(_YML_LINES + 1), f)]
+                    text = f.read(_YML_BYTES)
             except OSError as e:
                 return [f"\n{path}: cannot read: {e.strerror or e}"]
-            more = ["  ..."] if len(lines) > _YML_LINES else []
-            return [f"\ndeployment description ({path}):"] + ["  " + line for line in lines[:_YML_LINES]] + more
+            shown = _shorten_lists(text.splitlines())
+            more = ["  ..."] if len(shown) > _YML_LINES else []
+            return [f"\ndeployment description ({path}):"] + ["  " + line for line in shown[:_YML_LINES]] + more
     return []
+
+
+def _shorten_lists(lines: list[str]) -> list[str]:
+    """Runs of YAML list items (`- x` at one indent) beyond _YML_LIST_ITEMS become one line."""
+    shown, run_indent, run = [], None, 0
+    for line in lines:
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if stripped.startswith("- ") and indent == run_indent:
+            run += 1
+        else:
+            if run > _YML_LIST_ITEMS:
+                shown.append(" " * run_indent + f"... ({run - _YML_LIST_ITEMS} more items)")
+            run_indent, run = (indent, 1) if stripped.startswith("- ") else (None, 0)
+        if run <= _YML_LIST_ITEMS:
+            shown.append(line)
+    if run > _YML_LIST_ITEMS:
+        shown.append(" " * run_indent + f"... ({run - _YML_LIST_ITEMS} more items)")
+    return shown
 
 
 def _legacy_summary(program) -> list[str]:
     """What an older release's file holds and what reading it changed."""
     version = program.header.version.version if program.header.HasField("version") else 0
     lines = []
-    if version and version != legacy.KEEL_RELEASE:
+    pir_version = getattr(program, "pir_version", None)
+    if pir_version is not None:
+        lines.append(f"a PIR JSON program (base_code.version {pir_version}, PaddlePaddle 3.x), read as legacy ops "
+                     f"(program/io/pir/FORMAT.md)")
+    elif version and version != legacy.KEEL_RELEASE:
         lines.append(f"written by PaddlePaddle {legacy.release_name(version)} (Keel follows "
                      f"{legacy.release_name(legacy.KEEL_RELEASE)})")
     neutral: dict[str, int] = {}
