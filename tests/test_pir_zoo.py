@@ -72,3 +72,26 @@ def test_a_legacy_instance_norm_export_with_dims_minus_8_loads_and_matches():
     predictor = create_predictor(Config(str(model)))
     got = predictor.run([recorded["in:x"]])
     assert_matches(got, [recorded["ir_off:0"]], "legacy instance_norm")
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn_bn", "transformer"])
+def test_the_passes_run_on_a_pir_program(monkeypatch, name, tmp_path):
+    """Fusion (ir_optim) and float16 (Precision Half) run on a program read from PIR JSON as on a
+    legacy one: fc fused from matmul_v2 + elementwise_add, float16 weights, outputs within
+    float16 tolerance of Paddle Inference's."""
+    from keel.executor.inference import PrecisionType
+    from keel.executor.place import CPUPlace
+    monkeypatch.setattr(Config, "_place", lambda self: CPUPlace())  # (Half is a GPU setting)
+    recorded = np.load(PIR / f"{name}.io.npz", allow_pickle=False)
+    config = Config(str(program_file(name, tmp_path)), str(FIXTURES / str(recorded["params"])))
+    config.enable_use_gpu(100, 0, PrecisionType.Half)
+    predictor = create_predictor(config)
+    ops = [op.type for op in predictor._program.global_block().ops]
+    assert "matmul_v2" not in ops or name == "transformer"  # fused into fc (attention's matmuls stay)
+    weights = [n for n in predictor._params if predictor._params.get(n).ndim == 2]
+    assert weights and all(predictor._params.get(n).dtype == np.float16 for n in weights)
+    inputs = {k.split(":", 1)[1]: recorded[k] for k in recorded.files if k.startswith("in:")}
+    got = predictor.run([inputs[n] for n in predictor.get_input_names()])
+    want = recorded["ir_off:0"]
+    err = float(np.abs(got[0].astype(np.float64) - want).max())
+    assert err <= 2e-2 * (1 + float(np.abs(want).max())), (name, err)
