@@ -1,8 +1,6 @@
 """The PIR JSON reader (program/io/pir/, issue 28): every place a program file is accepted takes
 a `.json`; a malformed, foreign or newer file is a clear ParseError naming the op and field;
 the untrusted text is bounded (depth, size) so no file drives a recursion to a crash."""
-import contextlib
-import io
 import json
 import shutil
 from pathlib import Path
