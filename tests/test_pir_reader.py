@@ -186,3 +186,18 @@ def test_each_legacy_op_names_the_pir_op_it_comes_from():
     program = load_program(PIR / "cnn_bn.json")
     conv = next(op for op in program.global_block().ops if op.type == "conv2d")
     assert conv.callsite == f'File "{PIR / "cnn_bn.json"}", op 11 (pd_op.conv2d)'
+
+
+def test_a_required_operand_written_as_no_value_is_named():
+    """Fuzzing finding: a `mean` whose input is %0 ("no value") reached a derived-attribute rule."""
+    doc = cnn_doc()
+    softmax = next(op for op in ops_of(doc) if op["#"] == "1.softmax")
+    softmax["I"][0]["%"] = 0
+    with pytest.raises(ParseError, match=r"\(pd_op.softmax\): the legacy op softmax needs input X, which the "
+                                         r"op's operands leave out"):
+        parse_doc(doc)
+    doc = json.loads((PIR / "control_flow.json").read_text())
+    mean = next(op for op in ops_of(doc) if op["#"] == "1.mean")
+    mean["I"][0]["%"] = 0
+    with pytest.raises(ParseError, match=r"\(pd_op.mean\): the legacy op reduce_mean needs input X"):
+        parse_doc(doc)

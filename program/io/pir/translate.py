@@ -191,6 +191,10 @@ class _Translator:
             attrs[legacy_name] = self._attr_value(op, name, value, spec.type)
         for name, value in row.fixed.items():
             attrs.setdefault(name, value)
+        missing = [slot.name for slot in opdef.inputs if not slot.dispensable and not ins.get(slot.name)]
+        if missing:  # (an operand written as %0, "no value", where the legacy op needs one)
+            self.fail(op, f"the legacy op {legacy} needs input {', '.join(missing)}, which the op's operands "
+                          f"leave out")
         for rule in row.derive:
             _DERIVE[rule](self, block, op, ins, attrs)
         outs = {}
