@@ -5,6 +5,7 @@
     exe.run(startup)
     out, = exe.run(main, feed={"x": xb}, fetch_list=[logits])
 """
+from keel.executor import eager  # noqa: F401  (registers the eager engine: layer calls on Tensors run at once)
 from keel.executor.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.executor import Executor

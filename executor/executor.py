@@ -64,7 +64,20 @@ class Executor:
     def run(self, program: Program | None = None, feed: dict | None = None, fetch_list=None,
             scope=None, return_numpy: bool = True, block_idx: int = 0):
         """Run block `block_idx` of `program`; return the values of `fetch_list` (Variables or
-        names; None fetches the targets of an inference program's fetch ops)."""
+        names; None fetches the targets of an inference program's fetch ops).
+
+        Examples:
+            >>> import numpy as np
+            >>> import keel.program as pg
+            >>> from keel.executor import Executor
+            >>> main = pg.Program()
+            >>> with pg.program_guard(main):
+            ...     x = pg.data("x", [-1, 3])
+            ...     y = pg.scale(x, scale=2.0)
+            >>> out, = Executor().run(main, feed={"x": np.ones((2, 3), "float32")}, fetch_list=[y])
+            >>> out.tolist()
+            [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
+        """
         program = program if program is not None else default_main_program()
         scope = scope if scope is not None else global_scope()
         feed = feed or {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from keel.executor.errors import FeedError, NonFiniteError
+from keel.program.tensor import Tensor
 
 
 def checked(name: str, spec, value):
@@ -41,7 +42,9 @@ def feed_dtype(name: str, value, want: np.dtype, type_string: str):
     value kept: int32 -> int64, float16 -> float32, uint8 -> float32, bool -> int64), and
     a list or scalar only when its values survive the cast (a float list into a float input
     is taken as the numbers it means). float64 into float32, int64 into float32 or a float
-    into an int input is refused."""
+    into an int input is refused. An eager Tensor is fed as its array."""
+    if isinstance(value, Tensor):
+        value = value.value
     if hasattr(value, "dtype") and hasattr(value, "shape"):  # numpy or cupy array
         if value.dtype == want:
             return value

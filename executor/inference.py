@@ -431,7 +431,26 @@ def create_predictor(config: Config) -> Predictor:
     """Load `config`'s model once and return a Predictor for it. Errors: the loader's
     (ParseError for an unreadable model file, ProgramError for a missing parameter file,
     one error listing every unsupported op), PredictorError for a device that is not
-    there, NotImplementedError for precision Bfloat16 or Int8."""
+    there, NotImplementedError for precision Bfloat16 or Int8.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.program as pg
+        >>> from keel.executor import Config, Executor, create_predictor
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     y = pg.nn.fc(x, 2, activation="softmax")
+        >>> exe = Executor()
+        >>> _ = exe.run(startup)
+        >>> _ = pg.io.save_inference_model("out/clf", [x], [y], exe, program=main)
+        >>> predictor = create_predictor(Config("out/clf"))   # out/clf.pdmodel + .pdiparams
+        >>> predictor.get_input_names()
+        ['x']
+        >>> probs, = predictor.run([np.ones((3, 4), "float32")])
+        >>> probs.shape
+        (3, 2)
+    """
     config = copy.deepcopy(config)  # later changes to the caller's Config do not apply
     if config._precision in _PRECISION_PASS:
         raise NotImplementedError(f"precision {config._precision.name} needs {_PRECISION_PASS[config._precision]}, "

@@ -29,6 +29,7 @@ program = _sys.modules["keel.program"]
 from keel.program import incubate, io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
 from keel.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
 from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
+from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor  # noqa: F401
 from keel.hapi import Model, callbacks  # noqa: F401
 from keel.hapi import metrics as metric  # noqa: F401
 from keel import distributed  # noqa: F401,E402  (paddle.distributed: init_parallel_env, fleet, ...; mpi4py only when used)

@@ -17,6 +17,8 @@ from keel.program.errors import (AttrError, DTypeError, DuplicateNameError, Keel
 from keel.program.operator import Operator
 from keel.program.program import Program
 from keel.program.variable import Parameter, Variable
+from keel.program.tensor import Tensor
+from keel.program.dygraph import disable_static, enable_static, in_dynamic_mode
 from keel.program import unique_name
 from keel.program import initializer
 from keel.program.param_attr import ParamAttr
@@ -25,6 +27,9 @@ from keel.program.layers.parameter import create_parameter
 from keel.program.layers.math import *  # noqa: F401,F403  (add, matmul, mean, relu, ...: see __all__)
 from keel.program.layers.tensor import *  # noqa: F401,F403  (reshape, concat, fill_constant, ...)
 from keel.program.layers.manip import *  # noqa: F401,F403  (flip, roll, einsum, argsort, ...)
+from keel.program.layers.random import *  # noqa: F401,F403  (rand, randn, uniform, normal, randint)
+from keel.program import tensor_methods as _tensor_methods
+_tensor_methods.install()  # x.sum(), x.reshape(...), x.matmul(y), ... on Variables and Tensors
 from keel.program import nn
 from keel.program import vision
 from keel.program import io

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from keel.program import attrs as attr_codec
 from keel.program import callsite, dtypes
-from keel.program.errors import AttrError, DuplicateNameError, SlotError, UndefinedVariableError
+from keel.program.errors import AttrError, DuplicateNameError, OpError, SlotError, UndefinedVariableError
 from keel.program.operator import Operator
 
 EMPTY_VAR = "@EMPTY@"
@@ -26,6 +26,17 @@ def _names(value) -> list[str]:
     if isinstance(value, (Variable, str)):
         value = [value]
     return [v.name if isinstance(v, Variable) else v for v in value]
+
+
+def _refuse_eager_tensors(op_type, inputs, where) -> None:
+    """An eager Tensor given to an op of a program (it is a value, not a variable of the program)."""
+    for slot, value in (inputs or {}).items():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if getattr(item, "eager", False):
+                raise OpError(f"input {slot!r} is the eager Tensor {item.name}, used in a static program: "
+                                   "a program reads its own variables (pg.data fed at run time, or a constant "
+                                   "made with pg.assign(array)); or call the op outside program_guard to run "
+                                   "it eagerly", op_type=op_type, callsite=where)
 
 
 class Block:
@@ -183,6 +194,7 @@ class Block:
         if opdef is None:
             raise registry.UnknownOpError(f"unknown op type{registry.suggest(type)}", op_type=type,
                                           callsite=where)
+        _refuse_eager_tensors(type, inputs, where)
         ins = {k: _names(v) for k, v in (inputs or {}).items()}
         outs = {k: _names(v) for k, v in (outputs or {}).items()}
         self._check_slots(opdef, ins, "input", opdef.input_slots, where)

@@ -26,10 +26,14 @@ _global_seed = 0
 def seed(value: int) -> None:
     """paddle.seed: the default programs' `random_seed` (their random initializers and the
     executor's random stream) becomes `value`, and so does that of the programs the
-    high-level API builds (hapi.Model), so a run is repeatable."""
+    high-level API builds (hapi.Model) and the eager engine's stream (eager initializers,
+    dropout, keel.rand), so a run is repeatable."""
     global _global_seed
     _global_seed = int(value)
     _main.random_seed = _startup.random_seed = _global_seed
+    from keel.program import dygraph
+    if dygraph._engine is not None:      # the eager engine's random stream too
+        dygraph._engine.seed(_global_seed)
 
 
 def global_seed() -> int:
@@ -84,13 +88,26 @@ def switch_startup_program(program: Program) -> Program:
 
 @contextlib.contextmanager
 def program_guard(main_program: Program, startup_program: Program | None = None):
-    """Build into `main_program` (and put initializers into `startup_program`) inside the block."""
+    """Build into `main_program` (and put initializers into `startup_program`) inside the
+    block: layer calls append ops there instead of running eagerly.
+
+    Examples:
+        >>> import keel.program as pg
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 3])
+        ...     y = pg.nn.fc(x, 2)
+        >>> [op.type for op in startup.global_block().ops]
+        ['uniform_random', 'fill_constant']
+    """
     if not isinstance(main_program, Program):
         raise TypeError(f"program_guard expects a Program, got {type(main_program).__name__}")
+    from keel.program import dygraph
     old_main = switch_main_program(main_program)
     old_startup = switch_startup_program(startup_program) if startup_program is not None else None
     try:
-        yield
+        with dygraph.building():
+            yield
     finally:
         switch_main_program(old_main)
         if startup_program is not None:

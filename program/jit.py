@@ -5,22 +5,28 @@ Keel's Predictor alike.
     model = MyNet()            # a program.nn.Layer, trained in some program
     pg.jit.save(model, "out/net", input_spec=[pg.static.InputSpec([None, 784], "float32", "x")])
 
-Keel has no eager mode to trace, so the input specs are required: the layer is called once,
-in eval mode, on `data` variables made from them, in a fresh program; the result is pruned
-and written by `save_inference_model` (crash-safe, PaddlePaddle's layout). A spec without a
-name takes the name of the matching `forward` argument, as PaddlePaddle's does.
+The input specs are required: the layer is called once, in eval mode, on `data` variables
+made from them, in a fresh program; the result is pruned and written by
+`save_inference_model` (crash-safe, PaddlePaddle's layout) with the layer's own parameter
+values (those eager training or `set_state_dict` gave it; the global scope's for one trained
+only in a static program). A spec without a name takes the name of the matching `forward`
+argument, as PaddlePaddle's does.
 """
 from __future__ import annotations
 
 import inspect
 
-from keel.program import default, unique_name
+from keel.program import default, dygraph, unique_name
+from keel.program.errors import OpError
 from keel.program.io.inference_model import load_inference_model, save_inference_model
 from keel.program.io.program_file import persistable_specs
 from keel.program.layers.data import data
-from keel.program.nn.layer import Layer
+from keel.program.nn.layer import Layer, LayerParameter
+from keel.program.ops.control_flow import CONTROL_FLOW_OPS
+from keel.program.param_attr import ParamAttr
 from keel.program.program import Program
 from keel.program.static import InputSpec
+from keel.program.tensor import Tensor
 from keel.program.variable import Variable
 
 __all__ = ["save", "load", "TranslatedLayer"]
@@ -28,8 +34,19 @@ __all__ = ["save", "load", "TranslatedLayer"]
 
 def save(layer, path, input_spec=None, scope=None) -> Program:
     """Write `path.pdmodel` and `path.pdiparams` for `layer` called on `input_spec`; the
-    parameter values come from `scope` (default: the executor's global scope). Returns the
-    inference program written. The layer's train/eval modes are restored afterwards."""
+    parameter values come from `scope`, or by default from the layer itself (falling back
+    to the executor's global scope for a parameter that holds no value of its own). Returns
+    the inference program written. The layer's train/eval modes are restored afterwards.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> net = paddle.nn.Linear(4, 2)
+        >>> _ = paddle.jit.save(net, "out/linear", input_spec=[InputSpec([None, 4], "float32", "x")])
+        >>> paddle.jit.load("out/linear")(np.ones((3, 4), "float32")).shape
+        (3, 2)
+    """
     if not input_spec:
         raise ValueError("jit.save needs input_spec=[InputSpec(shape, dtype, name), ...]: Keel builds "
                          "the program by calling the layer on them (there is no eager run to trace)")
@@ -42,7 +59,25 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
     if not outputs:
         raise ValueError(f"jit.save: {type(layer).__name__}.forward returned no variables")
     return save_inference_model(path, feeds, outputs, program=main,
-                                scope=scope if scope is not None else default.global_scope())
+                                scope=scope if scope is not None else _LayerValues(layer, default.global_scope()))
+
+
+class _LayerValues:
+    """A scope (what save_inference_model reads: find_var, get) holding the layer's own
+    parameter values, over `fallback` (the global scope) for a parameter a static program
+    trained there and for every other name."""
+
+    def __init__(self, layer, fallback):
+        # a parameter with no value anywhere yet gets its initializer's (a freshly built layer)
+        self._own = {p.name: p.value for p in layer.parameters()
+                     if p._value is not None or fallback.find_var(p.name) is None}
+        self._fallback = fallback
+
+    def find_var(self, name):
+        return True if name in self._own else self._fallback.find_var(name)
+
+    def get(self, name):
+        return self._own[name] if name in self._own else self._fallback.get(name)
 
 
 def _argument_names(layer, count: int) -> list[str]:
@@ -67,24 +102,30 @@ def flatten_outputs(result) -> list[Variable]:
 class TranslatedLayer(Layer):
     """A model loaded by `jit.load`. Called on arrays it runs the saved program (parameters
     in the scope `load` put them in) and returns the outputs (one array, or a list). Called
-    on Variables inside `program_guard` it appends the saved ops to the current program,
-    its intermediates renamed, its parameters by their own names (their values already in
-    the scope: the startup program gets no initializer for them), e.g. to fine-tune it or
-    to build a larger model around it."""
+    on Tensors it runs the saved ops eagerly on its parameters, which are Tensors holding
+    the loaded values (so it can be fine-tuned with backward() and an optimizer's step()).
+    Called on Variables inside `program_guard` it appends the saved ops to the current
+    program, its intermediates renamed, its parameters by their own names (their values
+    already in the scope: the startup program gets no initializer for them), e.g. to
+    fine-tune it or to build a larger model around it."""
 
     def __init__(self, program: Program, feed_names, fetch_names, scope):
         super().__init__("translated_layer")
         self._program, self._feed_names, self._fetch_names = program, list(feed_names), list(fetch_names)
         self._scope = scope
         self._specs = persistable_specs(program)
-
-    def parameters(self, include_sublayers: bool = True):
-        return [_SavedParameter(name, shape, dtype) for name, dtype, shape in self._specs]
+        for name, dtype, shape in self._specs:   # the loaded values, as the layer's parameters
+            param = LayerParameter(name, shape, dtype, ParamAttr(name=name), None)
+            if scope.find_var(name) is not None:
+                param._value = scope.get(name)
+            self._parameters[name] = param
 
     def forward(self, *inputs):
         if len(inputs) != len(self._feed_names):
             raise TypeError(f"this model takes {len(self._feed_names)} input(s) {self._feed_names}, got {len(inputs)}")
-        if all(isinstance(x, Variable) for x in inputs):
+        if all(isinstance(x, Tensor) for x in inputs):
+            outputs = self._run_eagerly(inputs)
+        elif all(isinstance(x, Variable) for x in inputs):
             outputs = self._append(inputs)
         elif any(isinstance(x, Variable) for x in inputs):
             raise TypeError("call a loaded model on arrays (to run it) or on Variables (to build), not a mix")
@@ -92,6 +133,30 @@ class TranslatedLayer(Layer):
             outputs = default.run_program(self._program, dict(zip(self._feed_names, inputs)),
                                           self._fetch_names, self._scope)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _run_eagerly(self, inputs) -> list[Tensor]:
+        """The saved ops run one by one on Tensors (the eager engine records them for backward)."""
+        block = dygraph.current_block()
+        env = dict(zip(self._feed_names, inputs))
+        env.update(self._parameters)
+        source = self._program.global_block()
+        for op in source.ops:
+            if op.type in ("feed", "fetch"):
+                continue
+            if op.type in CONTROL_FLOW_OPS:
+                raise OpError("a loaded program with control flow runs as a program, not op by op: call the "
+                              "model on numpy arrays, or inside program_guard on Variables", op_type=op.type,
+                              callsite=op.callsite)
+            for name in op.output_arg_names:
+                if name not in env:
+                    env[name] = block.create_var(name, dtype=source.var(name).dtype)
+            outputs = {s: [env[n] for n in op.output(s)] for s in op.outputs}
+            for slot in op.opdef.outputs:  # outputs an inference file strips (dropout's Mask)
+                if not outputs.get(slot.name) and not slot.dispensable:
+                    outputs[slot.name] = [block.create_var(slot.name)]
+            block.append_op(op.type, {s: [env[n] for n in op.input(s)] for s in op.inputs}, outputs,
+                            {k: v for k, v in op.attrs.items() if k not in _RECORDED_ATTRS})
+        return [env[n] for n in self._fetch_names]
 
     def _append(self, inputs) -> list[Variable]:
         source = self._program.global_block()
@@ -119,20 +184,31 @@ class TranslatedLayer(Layer):
         return [block.var(names[n]) for n in self._fetch_names]
 
 
-class _SavedParameter:
-    """What an optimizer's `parameters=` needs of a loaded parameter: its name."""
-
-    def __init__(self, name, shape, dtype):
-        self.name, self.shape, self.dtype, self.trainable = name, list(shape), dtype, True
-
-    def __repr__(self):
-        return f"<saved parameter {self.name} {self.shape}>"
+# attributes a file records about where an op came from, which running it does not read
+_RECORDED_ATTRS = frozenset({"op_callstack", "op_namescope", "op_role", "op_role_var", "op_device",
+                             "with_quant_attr"})
 
 
 def load(path, scope=None) -> TranslatedLayer:
     """Read `path.pdmodel` + `path.pdiparams` (jit.save's, save_inference_model's or
     PaddlePaddle's) and return a TranslatedLayer; the parameters go into `scope` (default:
-    the executor's global scope)."""
+    the executor's global scope).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> net = paddle.nn.Linear(4, 2)
+        >>> with paddle.program_guard(paddle.Program(), startup := paddle.Program()):
+        ...     y = net(paddle.static.data("x", [-1, 4]))
+        >>> _ = paddle.Executor().run(startup)
+        >>> _ = paddle.jit.save(net, "out/linear", input_spec=[InputSpec([None, 4], "float32", "x")])
+        >>> loaded = paddle.jit.load("out/linear")
+        >>> state = net.state_dict(paddle.global_scope())   # the values, by attribute name
+        >>> expected = np.ones((3, 4)) @ state["weight"] + state["bias"]
+        >>> np.allclose(loaded(np.ones((3, 4), "float32")), expected)
+        True
+    """
     scope = scope if scope is not None else default.global_scope()
     program, feeds, fetches = load_inference_model(path, scope=scope)
     return TranslatedLayer(program, feeds, [v.name for v in fetches], scope)

@@ -14,13 +14,14 @@ name order, with `op_role = 2` and `op_role_var = [param, grad]`.
 """
 from __future__ import annotations
 
-from keel.program import callsite, default, dtypes, op_role, unique_name
+from keel.program import callsite, default, dtypes, dygraph, op_role, unique_name
 from keel.program.backward import append_backward
 from keel.program.errors import ProgramError
 from keel.program.ops.registry import grad_name
 from keel.program.gradient_clip import ClipGradBase
 from keel.program.lr import LRScheduler
 from keel.program.regularizer import append_regularization, as_regularizer
+from keel.program.tensor import Tensor
 
 _LOW_PRECISION = (dtypes.to_code("float16"), dtypes.to_code("bfloat16"))
 
@@ -174,8 +175,38 @@ class Optimizer:
                 ops.append(op)
         return ops
 
+    # -- eager mode --------------------------------------------------------------------
+    def _eager_parameters(self, api: str) -> list:
+        if not dygraph.in_dynamic_mode():
+            raise RuntimeError(f"optimizer.{api}() updates eager parameters; in a static program call "
+                               "minimize(loss) and run the program")
+        if self._parameter_list is None:
+            raise ValueError(f"optimizer.{api}(): give the optimizer its parameters "
+                             "(parameters=model.parameters()), as PaddlePaddle's dygraph mode requires")
+        return self._parameter_list
+
+    def step(self) -> None:
+        """Update every parameter that has a gradient (eager mode), through this optimizer's
+        update ops: clipping, weight decay, the learning rate (and its scheduler) as in a
+        static program (keel/executor/eager_update.py)."""
+        params = [p for p in self._eager_parameters("step") if not p.stop_gradient and p.grad is not None]
+        if params:
+            dygraph.engine().optimizer_step(self, params)
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        """Reset the parameters' gradients (to zeros, or to None with set_to_zero=False)."""
+        for p in self._eager_parameters("clear_grad"):
+            p.clear_gradient(set_to_zero)
+
+    clear_gradients = clear_grad
+
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
-        """backward + apply_gradients. Returns (update ops, [(param, grad)])."""
+        """backward + apply_gradients. Returns (update ops, [(param, grad)]). In eager mode:
+        loss.backward() and step()."""
+        if dygraph.in_dynamic_mode() and isinstance(loss, Tensor):
+            loss.backward()
+            self.step()
+            return None, [(p, p.grad) for p in self._parameter_list or () if p.grad is not None]
         params_grads = self.backward(loss, startup_program, parameters, no_grad_set)
         ops = self.apply_gradients(params_grads, startup_program)
         return ops, params_grads
@@ -220,7 +251,24 @@ def _refuse_second_backward(loss) -> None:
 
 
 class SGD(Optimizer):
-    """param -= lr * grad."""
+    """param -= lr * grad.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.program as pg
+        >>> from keel.executor import Executor
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     loss = pg.mean(pg.square(pg.nn.fc(x, 1) - 3.0))
+        ...     _ = pg.optimizer.SGD(learning_rate=0.01).minimize(loss)
+        >>> exe = Executor()
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.ones((8, 4), "float32")}
+        >>> losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(20)]
+        >>> losses[-1] < losses[0]
+        True
+    """
 
     def _append_update(self, block, param, grad, lr):
         return block.append_op("sgd", {"Param": [param], "Grad": [grad], "LearningRate": [lr]},
@@ -250,7 +298,28 @@ class Momentum(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba) with bias correction through the beta-power accumulators."""
+    """Adam (Kingma & Ba) with bias correction through the beta-power accumulators.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.program as pg
+        >>> from keel.executor import Executor
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     loss = pg.mean(pg.square(pg.nn.fc(x, 1) - 3.0))
+        ...     schedule = pg.lr.CosineDecay(0.01, T_max=20)   # the LR is a variable of the program
+        ...     opt = pg.optimizer.Adam(learning_rate=schedule, grad_clip=pg.nn.ClipGradByGlobalNorm(1.0))
+        ...     _ = opt.minimize(loss)
+        >>> exe = Executor()
+        >>> _ = exe.run(startup)
+        >>> losses = []
+        >>> for step in range(20):
+        ...     losses += exe.run(main, feed={"x": np.ones((8, 4), "float32")}, fetch_list=[loss])
+        ...     schedule.step()
+        >>> bool(losses[-1] < losses[0])
+        True
+    """
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, parameters=None,
                  weight_decay=None, grad_clip=None, lazy_mode=False, amsgrad=False, name=None):

@@ -1,7 +1,7 @@
 """ParamAttr: how a layer should create one of its parameters."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -18,6 +18,9 @@ class ParamAttr:
     regularizer: Any = None
     trainable: bool = True
     need_clip: bool = True
+    # the Layer parameter this attr describes (set by Layer.create_parameter): what layer
+    # functions given the attr use in eager mode, and the value a program starts from
+    owner: Any = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def of(arg) -> "ParamAttr | None":

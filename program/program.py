@@ -94,7 +94,19 @@ class Program:
     and a parsed PaddlePaddle file re-serializes to an equal message.
 
     `revision` changes on every mutation (executors key their compiled plans on it).
-    `random_seed` seeds the random initializer ops this program's layers create."""
+    `random_seed` seeds the random initializer ops this program's layers create.
+
+    Examples:
+        >>> import keel.program as pg
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     y = pg.nn.fc(x, 2)
+        >>> [op.type for op in main.global_block().ops]
+        ['mul', 'elementwise_add']
+        >>> pg.Program.parse_from_string(main.serialize_to_string()) == main
+        True
+    """
 
     def __init__(self):
         from keel.program.op_versions import OP_VERSIONS

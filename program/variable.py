@@ -23,6 +23,7 @@ class Variable:
     """
 
     is_parameter = False
+    eager = False  # a Tensor (program/tensor.py) holds a value instead
 
     def __init__(self, block: "Block", desc: pb.VarDesc):
         self.block = block

@@ -64,7 +64,7 @@ def test_tensor_dataset_collate_and_dict_samples():
         def __getitem__(self, i):
             return {"x": np.ones(2) * i, "y": i}
     batch, = list(pg.io.DataLoader(Dicts(), batch_size=4))
-    assert batch["y"].tolist() == [0, 1, 2, 3] and batch["x"].shape == (4, 2)
+    assert batch["y"].tolist() == [0, 1, 2, 3] and batch["x"].shape == [4, 2]
 
 
 def test_distributed_batch_sampler_splits_padded_indices_between_replicas():
@@ -86,7 +86,20 @@ def test_iterable_dataset_is_batched_as_it_streams():
         def __iter__(self):
             for i in range(5):
                 yield np.array([i])
-    got = [b.ravel().tolist() for b in pg.io.DataLoader(Stream(), batch_size=2)]
+    got = [b.numpy().ravel().tolist() for b in pg.io.DataLoader(Stream(), batch_size=2)]
     assert got == [[0, 1], [2, 3], [4]]
     with pytest.raises(ValueError, match="cannot be shuffled"):
         pg.io.DataLoader(Stream(), shuffle=True)
+
+
+def test_batches_are_tensors_in_eager_mode_and_arrays_while_a_program_is_built():
+    """PaddlePaddle's dygraph DataLoader yields Tensors (`for x, y in loader` and
+    `for x, y in loader()` alike); building a program (program_guard), the collated arrays."""
+    loader = pg.io.DataLoader(Squares(), batch_size=4)
+    for batches_of in (lambda: loader, loader):
+        (x, y), = [b for b, _ in zip(batches_of(), range(1))]
+        assert isinstance(x, pg.Tensor) and x.stop_gradient and x.shape == [4, 3]
+        np.testing.assert_array_equal(y.numpy(), [0, 1, 4, 9])
+    with pg.program_guard(pg.Program()):
+        x, y = next(iter(loader))
+    assert isinstance(x, np.ndarray) and y.tolist() == [0, 1, 4, 9]

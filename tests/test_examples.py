@@ -45,6 +45,7 @@ def test_define_then_run_example():
     assert "sum to 1.000000" in r.stdout
 
 
+@pytest.mark.slow
 def test_train_and_serve_example_trains_a_layer_and_serves_the_same_outputs(tmp_path):
     out = tmp_path / "net"
     runs = [subprocess.run([sys.executable, str(ROOT / "examples" / "train_and_serve.py"), "--out", str(out),

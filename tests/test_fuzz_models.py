@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "fuzz_models.py"
 
 
+@pytest.mark.slow
 def test_bounded_campaign_has_no_raw_hang_oom_or_crash():
     result = subprocess.run([sys.executable, str(TOOL), "--cases", "800", "--seed", "16", "--jobs", "2",
                              "--timeout", "60", "--json"], capture_output=True, text=True, timeout=900)

@@ -1,23 +1,14 @@
 """Every op has a gradient rule or is declared not differentiable, and every
 differentiable op has at least one gradient check in some tests/test_grad_*.py."""
-import importlib.util
-from pathlib import Path
-
 from keel import program  # noqa: F401  (registers the ops)
 from keel.program.ops import registry
 
-HERE = Path(__file__).resolve().parent
+from gradcheck import case_modules, grad_cases
 
 
 def _checked_ops() -> set[str]:
-    ops = set()
-    for path in sorted(HERE.glob("test_grad_*.py")):
-        if path.name == Path(__file__).name:
-            continue
-        spec = importlib.util.spec_from_file_location(f"_gradcases_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        ops.update(case.op_type for case in getattr(module, "CASES", ()))
+    ops = {case.op_type for case in grad_cases()}
+    for module in case_modules():
         ops.update(getattr(module, "CHECKED_BY_HAND", ()))  # programs with sub-blocks, checked by hand
     return ops
 

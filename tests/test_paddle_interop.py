@@ -330,7 +330,7 @@ def test_jit_saved_layer_models_run_in_paddle_inference(tmp_path, make):
 
 
 def test_the_train_and_serve_example_runs_in_paddle_inference(tmp_path):
-    """The README's second example: its exported files in Paddle Inference, with Keel's numbers."""
+    """examples/train_and_serve.py's exported files in Paddle Inference, with Keel's numbers."""
     pytest.importorskip("sklearn")  # the example's digits
     import subprocess
     import sys

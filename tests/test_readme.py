@@ -1,7 +1,9 @@
-"""README.md runs as written: every ```python block, in order, in one namespace (as a
-reader pastes them into one session), after the commands that make the files they read;
-a block followed by a `Traceback` block must fail with that error. Each other command is
-either run here or listed in SKIPPED_COMMANDS with the reason, so a new one must be placed."""
+"""README.md and every page of docs/ run as written: each page's ```python blocks, in order,
+in one namespace (as a reader pastes them into one session; each page a namespace of its
+own), after the page's commands that make the files they read; a block followed by a
+`Traceback` block must fail with that error. ```py blocks are illustrations and are not run.
+Each other command is either run here or listed in SKIPPED_COMMANDS with the reason, so a
+new one must be placed."""
 import re
 import subprocess
 import sys
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 SKIPPED_COMMANDS = {
     "python3 -m venv .venv": "the environment these tests run in is made already",
     ". .venv/bin/activate": "likewise",
@@ -26,24 +28,25 @@ SKIPPED_COMMANDS = {
     "python tools/fuzz_models.py --cases 20000 --seed 2031 --jobs 2":
         "a six-minute campaign; tests/test_fuzz_models.py runs a bounded one (800 cases)",
 }
-# train_digits as written takes 12 epochs (tests/test_examples.py runs that); one makes the files.
+# The examples as written train for minutes (tests/test_examples.py runs them so); a short
+# run makes the same files.
 SHORTENED = {"python examples/train_digits.py": ["--epochs", "1"],
-             # train_gpt as written trains for about ten minutes; a few steps make its files
+             "python examples/train_and_serve.py": ["--epochs", "1"],
              "python examples/train_gpt.py": ["--steps", "4", "--generate", "20"],
              "python examples/train_gpt.py --amp O1": ["--steps", "4", "--generate", "20"]}
 
 
-def blocks():
-    """(language, text, line) of each fenced block of the README."""
-    text = README.read_text()
+def blocks(page: Path):
+    """(language, text, line) of each fenced block of a page."""
+    text = page.read_text()
     return [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1)
             for m in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S)]
 
 
-def commands():
-    """The commands of the plain blocks, `&&` chains split."""
+def commands(page: Path):
+    """The commands of the page's plain blocks, `&&` chains split."""
     found = []
-    for lang, text, _ in blocks():
+    for lang, text, _ in blocks(page):
         if lang == "":
             for line in text.splitlines():
                 if line.startswith(("python", ". ")):
@@ -52,11 +55,20 @@ def commands():
 
 
 def test_every_command_is_run_or_skipped_with_a_reason():
-    unplaced = [c for c in commands() if c not in SKIPPED_COMMANDS and not c.startswith(
+    every = [c for page in PAGES for c in commands(page)]
+    unplaced = [c for c in every if c not in SKIPPED_COMMANDS and not c.startswith(
         ("python examples/", "python tools/"))]
     assert not unplaced
-    assert any(c.startswith("python tools/prune_for_inference.py") for c in commands())
-    assert sum(lang == "python" for lang, _, _ in blocks()) >= 6
+    assert any(c.startswith("python tools/prune_for_inference.py") for c in every)
+    assert sum(lang == "python" for page in PAGES for lang, _, _ in blocks(page)) >= 15
+
+
+def test_readme_holds_the_two_commands_and_the_quickstart():
+    readme = commands(ROOT / "README.md")
+    assert "python examples/train_digits.py" in readme and "python -m pytest -q" in readme
+    quickstart = blocks(ROOT / "README.md")
+    assert any(lang == "python" and "create_predictor" in text and "nn.Layer" in text
+               for lang, text, _ in quickstart)
 
 
 _DRIVER = '''
@@ -79,11 +91,17 @@ for path, expect_error in {runs!r}:
 '''
 
 
+def _runnable(page: Path) -> bool:
+    return any(lang == "python" for lang, _, _ in blocks(page)) or any(
+        c not in SKIPPED_COMMANDS for c in commands(page))
+
+
 @pytest.mark.slow
-def test_readme_runs_as_written(tmp_path):
+@pytest.mark.parametrize("page", [p for p in PAGES if _runnable(p)], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_page_runs_as_written(page, tmp_path):
     for folder in ("examples", "tools"):
         (tmp_path / folder).symlink_to(ROOT / folder)
-    for command in commands():
+    for command in commands(page):
         if command in SKIPPED_COMMANDS:
             continue
         argv = command.split()
@@ -93,24 +111,26 @@ def test_readme_runs_as_written(tmp_path):
         assert r.returncode == 0, f"{command}\n{r.stdout}\n{r.stderr}"
 
     runs, expected = [], {}
-    listed = blocks()
+    listed = blocks(page)
     for i, (lang, text, line) in enumerate(listed):
         if lang != "python":
             continue
         following = listed[i + 1] if i + 1 < len(listed) else None
         fails = following is not None and following[0] == "" and following[1].startswith("Traceback")
-        name = "train.py" if fails else f"readme_line_{line}.py"
+        name = "train.py" if fails else f"{page.stem}_line_{line}.py"
         path = tmp_path / name
         path.write_text(text)
         runs.append((str(path), fails))
-        if fails:   # the README's last lines of the traceback, with the reader's path
+        if fails:   # the page's last lines of the traceback, with the reader's path
             expected[str(path)] = following[1].split("  ...\n")[1].rstrip().replace(
                 "/path/to/train.py", str(path))
     driver = _DRIVER.format(cwd=str(tmp_path), runs=runs)
     r = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
-    assert expected, "the README shows an error"
     for path, text in expected.items():
         got = r.stdout.split(f"RAISED {path}\n")[1].split("\nEND")[0]
-        assert got == text, f"README:\n{textwrap.indent(text, '  ')}\nactual:\n{textwrap.indent(got, '  ')}"
-    assert (tmp_path / "ckpt" / "last.keel").exists() and (tmp_path / "out" / "model.pdmodel").exists()
+        assert got == text, f"{page.name}:\n{textwrap.indent(text, '  ')}\nactual:\n{textwrap.indent(got, '  ')}"
+    if page.name == "layers-and-training.md":   # the files its blocks say they write
+        assert (tmp_path / "ckpt" / "last.keel").exists() and (tmp_path / "out" / "model.pdmodel").exists()
+    if page.name == "static-programs.md":
+        assert expected, "the page shows an error"

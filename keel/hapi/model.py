@@ -48,7 +48,27 @@ class _Programs:
 class Model:
     """`Model(network, inputs=[InputSpec...], labels=[InputSpec...])`; then `prepare`,
     `fit`, `evaluate`, `predict`, `save`, `load`. Unnamed input specs are named `input_i`,
-    label specs `label_i`."""
+    label specs `label_i`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel import nn
+        >>> from keel.static import InputSpec
+        >>> _ = paddle.seed(0)
+        >>> data = paddle.io.TensorDataset([np.random.rand(64, 4).astype("float32"),
+        ...                                 np.random.randint(0, 2, (64, 1))])
+        >>> model = paddle.Model(nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> model.prepare(paddle.optimizer.SGD(0.1, parameters=model.parameters()), nn.CrossEntropyLoss(),
+        ...               paddle.metric.Accuracy())
+        >>> history = model.fit(data, epochs=2, batch_size=16, verbose=0)   # one dict per epoch
+        >>> len(history), sorted(history[-1])
+        (2, ['acc', 'batch_size', 'loss'])
+        >>> sorted(model.evaluate(data, batch_size=64, verbose=0))
+        ['acc', 'loss']
+        >>> _ = model.save("out/linear", training=False)   # out/linear.pdmodel + .pdiparams
+    """
 
     def __init__(self, network, inputs=None, labels=None):
         if not isinstance(network, pg.nn.Layer):
@@ -87,6 +107,19 @@ class Model:
         self._modes["predict"] = self._build("predict", self._program())
         # the first program built holds every initializer (parameters, optimizer state)
         self._executor.run(train_startup if optimizer is not None else eval_startup, scope=self._scope)
+        # the network's own values where it has them (trained eagerly, set_state_dict)
+        for param in self.network.parameters():
+            if param._value is not None:
+                self._scope.set(param.name, param._value)
+        self._network_holds_values()
+
+    def _network_holds_values(self) -> None:
+        """The network's parameters take the Model scope's values (after prepare and fit,
+        so the layer itself holds what was trained: jit.save(network), eager calls)."""
+        for param in self.network.parameters():
+            if self._scope.find_var(param.name) is not None:
+                param._value = self._scope.get(param.name)
+                param._version += 1
 
     @staticmethod
     def _program():
@@ -205,6 +238,7 @@ class Model:
                     c.on_eval_end(eval_logs)
             if self.stop_training:
                 break
+        self._network_holds_values()
         for c in items:
             c.on_train_end(history[-1] if history else {})
         return history
@@ -262,9 +296,12 @@ class Model:
         """Restore a checkpoint written by `save(path)`."""
         mode = "train" if "train" in self._modes else "eval"
         load_checkpoint(os.fspath(path) + ".ckpt", self._require(mode).main, self._executor, scope=self._scope)
+        self._network_holds_values()
 
     def state_dict(self):
         return self.network.state_dict(scope=self._scope)
 
     def set_state_dict(self, state):
-        return self.network.set_state_dict(state, scope=self._scope)
+        result = self.network.set_state_dict(state, scope=self._scope)
+        self._network_holds_values()
+        return result

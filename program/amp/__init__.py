@@ -1,5 +1,6 @@
 """`program.static.amp`: PaddlePaddle's static automatic mixed precision
-(`paddle.static.amp`): `decorate(optimizer, ...)`, the op lists, `fp16_guard`.
+(`paddle.static.amp`): `decorate(optimizer, ...)`, the op lists, `fp16_guard`; and eager mode's
+(`paddle.amp`): `auto_cast` and `GradScaler` (program/amp/eager.py).
 
     opt = pg.static.amp.decorate(pg.optimizer.Adam(1e-3), level="O1", dtype="float16")
     opt.minimize(loss)         # casts, the scaled loss, unscale + overflow check, loss-scale update
@@ -11,8 +12,9 @@ and round the results to bfloat16 (nearest even). The arithmetic is right on the
 mixed precision is a speed and memory matter for a GPU.
 """
 from keel.program.amp.decorator import OptimizerWithMixedPrecision, decorate  # noqa: F401
+from keel.program.amp.eager import GradScaler, amp_guard, auto_cast  # noqa: F401
 from keel.program.amp.lists import AutoMixedPrecisionLists, CustomOpLists  # noqa: F401
 from keel.program.amp.rewrite import cast_model_to_fp16, fp16_guard  # noqa: F401
 
-__all__ = ["decorate", "OptimizerWithMixedPrecision", "AutoMixedPrecisionLists", "CustomOpLists",
+__all__ = ["auto_cast", "amp_guard", "GradScaler", "decorate", "OptimizerWithMixedPrecision", "AutoMixedPrecisionLists", "CustomOpLists",
            "fp16_guard", "cast_model_to_fp16"]

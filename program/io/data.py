@@ -21,6 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from keel.program import dygraph
+from keel.program.tensor import Tensor
+
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "BatchSampler", "DistributedBatchSampler",
            "DataLoader", "default_collate_fn"]
 
@@ -154,6 +157,17 @@ def _worker_load(indices):
     return _load_batch(_WORKER_STATE["dataset"], _WORKER_STATE["collate_fn"], indices)
 
 
+def _as_tensors(batch):
+    """A collated batch with each numpy array as a Tensor (the same memory)."""
+    if isinstance(batch, np.ndarray):
+        return Tensor(batch)
+    if isinstance(batch, dict):
+        return {k: _as_tensors(v) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_as_tensors(v) for v in batch)
+    return batch
+
+
 class DataLoader:
     """Batches of `dataset`: with `batch_size` and `shuffle`/`drop_last`/`seed`, or with a
     `batch_sampler`; `collate_fn` (default: stack field by field). `num_workers` > 0 loads
@@ -161,8 +175,18 @@ class DataLoader:
     dataset and collate_fn must be picklable) or threads (`"thread"`), keeping up to
     `prefetch_factor` batches per worker ahead; the order is the sampler's either way.
     An IterableDataset is read in the calling thread, `batch_size` samples a batch.
-    `return_list` is accepted for PaddlePaddle compatibility (batches are always lists or
-    dicts of numpy arrays, as collated)."""
+    In eager mode (outside program_guard, no enable_static) each array of a batch arrives as
+    a Tensor, as in PaddlePaddle's dygraph mode; when a program is being built, as the numpy
+    array collated. `return_list` is accepted for PaddlePaddle compatibility (batches are
+    lists or dicts, as collated). `for batch in loader` and `for batch in loader()` are the same.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keel.io import DataLoader, TensorDataset
+        >>> data = TensorDataset([np.arange(10, dtype="float32")[:, None], np.arange(10)[:, None]])
+        >>> [x.shape for x, y in DataLoader(data, batch_size=4)]
+        [[4, 1], [4, 1], [2, 1]]
+    """
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, batch_sampler=None,
                  collate_fn=None, num_workers=0, seed: int | None = None, worker_mode="process",
@@ -192,13 +216,17 @@ class DataLoader:
             raise TypeError("DataLoader over an IterableDataset has no length")
         return len(self.batch_sampler)
 
+    def __call__(self):
+        return iter(self)
+
     def __iter__(self):
         if self.iterable:
-            return self._iterate_stream()
-        batches = iter(self.batch_sampler)
-        if self.num_workers == 0:
-            return (_load_batch(self.dataset, self.collate_fn, b) for b in batches)
-        return self._iterate_workers(batches)
+            collated = self._iterate_stream()
+        elif self.num_workers == 0:
+            collated = (_load_batch(self.dataset, self.collate_fn, b) for b in iter(self.batch_sampler))
+        else:
+            collated = self._iterate_workers(iter(self.batch_sampler))
+        return (_as_tensors(batch) for batch in collated) if dygraph.in_dynamic_mode() else collated
 
     def _iterate_stream(self):
         samples = iter(self.dataset)

@@ -170,7 +170,23 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, p
                          scope=None) -> Program:
     """Write `<path_prefix>.pdmodel` and (when the model has parameters)
     `<path_prefix>.pdiparams`. `scope` (default: the executor's global scope) holds the
-    parameter values. Returns the inference program that was written."""
+    parameter values. Returns the inference program that was written.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.program as pg
+        >>> from keel.executor import Executor
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     y = pg.nn.fc(x, 2)
+        >>> exe = Executor()
+        >>> _ = exe.run(startup)
+        >>> _ = pg.io.save_inference_model("out/fc", [x], [y], exe, program=main)
+        >>> program, feeds, fetches = pg.io.load_inference_model("out/fc", exe)
+        >>> feeds, exe.run(program, feed={"x": np.ones((3, 4), "float32")}, fetch_list=fetches)[0].shape
+        (['x'], (3, 2))
+    """
     if program is None:
         from keel.program.default import default_main_program
         program = default_main_program()
@@ -202,7 +218,24 @@ def load_inference_model(path_prefix, executor=None, *, scope=None, model_filena
                          params_filename=None):
     """Read an inference model (ours or PaddlePaddle's) and put its parameters in `scope`
     (default: the executor's global scope). Returns (program, feed_names, fetch_targets),
-    feeds and fetches in `col` order."""
+    feeds and fetches in `col` order.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.program as pg
+        >>> from keel.executor import Executor
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     y = pg.nn.fc(x, 2, activation="softmax")
+        >>> exe = Executor()
+        >>> _ = exe.run(startup)
+        >>> _ = pg.io.save_inference_model("out/clf", [x], [y], exe, program=main)
+        >>> program, feeds, fetches = pg.io.load_inference_model("out/clf", exe)
+        >>> probs, = exe.run(program, feed={feeds[0]: np.ones((3, 4), "float32")}, fetch_list=fetches)
+        >>> np.allclose(probs.sum(axis=1), 1.0)
+        True
+    """
     prefix = os.fspath(path_prefix)
     found_model, found_params = model_files(prefix)  # prefix.json (PIR) or prefix.pdmodel
     model_file = model_filename or found_model

@@ -2,7 +2,7 @@
 their init ops in the startup program) and append ops to the current block."""
 from __future__ import annotations
 
-from keel.program import default, unique_name
+from keel.program import default, dygraph, unique_name
 from keel.program.param_attr import ParamAttr
 
 
@@ -21,7 +21,9 @@ class LayerHelper:
 
     @property
     def block(self):
-        return self.main_program.current_block()
+        """The current block of the main program, or in dynamic mode the eager engine's
+        block, which runs each op as it is appended (program/dygraph.py)."""
+        return dygraph.current_block()
 
     def create_parameter(self, attr, shape, dtype="float32", default_initializer=None, suffix="w"):
         """Create `<layer>.<suffix>_N` (e.g. fc_0.w_0) in the main program and its init op in the
@@ -29,6 +31,14 @@ class LayerHelper:
         attr = ParamAttr.of(attr)
         if attr is None:
             return None
+        # the Layer's parameter this attr describes, or names (program/nn/layer.py)
+        owner = attr.owner
+        if owner is None and attr.name:
+            owner = dygraph.parameters_by_name.get(attr.name)
+        if dygraph.in_dynamic_mode():
+            if owner is None:
+                return self.block.create_parameter(name=attr.name or self.name)  # refuses, saying why
+            return owner
         from keel.program import initializer as init
 
         name = attr.name or unique_name.generate(f"{self.name}.{suffix}")
@@ -47,6 +57,8 @@ class LayerHelper:
         if not startup_block.has_var(name):
             svar = startup_block.create_var(name, shape, dtype, persistable=True)
             initializer(svar, startup_block)
+        if owner is not None and owner._value is not None:
+            _seed_global_scope(name, owner._value)  # the program starts from the layer's value
         return param
 
     def create_tmp(self, dtype="float32", shape=(), stop_gradient: bool = False):
@@ -69,3 +81,13 @@ class LayerHelper:
         if not act:
             return x
         return self.unary(act, x)
+
+
+def _seed_global_scope(name, value) -> None:
+    """Give the global scope `value` for parameter `name` where it has none yet."""
+    try:
+        scope = default.global_scope()
+    except RuntimeError:  # no executor package: nothing runs programs here
+        return
+    if scope.find_var(name) is None:
+        scope.set(name, value)

@@ -127,7 +127,16 @@ def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation
     """Fully connected layer (paddle.static.nn.fc): `mul` of each input (flattened to 2-d at
     `num_flatten_dims`) with its weight `fc_N.w_K` [prod(dims after num_flatten_dims), size],
     a `sum` when there are several inputs, `elementwise_add` of the bias `fc_N.b_0` [size]
-    (axis=num_flatten_dims), then `activation`."""
+    (axis=num_flatten_dims), then `activation`.
+
+    Examples:
+        >>> import keel.program as pg
+        >>> with pg.program_guard(pg.Program(), pg.Program()):
+        ...     x = pg.data("x", [-1, 3, 8, 8])
+        ...     h = pg.nn.fc(x, 16, activation="relu")
+        >>> h.shape
+        (-1, 16)
+    """
     helper = LayerHelper("fc", name)
     inputs = list(x) if isinstance(x, (list, tuple)) else [x]
     if not inputs:

@@ -13,14 +13,17 @@
     with pg.program_guard(main, startup):
         logits = model(pg.data("x", [-1, 64]))   # appends the ops to `main`
 
-Keel has no eager mode: calling a layer inside `program_guard` appends its ops to that
-program. A layer owns its parameters as `LayerParameter`s, which are descriptions (a name,
-a shape, a dtype, an initializer), not values: the first time a program uses one, it
-becomes a Parameter variable of that program and its initializer goes into that program's
-startup program. So the same layer called in a training program and again in an inference
-program reads the same variables by name, and the values live in the executor's scope
-(`state_dict`/`set_state_dict` read and write them there). Names follow PaddlePaddle's:
-a `Linear` is `linear_0`, its parameters `linear_0.w_0` and `linear_0.b_0`.
+    model(keel.to_tensor(xb))                    # runs the ops at once (eager mode)
+
+A layer owns its parameters as `LayerParameter`s: Tensors (their values are made by their
+initializers the first time eager code reads them) that also say how to make the
+parameter in any program. Called on Tensors, a layer runs eagerly on those values. Called
+inside `program_guard`, it appends its ops: the first time a program uses a parameter, it
+becomes a Parameter variable of that program, with its initializer in that program's
+startup program, and the global scope is given the parameter's eager value if it has one
+(so no startup run is needed). The values of a program's run live in the executor's scope
+(`state_dict(scope)`/`set_state_dict(..., scope)` read and write them there). Names follow
+PaddlePaddle's: a `Linear` is `linear_0`, its parameters `linear_0.w_0` and `linear_0.b_0`.
 """
 from __future__ import annotations
 
@@ -30,9 +33,10 @@ from collections import OrderedDict
 
 import numpy as np
 
-from keel.program import dtypes, initializer as init, unique_name
+from keel.program import dtypes, dygraph, initializer as init, unique_name
 from keel.program.layers.helper import LayerHelper
 from keel.program.param_attr import ParamAttr
+from keel.program.tensor import Tensor
 
 __all__ = ["Layer", "LayerParameter"]
 
@@ -43,33 +47,90 @@ def _snake(name: str) -> str:
     return re.sub("([a-z])([A-Z])", r"\1_\2", s).lower()
 
 
-class LayerParameter:
-    """A parameter a Layer owns: what it is called and how it is made, in any program.
-    `variable()` is the Parameter of the current main program (made there, with its
-    initializer in the startup program, on first use)."""
+class LayerParameter(Tensor):
+    """A parameter a Layer owns (PaddlePaddle's dygraph Parameter): a Tensor whose value its
+    initializer makes the first time it is read, and what it is called and how it is made
+    in any program. `variable()` is the Parameter of the current main program (made there,
+    with its initializer in the startup program, on first use)."""
+
+    is_parameter = True
 
     def __init__(self, name: str, shape, dtype, attr: ParamAttr, default_initializer):
-        self.name = name
-        self.shape = [int(d) for d in shape]
-        self.dtype = dtype
+        super().__init__(None, dtype, name=name, stop_gradient=not attr.trainable, persistable=True)
+        self._declared_shape = [int(d) for d in shape]
         self.attr = ParamAttr(name=name, initializer=attr.initializer or default_initializer,
                               learning_rate=attr.learning_rate, regularizer=attr.regularizer,
                               trainable=attr.trainable, need_clip=attr.need_clip)
+        # layer functions given this attr (Linear's forward calls F.linear with it) get this
+        # parameter itself in eager mode (LayerHelper.create_parameter)
+        self.attr.owner = self
+        dygraph.parameters_by_name[name] = self
 
     @property
     def trainable(self) -> bool:
         return self.attr.trainable
 
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self.attr.trainable = bool(value)
+        self._stop_gradient = not value
+
+    # what optimizers read of a parameter (program.Parameter's attributes)
+    optimize_attr = property(lambda self: {"learning_rate": self.attr.learning_rate})
+    regularizer = property(lambda self: self.attr.regularizer)
+    need_clip = property(lambda self: self.attr.need_clip)
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self._declared_shape)
+
+    @property
+    def value(self):
+        if self._value is None:
+            self._initialize()
+        return self._value
+
+    def _initialize(self) -> None:
+        """Run the initializer eagerly (in this process's eager stream, under keel.seed)."""
+        engine = dygraph.engine()
+        with engine.set_grad_enabled(False):
+            self.attr.initializer(self, engine.block)
+        if self._value is None or list(self._value.shape) != self._declared_shape:
+            raise RuntimeError(f"parameter {self.name}: its initializer made no value of shape {self._declared_shape}")
+
     def variable(self):
-        return LayerHelper("parameter", self.name).create_parameter(self.attr, self.shape, self.dtype)
+        """The Parameter of the current main program (or, in eager mode, this tensor)."""
+        return LayerHelper("parameter", self.name).create_parameter(self.attr, self._declared_shape, self._dtype)
 
     def __repr__(self):
-        return f"<LayerParameter {self.name}: {dtypes.name(dtypes.to_code(self.dtype))}{self.shape}>"
+        return f"<LayerParameter {self.name}: {dtypes.name(self._dtype)}{self._declared_shape}>"
 
 
 class Layer:
     """Base class of models and layers (paddle.nn.Layer): assign sublayers and parameters
-    (`create_parameter`) as attributes in `__init__`, build the ops in `forward`."""
+    (`create_parameter`) as attributes in `__init__`, build the ops in `forward`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel import nn
+        >>> class MLP(nn.Layer):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.hidden, self.out = nn.Linear(4, 8), nn.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         return self.out(paddle.relu(self.hidden(x)))
+        >>> net = MLP()
+        >>> main, startup = paddle.Program(), paddle.Program()
+        >>> with paddle.program_guard(main, startup):
+        ...     y = net(paddle.static.data("x", [-1, 4]))
+        >>> exe = paddle.Executor()
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((3, 4), "float32")}, fetch_list=[y])[0].shape
+        (3, 2)
+        >>> len(net.parameters())
+        4
+    """
 
     def __init__(self, name_scope: str | None = None, dtype="float32"):
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -142,8 +203,8 @@ class Layer:
 
     def __getattr__(self, name):  # only for names normal lookup does not find
         params = self.__dict__.get("_parameters", {})
-        if name in params:
-            return params[name].variable()  # the Parameter variable of the current program
+        if name in params:  # the parameter itself when eager, else its Parameter of the current program
+            return params[name] if dygraph.in_dynamic_mode() else params[name].variable()
         subs = self.__dict__.get("_sub_layers", {})
         if name in subs:
             return subs[name]
@@ -237,25 +298,31 @@ class Layer:
 
     # -- values (in a scope) -----------------------------------------------------------------
     def state_dict(self, scope=None, structured_name_prefix: str = "") -> "OrderedDict[str, np.ndarray]":
-        """Structured name -> a host copy of the value in `scope` (default: the global scope),
-        for every parameter; a parameter no startup program has initialized yet is an error
-        naming it."""
+        """Structured name -> a host copy of each parameter's value: from `scope` when given;
+        else from the global scope where a program's run keeps it, or the layer's own
+        (eager) value, made by the initializer if nothing has set it yet."""
+        given = scope
         scope = _scope(scope)
         out = OrderedDict()
         for key, param in self.named_parameters(structured_name_prefix):
-            if scope.find_var(param.name) is None:
+            if scope.find_var(param.name) is not None:
+                value = scope.get(param.name)
+            elif given is None:
+                value = param.value
+            else:
                 raise KeyError(f"state_dict: parameter {param.name} ({key}) has no value in the scope: "
                                f"run the startup program first")
-            value = scope.get(param.name)
             out[key] = np.array(value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray)
                                 else value)
         return out
 
     def set_state_dict(self, state_dict, scope=None, use_structured_name: bool = True):
-        """Write `state_dict`'s values into `scope` (default: the global scope). Keys are
+        """Write `state_dict`'s values into the parameters (and into `scope`, default the
+        global scope, where a program's run has given them a value there). Keys are
         structured names (or parameter names with use_structured_name=False). Every problem
         (a missing or unexpected key, a shape or dtype that does not fit) is reported at once
         and nothing is written then. Returns (missing keys, unexpected keys): both empty."""
+        given = scope
         scope = _scope(scope)
         params = OrderedDict((k if use_structured_name else p.name, p) for k, p in self.named_parameters())
         problems = [f"{k}: missing from the state dict" for k in params if k not in state_dict]
@@ -264,18 +331,22 @@ class Layer:
         for key, param in params.items():
             if key not in state_dict:
                 continue
-            value = np.asarray(state_dict[key])
-            want = dtypes.to_numpy(dtypes.to_code(param.dtype))
+            value = state_dict[key]
+            value = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+            want = dtypes.to_numpy(param.dtype)
             if list(value.shape) != param.shape:
                 problems.append(f"{key}: shape {list(value.shape)}, {param.name} is {param.shape}")
             elif value.dtype != want and not np.can_cast(value.dtype, want, "safe"):
                 problems.append(f"{key}: dtype {value.dtype}, {param.name} is {want}")
             else:
-                values[param.name] = value.astype(want, copy=True)
+                values[param] = value.astype(want, copy=True)
         if problems:
             raise ValueError(f"set_state_dict: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
-        for name, value in values.items():
-            scope.set(name, value)
+        for param, value in values.items():
+            if given is not None or scope.find_var(param.name) is not None:
+                scope.set(param.name, value)
+            if given is None:
+                param.set_value(value)
         return [], []
 
     load_dict = set_state_dict

@@ -35,7 +35,16 @@ def _pair(value):
 
 
 class Linear(Layer):
-    """y = x W + b with W [in_features, out_features] (matmul_v2 + elementwise_add)."""
+    """y = x W + b with W [in_features, out_features] (matmul_v2 + elementwise_add).
+
+    Examples:
+        >>> import keel as paddle
+        >>> linear = paddle.nn.Linear(4, 3)
+        >>> with paddle.program_guard(paddle.Program(), paddle.Program()):
+        ...     y = linear(paddle.static.data("x", [-1, 4]))
+        >>> y.shape, linear.weight.name
+        ((-1, 3), 'linear_0.w_0')
+    """
 
     def __init__(self, in_features, out_features, weight_attr=None, bias_attr=None, name=None):
         super().__init__(name)
@@ -53,7 +62,16 @@ class Linear(Layer):
 
 class Conv2D(Layer):
     """2-D convolution; `depthwise_conv2d` when groups == in_channels, as PaddlePaddle writes.
-    Weight [out_channels, in_channels/groups, kh, kw], Normal(0, sqrt(2 / (kh*kw*in_channels)))."""
+    Weight [out_channels, in_channels/groups, kh, kw], Normal(0, sqrt(2 / (kh*kw*in_channels))).
+
+    Examples:
+        >>> import keel as paddle
+        >>> conv = paddle.nn.Conv2D(3, 8, kernel_size=3, stride=2, padding=1)
+        >>> with paddle.program_guard(paddle.Program(), paddle.Program()):
+        ...     y = conv(paddle.static.data("image", [-1, 3, 32, 32]))
+        >>> y.shape
+        (-1, 8, 16, 16)
+    """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):

@@ -1,0 +1,78 @@
+"""The documentation builds and its examples run: `mkdocs build --strict` (mkdocs.yml: the
+pages of docs/ and the API reference mkdocstrings reads from the docstrings) fails on any
+warning, such as a broken link or a name the reference cannot find; and every `>>>` example
+in the docstrings of Keel's packages runs as a doctest, so none can rot. The names a user
+reaches first must have such an example. (The pages' own ```python blocks run in
+tests/test_readme.py.)"""
+import doctest
+import importlib
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import keel
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ["keel", "keel.program", "keel.executor", "keel.hapi", "keel.distributed"]
+# The names a user reaches first: each docstring holds an Examples section that runs.
+FIRST_NAMES = ["keel.program.program.Program", "keel.program.default.program_guard", "keel.program.layers.data.data",
+               "keel.program.nn.fc", "keel.executor.executor.Executor.run",
+               "keel.program.io.inference_model.save_inference_model",
+               "keel.program.io.inference_model.load_inference_model", "keel.executor.inference.create_predictor",
+               "keel.program.nn.layer.Layer", "keel.program.nn.layers.Linear", "keel.program.nn.layers.Conv2D",
+               "keel.program.optimizer.Adam", "keel.program.optimizer.SGD", "keel.hapi.model.Model",
+               "keel.program.io.data.DataLoader", "keel.program.jit.save", "keel.program.jit.load"]
+
+
+def test_mkdocs_build_strict(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    reference = (tmp_path / "site" / "api" / "executor" / "index.html").read_text()
+    assert 'id="keel.executor.Executor.run"' in reference      # the mapped packages were found
+    assert (tmp_path / "site" / "security" / "index.html").exists()
+
+
+def _modules():
+    """Every module of Keel's Python-facing packages (the kernels and the file format have no
+    examples), imported."""
+    found = {}
+    for name in PACKAGES:
+        package = importlib.import_module(name)
+        found[name] = package
+        for info in pkgutil.walk_packages(package.__path__, prefix=name + "."):
+            found[info.name] = importlib.import_module(info.name)
+    return found
+
+
+def _examples():
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    tests = {}
+    for module in _modules().values():
+        for test in finder.find(module):
+            if test.examples and test.name.startswith(module.__name__):
+                tests[test.name] = test
+    return tests
+
+
+EXAMPLES = _examples()
+
+
+def test_first_names_have_examples():
+    missing = [name for name in FIRST_NAMES if name not in EXAMPLES]
+    assert not missing, f"docstrings without a runnable Examples section: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_docstring_example_runs(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)          # the examples write out/...
+    test = EXAMPLES[name]
+    test.globs = {"__name__": "__main__"}   # each example imports what it uses
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report = []
+    with keel.program.unique_name.guard():
+        result = runner.run(test, out=report.append)
+    assert result.failed == 0, "".join(report)
