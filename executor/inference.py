@@ -40,7 +40,7 @@ from keel.executor.scope import Scope
 from keel.program import dtypes
 from keel.program.errors import KeelError
 from keel.program.io.inference_model import load_inference_model
-from keel.program.io.program_file import persistable_specs
+from keel.program.io.program_file import model_files, persistable_specs
 from keel.program.passes import PASSES, optimize_inference
 
 
@@ -87,8 +87,8 @@ _PRECISION_PASS = {
 class Config:
     """Where the model is and how to run it.
 
-    `Config(model_file, params_file)`, `Config(prefix)` (prefix.pdmodel + prefix.pdiparams)
-    or `Config()` then `set_model(...)`. The parameter file may be absent when the model
+    `Config(model_file, params_file)`, `Config(prefix)` (prefix.json or prefix.pdmodel, +
+    prefix.pdiparams), `Config(directory)` or `Config()` then `set_model(...)`. The parameter file may be absent when the model
     has no parameters (the loader says so when it has some).
 
     Switches (PaddlePaddle's names): `switch_ir_optim` (default on: the inference passes
@@ -122,12 +122,12 @@ class Config:
             self.set_model(model_file, params_file)
 
     def set_model(self, model_file, params_file=None) -> None:
-        """`set_model(model_file, params_file)`, or `set_model(prefix)`: a path without the
-        `.pdmodel` suffix (or with it) names both files."""
+        """`set_model(model_file, params_file)`, or `set_model(path)`: a program file (`.json`
+        or `.pdmodel`), a prefix (`prefix.json`, else `prefix.pdmodel`) or a directory holding
+        one model (PaddleX's `inference.json`), with its `.pdiparams` next to it."""
         model_file = os.fspath(model_file)
         if params_file is None:
-            prefix = model_file[:-len(".pdmodel")] if model_file.endswith(".pdmodel") else model_file
-            model_file, params_file = prefix + ".pdmodel", prefix + ".pdiparams"
+            model_file, params_file = model_files(model_file)
         self._model_file, self._params_file = model_file, os.fspath(params_file)
 
     def prog_file(self) -> str | None:

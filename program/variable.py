@@ -57,6 +57,15 @@ class Variable:
 
     @property
     def shape(self) -> tuple[int, ...] | None:
+        # Any negative dim means "unknown", as in PaddlePaddle: 3.3.1 writes instance_norm's
+        # saved mean/variance as [-1 * C] (e.g. [-8]). The file's value stays in the desc
+        # (`raw_dims`); every reader of the shape sees -1.
+        t = self._tensor_desc()
+        return None if t is None else tuple(d if d >= 0 else -1 for d in t.dims)
+
+    @property
+    def raw_dims(self) -> tuple[int, ...] | None:
+        """The dims exactly as the desc holds them (a file may write any negative for unknown)."""
         t = self._tensor_desc()
         return None if t is None else tuple(t.dims)
 

@@ -112,8 +112,6 @@ def _var_problems(program) -> list[str]:
                                 f"has; allowed: {', '.join(dtypes.name(c) for c in dtypes.codes())}")
             if len(var.shape) > limits.MAX_RANK:
                 problems.append(f"{where}: {len(var.shape)} dims; allowed: at most {limits.MAX_RANK}")
-            elif any(d < -1 for d in var.shape):
-                problems.append(f"{where}: dims {list(var.shape)}; allowed: sizes >= 0, or -1 for unknown")
         for i, op in enumerate(block.ops):
             where = f"block {block.idx} op {i} ({op.type})"
             for kind, slots in (("input", op.inputs), ("output", op.outputs)):
@@ -315,3 +313,14 @@ def verify_program(program, source: str = "program") -> None:
         raise UnsupportedProgramError(problems, source)
 
 
+
+
+def check_loaded(program, source: str) -> None:
+    """What every loader runs on a program read from a file: the verifier, then every op's
+    shape rule on the declared shapes, so what a kernel would refuse on shapes alone is named
+    now (load_inference_model checks again with the parameters' real shapes)."""
+    verify_program(program, source=source)
+    problems = shape_problems(program)
+    if problems:
+        from keel.program.errors import UnsupportedProgramError
+        raise UnsupportedProgramError(problems, source)

@@ -26,6 +26,18 @@ def test_bounded_campaign_has_no_raw_hang_oom_or_crash():
     assert outcomes["ran"] > 80 and outcomes["clean"] > 250
 
 
+def test_bounded_pir_campaign_has_no_raw_hang_oom_or_crash():
+    """Mutated PIR JSON programs (program/io/pir/): each runs or is refused with a Keel error."""
+    result = subprocess.run([sys.executable, str(TOOL), "--corpus", "pir", "--cases", "400", "--seed", "28",
+                             "--jobs", "2", "--timeout", "60", "--json"], capture_output=True, text=True, timeout=900)
+    summary = json.loads(result.stdout)
+    outcomes = summary["outcomes"]
+    bad = {k: outcomes[k] for k in ("raw", "hang", "oom", "crash")}
+    assert bad == {"raw": 0, "hang": 0, "oom": 0, "crash": 0}, json.dumps(summary["findings"][:10], indent=1)
+    assert result.returncode == 0 and sum(outcomes.values()) == 400
+    assert outcomes["ran"] > 30 and outcomes["clean"] > 200
+
+
 def test_reproduce_replays_one_case(tmp_path):
     result = subprocess.run([sys.executable, str(TOOL), "--seed", "16", "--reproduce", "3", "--save-dir",
                              str(tmp_path)], capture_output=True, text=True, timeout=300)

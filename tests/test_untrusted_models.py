@@ -151,10 +151,39 @@ def test_tensor_without_a_valid_dtype_or_dims(tmp_path):
     desc = desc_of("mlp_fc")
     var = next(v for v in desc.blocks[0].vars if v.name == "fc_0.tmp_1")
     var.type.dense_tensor.tensor.data_type = pb.VarType.SPARSE_COO
-    var.type.dense_tensor.tensor.dims[1] = -7
     text = refusal(tmp_path, desc)
     assert "block 0 variable 'fc_0.tmp_1': data type SPARSE_COO (" in text
-    assert "block 0 variable 'fc_0.tmp_1': dims [-1, -7]; allowed: sizes >= 0, or -1 for unknown" in text
+
+
+def test_a_negative_dim_other_than_minus_one_is_unknown(tmp_path):
+    # PaddlePaddle 3.3.1 writes instance_norm's saved mean/variance as [-1 * C]; any negative
+    # dim reads as unknown (-1), as PaddlePaddle takes it, and the file keeps its bytes.
+    desc = desc_of("mlp_fc")
+    var = next(v for v in desc.blocks[0].vars if v.name == "fc_0.tmp_1")
+    var.type.dense_tensor.tensor.dims[1] = -7
+    program = pg.Program.parse_from_string(desc.SerializeToString())
+    assert program.global_block().var("fc_0.tmp_1").shape == (-1, -1)
+    assert program.global_block().var("fc_0.tmp_1").raw_dims == (-1, -7)
+    assert program.serialize_to_string() == desc.SerializeToString()
+    predictor = load(tmp_path, desc)
+    x = np.load(FIXTURES / "mlp_fc.io.npz")
+    predictor.get_input_handle("x").copy_from_cpu(x["in:x"])
+    predictor.run()
+    np.testing.assert_allclose(predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu(),
+                               x["out:0"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_deep_chain_of_sub_blocks_is_checked_in_linear_time():
+    from keel.program.program import block_structure_problems
+    import time
+    depth = 5000
+    start = time.perf_counter()
+    assert block_structure_problems([-1] + list(range(depth - 1))) == []
+    # a cycle at the bottom of a deep chain: reported once, found without a quadratic walk
+    problems = block_structure_problems([-1] + list(range(depth - 1)) + [depth + 1, depth])
+    elapsed = time.perf_counter() - start
+    assert problems == [f"the parents of block {depth} form a cycle: {depth} -> {depth + 1} -> {depth}"]
+    assert elapsed < 0.5, f"{elapsed:.2f} s for a {depth}-deep chain"
 
 
 # -- attributes: uniqueness and ranges ---------------------------------------------------------

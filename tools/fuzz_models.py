@@ -15,7 +15,10 @@ time and memory limit (resource.setrlimit), then classifies what happened:
   oom      MemoryError, or the worker died by the memory limit: a bug
   crash    the worker died by a signal or exited without a result: a bug
 
-Mutations are structure-aware (on the parsed ProgramDesc: var dims, dtypes and types, op
+PIR JSON programs (tests/fixtures/pir, `--corpus pir` for them alone) are mutated on the parsed
+document: operand ids, value types (dims, dtypes, kinds), attribute kinds, names and data, op
+names, op order, deletion, duplication and moves between blocks, the header, deeply nested
+values. Mutations are structure-aware (on the parsed ProgramDesc: var dims, dtypes and types, op
 attributes: values, types, duplicates and removals, op order and types, slot arguments,
 block parents and sub-block indices, variable names, versions; on parameter records: dims,
 dtype, data length; on a checkpoint's manifest: every JSON field, names, shapes, dtypes, the
@@ -134,9 +137,32 @@ def _build_cnn(pg):
     return main, startup, [x], [out], {"img": np.linspace(-1, 1, 256, dtype=np.float32).reshape(2, 2, 8, 8)}
 
 
-def load_corpus(tmp: Path) -> list[dict]:
+PIR_FIXTURES = ROOT / "tests" / "fixtures" / "pir"
+# The PIR programs fuzzed: PaddlePaddle 3.3.1's own exports (if/while included) and legacy
+# models translated by PaddlePaddle at versions 1-4 (a transformer, a CNN with batch norm).
+PIR_SEEDS = ("mlp", "cnn_bn", "ops_mix", "control_flow", "paddle_lenet", "paddle_mlp_fc",
+             "paddle_resblock_cnn", "paddle_transformer_encoder")
+
+
+def load_pir_corpus() -> list[dict]:
+    import numpy as np
+    seeds = []
+    for stem in PIR_SEEDS:
+        plain, packed = PIR_FIXTURES / f"{stem}.json", PIR_FIXTURES / f"{stem}.json.gz"
+        data = plain.read_bytes() if plain.exists() else gzip.decompress(packed.read_bytes())
+        npz = np.load(PIR_FIXTURES / f"{stem}.io.npz", allow_pickle=False)
+        params = ROOT / "tests" / "fixtures" / str(npz["params"])
+        seeds.append({"kind": "inference", "format": "pir", "name": f"pir/{stem}", "model": data,
+                      "params": params.read_bytes() if params.is_file() else None,
+                      "inputs": {k[3:]: npz[k] for k in npz.files if k.startswith("in:")}})
+    return seeds
+
+
+def load_corpus(tmp: Path, which: str = "legacy") -> list[dict]:
     import numpy as np
 
+    if which == "pir":
+        return load_pir_corpus()
     seeds = []
     for model in sorted(FIXTURES.glob("*.pdmodel*")):
         stem = model.name.split(".pdmodel")[0]
@@ -162,6 +188,8 @@ def load_corpus(tmp: Path) -> list[dict]:
         seeds.append({"kind": "inference", "name": stem, "model": data,
                       "params": params.read_bytes() if params.exists() else None, "inputs": inputs})
     seeds.extend(_keel_models(tmp))
+    if which == "all":
+        seeds.extend(load_pir_corpus())
     return seeds
 
 
@@ -554,6 +582,165 @@ def _mutate_json(rng, value, depth=0):
     return _pick(rng, choices)
 
 
+# -- PIR JSON programs (program/io/pir/): mutations on the parsed document ---------------------
+PIR_TYPE_TAGS = ["0.t_f32", "0.t_f64", "0.t_i64", "0.t_i32", "0.t_bool", "0.t_f16", "0.t_bf16", "0.t_ui8",
+                 "0.t_c64", "0.t_dtensor", "0.t_vec", "1.t_dtensor_array", "0.t_str", "", "9.t_f32"]
+PIR_ATTR_KINDS = ["0.a_bool", "0.a_i32", "0.a_i64", "0.a_f32", "0.a_f64", "0.a_str", "0.a_array",
+                  "1.a_intarray", "1.a_dtype", "1.a_place", "1.a_scalar", "0.a_type", "x"]
+
+
+def _pir_blocks(doc):
+    """Every block object of a PIR document (top level and inside ops' regions), no recursion."""
+    found, todo = [], [doc.get("program", {}).get("regions", [])]
+    while todo:
+        regions = todo.pop()
+        for region in regions if isinstance(regions, list) else []:
+            for block in region.get("blocks", []) if isinstance(region, dict) else []:
+                if isinstance(block, dict):
+                    found.append(block)
+                    for op in block.get("ops", []) if isinstance(block.get("ops"), list) else []:
+                        if isinstance(op, dict) and isinstance(op.get("regions"), list):
+                            todo.append(op["regions"])
+    return found
+
+
+def _pir_ops(doc):
+    return [op for block in _pir_blocks(doc) for op in block.get("ops", []) if isinstance(op, dict)]
+
+
+def _pir_values(doc):
+    """Every value object (op results and block arguments)."""
+    values = []
+    for block in _pir_blocks(doc):
+        values += [a for a in block.get("args", []) if isinstance(a, dict)]
+    for op in _pir_ops(doc):
+        out = op.get("O")
+        values += [v for v in (out if isinstance(out, list) else [out]) if isinstance(v, dict)]
+    return values
+
+
+def pm_operand(rng, doc):
+    ops = [op for op in _pir_ops(doc) if isinstance(op.get("I"), list) and op["I"]]
+    ids = [v.get("%", v.get("#")) for v in _pir_values(doc)]
+    op = _pick(rng, ops)
+    if op:
+        _pick(rng, op["I"])["%"] = _pick(rng, ids + [0, -1, -99, 2**31, 10**6])
+        return True
+
+
+def pm_type(rng, doc):
+    value = _pick(rng, _pir_values(doc))
+    tt = value.get("TT") if value else None
+    if not isinstance(tt, dict):
+        return False
+    data = tt.get("D")
+    r = rng.random()
+    if r < 0.4 and isinstance(data, list) and len(data) > 1 and isinstance(data[1], list):
+        dims = data[1]
+        if dims and rng.random() < 0.7:
+            dims[rng.randrange(len(dims))] = _pick(rng, INTERESTING_INTS)
+        else:
+            data[1] = [_pick(rng, INTERESTING_INTS) for _ in range(rng.choice([0, 1, 3, 9, 70]))]
+    elif r < 0.7 and isinstance(data, list) and data and isinstance(data[0], dict):
+        data[0]["#"] = _pick(rng, PIR_TYPE_TAGS)
+    else:
+        tt["#"] = _pick(rng, PIR_TYPE_TAGS + ["NULL"])
+    return True
+
+
+def pm_attr(rng, doc):
+    ops = [op for op in _pir_ops(doc) if isinstance(op.get("A"), list) and op["A"]]
+    op = _pick(rng, ops)
+    if not op:
+        return False
+    attr = _pick(rng, op["A"])
+    if op.get("#") == "p" or not isinstance(attr, dict):
+        op["A"][rng.randrange(len(op["A"]))] = _pick(rng, [0, 1, -1, "", "w", None, [1], 2**40])
+        return True
+    at = attr.get("AT")
+    r = rng.random()
+    if r < 0.3 and isinstance(at, dict):
+        at["#"] = _pick(rng, PIR_ATTR_KINDS)
+    elif r < 0.4:
+        attr["N"] = _pick(rng, ["", "axis", "shape", "dtype", attr.get("N", "") + "x"])
+    elif isinstance(at, dict):
+        at["D"] = _mutate_json(rng, at.get("D"))
+    return True
+
+
+def pm_op_name(rng, doc):
+    ops = _pir_ops(doc)
+    op = _pick(rng, ops)
+    if not op:
+        return False
+    names = [o.get("#") for o in ops if isinstance(o.get("#"), str)]
+    op["#"] = _pick(rng, names + ["1.relu7", "p", "2.yield", "0.combine", "0.split", "1.if", "1.while", "1.",
+                                  "1.data", "1.fetch", "1.full", "x"])
+    return True
+
+
+def pm_structure(rng, doc):
+    block = _pick(rng, _pir_blocks(doc))
+    ops = block.get("ops") if block else None
+    if not isinstance(ops, list) or not ops:
+        return False
+    r = rng.random()
+    i = rng.randrange(len(ops))
+    if r < 0.3:
+        ops.pop(i)
+    elif r < 0.55:
+        ops.insert(rng.randrange(len(ops) + 1), copy.deepcopy(ops[i]))
+    elif r < 0.8:
+        j = rng.randrange(len(ops))
+        ops[i], ops[j] = ops[j], ops[i]
+    else:  # an op moved into another block (a region of an if/while, or out of one)
+        other = _pick(rng, _pir_blocks(doc))
+        if isinstance(other.get("ops"), list):
+            other["ops"].insert(0, ops.pop(i))
+    return True
+
+
+def pm_header(rng, doc):
+    base = doc.get("base_code")
+    if isinstance(base, dict):
+        key = _pick(rng, ["version", "magic", "trainable"])
+        base[key] = _pick(rng, [0, 1, 2, 3, 4, 5, 99, -1, "pir", "PIR", "", None, True])
+    return True
+
+
+def pm_nesting(rng, doc):
+    """A value replaced by a deeply nested list (the parser's recursion must stay bounded)."""
+    op = _pick(rng, _pir_ops(doc))
+    if not op:
+        return False
+    depth = _pick(rng, [30, 150, 199, 250, 3000])
+    nested = 0
+    for _ in range(depth):
+        nested = [nested]
+    op[_pick(rng, sorted(op))] = nested
+    return True
+
+
+def pm_json(rng, doc):
+    _mutate_json(rng, doc)
+    return True
+
+
+PIR_MUTATORS = [pm_operand, pm_type, pm_attr, pm_attr, pm_op_name, pm_structure, pm_header, pm_nesting,
+                pm_json, pm_json]
+
+
+def mutate_pir(rng, data: bytes) -> bytes:
+    if rng.random() < 0.15:
+        return mutate_bytes(rng, data)
+    doc = json.loads(data)
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        for _attempt in range(5):
+            if _pick(rng, PIR_MUTATORS)(rng, doc):
+                break
+    return json.dumps(doc).encode()
+
+
 def mutate_checkpoint(rng, data: bytes) -> bytes:
     if rng.random() < 0.25:
         return mutate_bytes(rng, data)
@@ -596,6 +783,8 @@ def _make_case(rng, base, index) -> dict:
     case["ir_optim"] = rng.random() < 0.7
     if base.get("params") is not None and rng.random() < 0.25:
         case["model"], case["params"] = base["model"], mutate_params(rng, base["params"])
+    elif base.get("format") == "pir":
+        case["model"], case["params"] = mutate_pir(rng, base["model"]), base.get("params")
     else:
         case["model"], case["params"] = mutate_program(rng, base["model"]), base.get("params")
     return case
@@ -651,7 +840,7 @@ def run_case(case: dict, workdir: Path) -> str:
         exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
         return "ran"
     from keel.executor.inference import Config, create_predictor
-    model = workdir / "m.pdmodel"
+    model = workdir / ("m.json" if base.get("format") == "pir" else "m.pdmodel")
     model.write_bytes(case["model"])
     params = None
     if case["params"] is not None:
@@ -740,7 +929,7 @@ def _reap(pid, status, result_text, case_index, seed_name):
 
 def campaign(args) -> dict:
     corpus_dir = Path(tempfile.mkdtemp(prefix="keelfuzz-corpus-"))
-    corpus = load_corpus(corpus_dir)
+    corpus = load_corpus(corpus_dir, args.corpus)
     counts: Counter = Counter()
     findings = []
     running: dict[int, tuple] = {}
@@ -807,7 +996,7 @@ def campaign(args) -> dict:
 
 def reproduce(args) -> int:
     corpus_dir = Path(tempfile.mkdtemp(prefix="keelfuzz-corpus-"))
-    corpus = load_corpus(corpus_dir)
+    corpus = load_corpus(corpus_dir, args.corpus)
     case = make_case(args.seed, args.reproduce, corpus)
     workdir = Path(args.save_dir or tempfile.mkdtemp(prefix="keelfuzz-case-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -836,6 +1025,9 @@ def main(argv=None) -> int:
                         help="seconds one case may take before it counts as a hang (default 20)")
     parser.add_argument("--memory-mb", type=int, default=3072,
                         help="address-space limit of a worker in MiB (RLIMIT_AS; default 3072)")
+    parser.add_argument("--corpus", choices=("legacy", "pir", "all"), default="legacy",
+                        help="the files mutated: legacy ProgramDesc models, parameters and checkpoints (default; "
+                             "case numbers as before PIR files were added), PIR JSON programs, or both")
     parser.add_argument("--log", help="append one JSON line per case to this file")
     parser.add_argument("--progress", type=int, default=0, help="print counts every N cases")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -36,6 +36,7 @@ from keel.program import dtypes  # noqa: E402
 from keel.program.errors import KeelError, ProgramError, UnsupportedProgramError  # noqa: E402
 from keel.program.io import (inference_program, load_params, load_program, persistable_specs,  # noqa: E402
                         save_params)
+from keel.program.io.program_file import model_files  # noqa: E402
 from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted  # noqa: E402
 from keel.program.passes import PASSES, optimize_inference  # noqa: E402
 from keel.program.program import Program  # noqa: E402
@@ -156,8 +157,7 @@ def input_files(args) -> tuple[str, str | None]:
     if args.prefix and (args.model or args.params):
         raise ToolError("give a model prefix or --model/--params, not both", USAGE)
     if args.prefix:
-        prefix = args.prefix[:-len(".pdmodel")] if args.prefix.endswith(".pdmodel") else args.prefix
-        return prefix + ".pdmodel", prefix + ".pdiparams"
+        return model_files(args.prefix)  # PREFIX.json (PIR) or PREFIX.pdmodel, or a directory
     if not args.model:
         raise ToolError("no model given: pass a prefix (PREFIX.pdmodel) or --model FILE", USAGE)
     return args.model, args.params

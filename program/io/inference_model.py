@@ -23,7 +23,7 @@ import os
 
 from keel.program import attrs as attr_codec
 from keel.program.errors import OpError, ProgramError, UnsupportedProgramError
-from keel.program.io.program_file import load_params, load_program, persistable_specs, save_params
+from keel.program.io.program_file import load_params, load_program, model_files, persistable_specs, save_params
 from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted
 from keel.program.ops import registry
 from keel.program.ops.control_flow import CONTROL_FLOW_OPS, control_io
@@ -237,8 +237,9 @@ def load_inference_model(path_prefix, executor=None, *, scope=None, model_filena
         True
     """
     prefix = os.fspath(path_prefix)
-    model_file = model_filename or prefix + ".pdmodel"
-    params_file = params_filename or prefix + ".pdiparams"
+    found_model, found_params = model_files(prefix)  # prefix.json (PIR) or prefix.pdmodel
+    model_file = model_filename or found_model
+    params_file = params_filename or found_params
     complete_interrupted([model_file, params_file])  # a save killed mid-way is finished first
     program = load_program(model_file)
     specs = persistable_specs(program)

@@ -19,15 +19,58 @@ def save_program(program: Program, path) -> None:
 
 
 def load_program(path, *, verify: bool = True) -> Program:
-    """Read a `.pdmodel` file. Errors name the file; with `verify`, every unsupported op,
-    slot or attribute is listed at once."""
+    """Read a program file (`.pdmodel` or PIR `.json`). Errors name the file; with `verify`,
+    every unsupported op, slot or attribute is listed at once."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise ParseError(f"cannot read program file {path}: {e.strerror or e}") from None
-    return Program.parse_from_string(data, verify=verify, source=path)
+    return parse_program(data, verify=verify, source=path)
+
+
+def parse_program(data: bytes, *, verify: bool = True, source: str = "program") -> Program:
+    """Program bytes in either format: a PIR JSON program (PaddlePaddle 3.x's default, `.json`)
+    or a ProgramDesc (`.pdmodel`), told apart by their first byte, not by the file name."""
+    from keel.program.io import pir
+    if pir.is_pir_json(data):
+        return pir.parse_pir_program(data, verify=verify, source=source)
+    return Program.parse_from_string(data, verify=verify, source=source)
+
+
+PROGRAM_SUFFIXES = (".json", ".pdmodel")   # PaddlePaddle 3.x's default (PIR), then legacy
+PARAMS_SUFFIX = ".pdiparams"
+
+
+def model_files(path) -> tuple[str, str]:
+    """(program file, parameter file) named by `path`: a program file (`.json` or `.pdmodel`:
+    its `.pdiparams` next to it), a prefix (`prefix.json`, else `prefix.pdmodel`, as
+    PaddlePaddle 3.x looks for them), or a directory holding one model (PaddleX's
+    `inference.json` + `inference.pdiparams` + `inference.yml`; `inference` or `model` first
+    when it holds several)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return _model_in_directory(path)
+    for suffix in PROGRAM_SUFFIXES:
+        if path.endswith(suffix):
+            return path, path[:-len(suffix)] + PARAMS_SUFFIX
+    for suffix in PROGRAM_SUFFIXES:
+        if os.path.exists(path + suffix):
+            return path + suffix, path + PARAMS_SUFFIX
+    return path + ".pdmodel", path + PARAMS_SUFFIX  # (the error then names the legacy file)
+
+
+def _model_in_directory(directory: str) -> tuple[str, str]:
+    stems = sorted({name[:-len(suffix)] for name in os.listdir(directory) for suffix in PROGRAM_SUFFIXES
+                    if name.endswith(suffix) and name != "inference.yml"})
+    for preferred in ("inference", "model", "__model__"):
+        if preferred in stems:
+            stems = [preferred]
+    if len(stems) != 1:
+        raise ParseError(f"{directory}: expected one model (NAME.json or NAME.pdmodel) in the directory, "
+                         f"found {len(stems)}" + (f": {', '.join(stems[:6])}" if stems else ""))
+    return model_files(os.path.join(directory, stems[0]))
 
 
 def persistable_specs(program: Program) -> list[tuple[str, int, tuple[int, ...]]]:
