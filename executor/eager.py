@@ -360,11 +360,8 @@ class Engine:
             if root._stop_gradient:
                 raise RuntimeError(f"backward: tensor {root.name} does not need a gradient (stop_gradient=True: "
                                    "nothing it was computed from needs one)")
-            if seed is None:
-                if root.value.size != 1 and leaves:
-                    pass  # PaddlePaddle seeds a non-scalar root with ones as well
-                value = np.ones(root.value.shape, root.value.dtype) if self.array_module(
-                    root.value) is np else self.array_module(root.value).ones(root.value.shape, root.value.dtype)
+            if seed is None:  # ones, for a non-scalar root too (as PaddlePaddle seeds it)
+                value = self.array_module(root.value).ones(root.value.shape, root.value.dtype)
             else:
                 value = self.as_array(seed, like=root.value, dtype=root._dtype)
                 if tuple(value.shape) != tuple(root.value.shape):
@@ -652,16 +649,15 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
         array = data.value
     else:
         array = np.asarray(data)
-        if dtype is None and array.dtype == np.float64 and not isinstance(data, np.ndarray):
-            array = array.astype(np.float32)
-        elif dtype is None and array.dtype.kind == "i" and not isinstance(data, np.ndarray):
-            array = array.astype(np.int64)
+        if dtype is None and not isinstance(data, np.ndarray):  # Python data: PaddlePaddle's defaults
+            if array.dtype == np.float64:
+                array = array.astype(np.float32)
+            elif array.dtype.kind == "i":
+                array = array.astype(np.int64)
     if dtype is not None:
-        array = array.astype(dtypes.to_numpy(dtypes.to_code(dtype)))
-    if place is not None and hasattr(place, "xp") and place.xp() is not np:
+        array = array.astype(dtypes.to_numpy(dtypes.to_code(dtype)))    # a copy
+    elif array is data or isinstance(data, Tensor):
+        array = array.copy()                                            # never the caller's buffer
+    if place is not None and place.xp() is not np:
         array = place.xp().asarray(array)
-    elif place is None and not isinstance(array, np.ndarray):
-        pass
-    else:
-        array = np.array(array, copy=True) if isinstance(data, (np.ndarray, Tensor)) else array
     return Tensor(array, stop_gradient=stop_gradient)
