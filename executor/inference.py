@@ -118,6 +118,7 @@ class Config:
         self._cpu_math_threads = 1
         self._mkldnn = False
         self._profile = False
+        self._max_loop_iterations = None
         if model_file is not None:
             self.set_model(model_file, params_file)
 
@@ -195,6 +196,17 @@ class Config:
 
     def profile_enabled(self) -> bool:
         return self._profile
+
+    def set_max_loop_iterations(self, n: int | None) -> None:
+        """Stop any `while` of the model that runs more than `n` iterations, with an error
+        naming it (Keel's own switch, for serving untrusted files whose loops may never
+        end; default None: no limit, as in PaddlePaddle)."""
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"set_max_loop_iterations: need a positive int or None, got {n!r}")
+        self._max_loop_iterations = n
+
+    def max_loop_iterations(self) -> int | None:
+        return self._max_loop_iterations
 
     def enable_mkldnn(self) -> None:
         """Accepted for compatibility; does nothing (no oneDNN in Keel)."""
@@ -313,7 +325,7 @@ class Predictor:
         # config.enable_profile(): a Profiler recording every run (shared with the clones)
         self.profiler = _profiler or (Profiler() if config.profile_enabled() else None)
         self._executor = Executor(config._place(), num_threads=config.cpu_math_library_num_threads(),
-                                  profiler=self.profiler)
+                                  profiler=self.profiler, max_loop_iterations=config.max_loop_iterations())
         self._report = None  # the inference passes' report, when they ran at load
         if _shared is None:
             _shared = self._load()
