@@ -99,16 +99,24 @@ class _Names:
     def __init__(self):
         self._by_id: dict[int, str] = {}
         self._tensors: dict[str, Tensor] = {}
+        self._count = itertools.count()  # not len(): forget() shrinks the tables
 
     def of(self, t: Tensor) -> str:
         name = self._by_id.get(id(t))
         if name is None:
-            name = self._by_id[id(t)] = f"t{len(self._by_id)}"
+            name = self._by_id[id(t)] = f"t{next(self._count)}"
             self._tensors[name] = t
         return name
 
     def tensor(self, name: str):
         return self._tensors.get(name)
+
+    def forget(self, t: Tensor) -> None:
+        """Drop `t` (a released op's output: backward is done with it), so its memory goes
+        as soon as nothing else holds it, not at the end of the pass."""
+        name = self._by_id.pop(id(t), None)
+        if name is not None:
+            del self._tensors[name]
 
 
 class EagerBlock:
@@ -382,15 +390,7 @@ class Engine:
         for node in order:
             self._run_gradient(node, names, grads, blocked)
             if not retain_graph:
-                for ts in node.outputs.values():      # their gradients are spent
-                    for t in ts:
-                        n = names.of(t)
-                        if n not in keep_names:
-                            g = grads.pop(n + GRAD_SUFFIX, None)
-                            if g is not None and t._retain_grad:
-                                t.grad = Tensor(g, t._dtype)
-                node.released = True
-                node.inputs = node.outputs = {}
+                _release(node, names, grads, keep_names)
         result = {}
         for name, g in grads.items():
             t = names.tensor(name[:-len(GRAD_SUFFIX)]) if name.endswith(GRAD_SUFFIX) else None
@@ -537,6 +537,23 @@ class _Call:
         self.wanted = None if rule is NOT_DIFFERENTIABLE else (
             rule.differentiable_inputs() if isinstance(rule, GradRule) else ())
         self.carried = rule.output_grads_read() if isinstance(rule, GradRule) else None
+
+
+def _release(node: _Node, names: _Names, grads: dict, keep_names) -> None:
+    """Backward is done with `node`: its outputs' gradients are spent (kept in `.grad` where
+    retain_grads asked), and it lets go of its tensors, so each activation is freed once
+    the last op that reads it has passed (a function of its own: a loop variable of the
+    caller's would hold the last tensor)."""
+    for ts in node.outputs.values():
+        for t in ts:
+            n = names.of(t)
+            if n not in keep_names:
+                g = grads.pop(n + GRAD_SUFFIX, None)
+                if g is not None and t._retain_grad:
+                    t.grad = Tensor(g, t._dtype)
+                names.forget(t)
+    node.released = True
+    node.inputs = node.outputs = {}
 
 
 def _accumulate(grads: dict, name: str, value) -> None:

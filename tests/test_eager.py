@@ -96,6 +96,19 @@ def test_backward_frees_the_activations_without_waiting_for_the_cyclic_gc():
         gc.enable()
 
 
+def test_backward_frees_each_activation_once_it_has_passed_the_ops_that_read_it():
+    x = paddle.to_tensor(np.ones((8, 8), "float32"), stop_gradient=False)
+    first = paddle.tanh(x)
+    second = paddle.tanh(first)
+    watched = weakref.ref(second._value)
+    alive_when_first_gets_its_gradient = []
+    first.register_hook(lambda g: alive_when_first_gets_its_gradient.append(watched() is not None))
+    loss = paddle.tanh(second).sum()
+    del second
+    loss.backward()
+    assert alive_when_first_gets_its_gradient == [False]
+
+
 def test_retain_graph_allows_a_second_backward():
     x = paddle.to_tensor([1.0, -2.0], stop_gradient=False)
     y = paddle.nn.functional.relu(x).sum() if hasattr(paddle.nn, "functional") else pg.relu(x).sum()
