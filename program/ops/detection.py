@@ -6,7 +6,8 @@ Slots, attributes and shape rules follow PaddlePaddle's legacy ops (YoloBoxInfer
 MultiClassNMSInferMeta, PriorBoxInferMeta, ...), LoD-free: where PaddlePaddle's legacy ops
 could carry the per-image split of a box list as LoD, Keel takes it from the `RoisNum`
 input (int32 or int64, one count per image) and writes it to the `*RoisNum` / `*RoIsNum`
-outputs. Outputs whose length depends on the values (NMS results, proposals, per-level
+outputs; a LoD fed on ROIs / FpnRois stands for that input (OpDef.lod_lengths,
+executor/lod.py). Outputs whose length depends on the values (NMS results, proposals, per-level
 RoIs) have a -1 first dim. Only roi_align and roi_pool are differentiable (with respect to
 X), as in PaddlePaddle.
 """
@@ -280,7 +281,8 @@ define("box_coder", inputs=["PriorBox", opt("PriorBoxVar"), "TargetBox"], output
        attrs={"code_type": STRING("encode_center_size"), "box_normalized": BOOL(True),
               "axis": INT(0), "variance": FLOATS([])},
        infer=_infer_box_coder, grad=NOT_DIFFERENTIABLE,
-       doc="Encodes boxes as center-size offsets from prior boxes, or decodes them back.")
+       doc="Encodes boxes as center-size offsets from prior boxes, or decodes them back (a "
+           "LoD fed on TargetBox changes no value, as in PaddlePaddle).")
 
 
 # -- roi_align / roi_pool -------------------------------------------------------------------
@@ -309,13 +311,13 @@ def _infer_roi(ctx, extra_output=None):
 define("roi_align", inputs=["X", "ROIs", opt("RoisNum")], outputs=["Out"],
        attrs={"pooled_height": INT(1), "pooled_width": INT(1), "spatial_scale": FLOAT(1.0),
               "sampling_ratio": INT(-1), "aligned": BOOL(False)},
-       infer=_infer_roi,
+       infer=_infer_roi, lod_lengths={"ROIs": "RoisNum"},
        grad=grad_op(["X", "ROIs", "RoisNum", "Out@GRAD"], ["X@GRAD"]),
        doc="RoI Align: each RoI [x1, y1, x2, y2] (of image RoisNum assigns it to) averaged "
            "over bilinear samples into pooled_height x pooled_width bins.")
 define("roi_pool", inputs=["X", "ROIs", opt("RoisNum")], outputs=["Out", side("Argmax")],
        attrs={"pooled_height": INT(1), "pooled_width": INT(1), "spatial_scale": FLOAT(1.0)},
-       infer=lambda ctx: _infer_roi(ctx, "Argmax"),
+       infer=lambda ctx: _infer_roi(ctx, "Argmax"), lod_lengths={"ROIs": "RoisNum"},
        grad=grad_op(["X", "ROIs", "RoisNum", "Argmax", "Out@GRAD"], ["X@GRAD"]),
        doc="RoI max pooling over integer bins; Argmax: each maximum's h*W+w (-1: empty bin).")
 
@@ -372,5 +374,6 @@ define("distribute_fpn_proposals", inputs=["FpnRois", opt("RoisNum")],
        attrs={"min_level": INT(), "max_level": INT(), "refer_level": INT(), "refer_scale": INT(),
               "pixel_offset": BOOL(True)},
        infer=_infer_distribute_fpn_proposals, grad=NOT_DIFFERENTIABLE,
+       lod_lengths={"FpnRois": "RoisNum", "MultiFpnRois": "MultiLevelRoIsNum"},
        doc="Assigns each RoI to an FPN level by its scale; RestoreIndex maps the concatenated "
            "levels back to the input order.")
