@@ -14,6 +14,7 @@ X), as in PaddlePaddle.
 from __future__ import annotations
 
 from keel.program.errors import AttrError
+from keel.program.ops.infer import dims_match
 from keel.program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, NOT_DIFFERENTIABLE, STRING,
                                   define, grad_op, many, opt, side)
 from keel.proto import pb
@@ -45,6 +46,8 @@ def _infer_yolo_box(ctx):
     img = _rank(ctx, "ImgSize", (2,))
     if img.shape[1] not in (-1, 2):
         ctx.fail(f"ImgSize must be [N, 2] (height, width), got {img}")
+    if not dims_match(img.shape[0], x.shape[0]):
+        ctx.fail(f"ImgSize {img} must have one row per image of X {x}")
     anchors = list(ctx.attr("anchors"))
     class_num = ctx.attr("class_num")
     if not anchors or len(anchors) % 2:
@@ -81,12 +84,15 @@ def _nms_inputs(ctx):
     if scores.ndim == 3:
         if boxes.ndim != 3:
             ctx.fail(f"with Scores [N, C, M], BBoxes must be [N, M, box_dim], got {boxes}")
-        if boxes.shape[1] >= 0 and scores.shape[2] >= 0 and boxes.shape[1] != scores.shape[2]:
+        if not dims_match(boxes.shape[1], scores.shape[2]):
             ctx.fail(f"BBoxes {boxes} and Scores {scores} disagree on the number of boxes")
+        if not dims_match(boxes.shape[0], scores.shape[0]):
+            ctx.fail(f"BBoxes {boxes} and Scores {scores} disagree on the number of images")
         batch = scores.shape[0]
     elif scores.ndim == 2:
-        if boxes.ndim != 3:
-            ctx.fail(f"with Scores [M, C], BBoxes must be [M, C, box_dim], got {boxes}")
+        if boxes.ndim != 3 or not (dims_match(boxes.shape[0], scores.shape[0])
+                                   and dims_match(boxes.shape[1], scores.shape[1])):
+            ctx.fail(f"with Scores [M, C] {scores}, BBoxes must be [M, C, box_dim], got {boxes}")
         batch = -1
     else:
         ctx.fail(f"Scores must be [N, C, M] or [M, C], got {scores}")
@@ -334,6 +340,12 @@ def _infer_generate_proposals_v2(ctx):
     a = scores.shape[1]
     if a >= 0 and deltas.shape[1] >= 0 and deltas.shape[1] != 4 * a:
         ctx.fail(f"BboxDeltas {deltas} must have 4 channels per anchor of Scores {scores}")
+    # Anchors and Variances: [H, W, A, 4], one box per anchor of each position of Scores
+    # [N, A, H, W] (or any shape of as many boxes)
+    for info in (anchors, var):
+        want = [scores.shape[2], scores.shape[3], a]
+        if info.ndim == 4 and not all(dims_match(d, w) for d, w in zip(info.shape[:3], want)):
+            ctx.fail(f"{info} must be [H, W, A, 4] = {want + [4]} for Scores {scores}")
     if im.shape[1] not in (-1, 2):
         ctx.fail(f"ImShape must be [N, 2] (height, width), got {im}")
     ctx.set_output("RpnRois", [-1, 4], scores.dtype)
