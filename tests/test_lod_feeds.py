@@ -311,3 +311,20 @@ def test_paddle_gives_the_same_results_from_lod_feeds():
                          fetch_list=[loss, dlogits], scope=Scope())
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+def test_the_warpctc_layer_writes_the_lod_form_without_lengths():
+    packed, labels = _ctc_data()
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        logits = pg.data("logits", [-1, 4], lod_level=1)
+        label = pg.data("label", [-1, 1], "int32", lod_level=1)
+        loss = pg.nn.warpctc(logits, label)
+    op = main.global_block().ops[-1]
+    assert op.type == "warpctc" and not op.input("LogitsLength") and not op.input("LabelLength")
+    got, = Executor().run(main, feed={"logits": create_lod_tensor(packed, [CTC_T]),
+                                      "label": create_lod_tensor(labels, [CTC_L])}, fetch_list=[loss])
+    starts = np.cumsum([0] + CTC_T[:-1])
+    for b, (start, t) in enumerate(zip(starts, CTC_T)):
+        label_b = labels[sum(CTC_L[:b]):sum(CTC_L[:b + 1]), 0]
+        np.testing.assert_allclose(got[b, 0], brute_force_ctc(packed[start:start + t], label_b, t, 0), rtol=1e-5)
