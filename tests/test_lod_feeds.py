@@ -4,8 +4,6 @@ lengths input is absent, as PaddlePaddle's kernels do. Each result is checked ag
 op's numpy reference (tests/test_kernels_detection.py, tests/test_kernels_rnn.py) and equals
 the same program's result with the lengths fed as RoisNum / LogitsLength + LabelLength;
 gradients too. With PaddlePaddle installed, the same programs run there with LoD feeds."""
-import os
-
 import numpy as np
 import pytest
 
@@ -276,8 +274,8 @@ def test_prepared_runs_and_the_predictor_take_a_lod(tmp_path):
 # -- PaddlePaddle, with its own LoD feeds ---------------------------------------------------------
 @pytest.mark.paddle
 def test_paddle_gives_the_same_results_from_lod_feeds():
-    os.environ.setdefault("FLAGS_enable_pir_api", "0")  # the legacy IR, whose feeds carry a LoD
     paddle = pytest.importorskip("paddle")
+    from paddle_static import legacy_ir          # the legacy IR, whose feeds carry a LoD
     paddle.enable_static()
     core = paddle.base.core
 
@@ -288,8 +286,8 @@ def test_paddle_gives_the_same_results_from_lod_feeds():
         return t
 
     def in_paddle(main, feed, fetch):
-        program = paddle.static.Program.parse_from_string(main.serialize_to_string())
-        with paddle.static.scope_guard(paddle.static.Scope()):
+        with legacy_ir(paddle), paddle.static.scope_guard(paddle.static.Scope()):
+            program = paddle.static.Program.parse_from_string(main.serialize_to_string())
             return [np.array(v) for v in paddle.static.Executor(paddle.CPUPlace()).run(
                 program, feed=feed, fetch_list=fetch, return_numpy=False)]
 
