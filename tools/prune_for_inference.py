@@ -186,7 +186,7 @@ def pass_selection(args) -> tuple[list[str], bool, bool, bool]:
 
 def load_model(model_file: str, params_file: str | None) -> Model:
     if params_file is not None:
-        complete_interrupted([model_file, params_file])  # a save killed mid-way is finished first
+        complete_interrupted(model_file_set(model_file, params_file))  # a save killed mid-way is finished first
     program = load_program(model_file)  # ParseError, or UnsupportedProgramError listing every problem
     specs = persistable_specs(program)
     params = {}

@@ -156,9 +156,23 @@ class Writer:
 
     def value(self, op, name: str) -> int:
         found = self.find(name)
-        if found is None:
-            self.fail(op, f"reads variable {name!r} before any op writes it")
-        return found
+        if found is not None:
+            return found
+        var = op.block.var(name)
+        if var.type == _T.DENSE_TENSOR_ARRAY:
+            return self.array(name, var)
+        self.fail(op, f"reads variable {name!r} before any op writes it")
+
+    def array(self, name: str, var) -> int:
+        """A tensor array's value; one no op has created yet is created in block 0, where every
+        use can see it (a legacy array is a variable, updated in place: array_write_)."""
+        found = self.find(name)
+        if found is not None:
+            return found
+        value_id = self.emit(self.top_ops, "pd_op.create_array", [], [array_type(var.dtype, var.shape or ())],
+                             [("dtype", "dtype", var.dtype)])[0]
+        self.scopes[0][name] = value_id
+        return value_id
 
     def bind(self, name: str, value_id: int) -> None:
         self.scopes[-1][name] = value_id

@@ -6,8 +6,7 @@ and whose false region keeps the values, a while a `pd_op.while` over the variab
 writes. Each handler is `(writer, ops, block, op)`; write.py dispatches to them."""
 from __future__ import annotations
 
-from keel.program.io.pir.write import (ANY_PLACE, CPU_PLACE, EMPTY, attr_json, array_type, dense_type,
-                                       pir_op_for)
+from keel.program.io.pir.write import ANY_PLACE, CPU_PLACE, EMPTY, attr_json, dense_type, pir_op_for
 from keel.program.io.program_file import persistable_specs
 from keel.program.ops.control_flow import block_io
 from keel.proto import pb
@@ -101,18 +100,31 @@ def _elementwise(w, ops, block, op) -> None:
     w.by_row(ops, block, op, pir_op_for(op), given)
 
 
+def _rnn(w, ops, block, op) -> None:
+    """PaddlePaddle 3.3.1's rnn takes its dropout state as a fifth operand (the legacy op has no
+    such input): a non-persistable `p` of uint8 [] that no .pdiparams record holds, as
+    PaddlePaddle writes it (the row's None operand)."""
+    stem = (op.output("DropoutState") or [f"rnn_{len(w.top_ops)}"])[0]
+    value_id = next(w._ids)
+    w.types[value_id] = dense_type(_T.UINT8, [])
+    w.top_ops.append({"#": "p", "A": [0, 1, 1, f"{stem}__non_persistable"], "DA": [],
+                      "O": {"%": value_id, "TT": w.types[value_id]}, "OA": [0, 1, 0], "QA": []})
+    w.by_row(ops, block, op, "pd_op.rnn", {None: value_id})
+
+
 # -- tensor arrays ---------------------------------------------------------------------------------
 def _array(w, op, block, name: str) -> int:
-    """The array's value; an array no op has created yet is created in block 0 (where every use
-    can see it: a legacy array is a variable, written in place by array_write_)."""
-    found = w.find(name)
-    if found is not None:
-        return found
-    var = block.var(name)
-    value_id = w.emit(w.top_ops, "pd_op.create_array", [], [array_type(var.dtype, var.shape or ())],
-                      [("dtype", "dtype", var.dtype)])[0]
-    w.scopes[0][name] = value_id
-    return value_id
+    return w.array(name, block.var(name))
+
+
+def _assign(w, ops, block, op) -> None:
+    """An assign of a tensor array (the reader's loop variables) names the same array: PIR
+    arrays are values updated in place, as the loop's array_write_ does."""
+    source = op.input("X")[0]
+    if block.var(source).type == _T.DENSE_TENSOR_ARRAY:
+        w.bind(op.output("Out")[0], _array(w, op, block, source))
+    else:
+        w.by_row(ops, block, op, pir_op_for(op))
 
 
 def _write_to_array(w, ops, block, op) -> None:
@@ -217,6 +229,6 @@ HANDLERS = {
     **{f"elementwise_{name}": _elementwise for name in ("add", "sub", "mul", "div", "max", "min", "pow", "mod",
                                                          "floordiv")},
     "write_to_array": _write_to_array, "read_from_array": _read_from_array, "lod_array_length": _array_length,
-    "tensor_array_to_tensor": _array_to_tensor,
+    "tensor_array_to_tensor": _array_to_tensor, "rnn": _rnn, "assign": _assign,
     "conditional_block": _conditional_block, "while": _while, "select_input": _select_input,
 }
