@@ -22,10 +22,11 @@ from dataclasses import dataclass
 class Signature:
     results: int
     attrs: tuple            # ((name, kind), ...) in PaddlePaddle's order
+    operands: int | None = None   # fewer operands than the reader's row takes (the rest are attributes)
 
 
-def _sig(results: int, attrs: str = "") -> Signature:
-    return Signature(results, tuple(tuple(item.split(":")) for item in attrs.split()))
+def _sig(results: int, attrs: str = "", operands: int | None = None) -> Signature:
+    return Signature(results, tuple(tuple(item.split(":")) for item in attrs.split()), operands)
 
 
 SIGNATURES: dict[str, Signature] = {
@@ -58,6 +59,9 @@ SIGNATURES: dict[str, Signature] = {
                    "data_format:str"),
     "pd_op.conv2d_transpose": _sig(1, "strides:i32s paddings:i32s output_padding:i32s padding_algorithm:str groups:i32 "
                    "dilations:i32s data_format:str"),
+    # (conv3d_transpose takes output_size as an attribute; the reader also takes it as an operand)
+    "pd_op.conv3d_transpose": _sig(1, "strides:i32s paddings:i32s output_padding:i32s output_size:i32s "
+                                   "padding_algorithm:str groups:i32 dilations:i32s data_format:str", operands=2),
     "pd_op.conv3d": _sig(1, "strides:i32s paddings:i32s padding_algorithm:str groups:i32 dilations:i32s "
                    "data_format:str"),
     "pd_op.create_array": _sig(1, "dtype:dtype"),

@@ -55,8 +55,11 @@ def dense_type(dtype: int, dims) -> dict:
     return {"#": "0.t_dtensor", "D": [{"#": f"0.{_DTYPE_TAG[dtype]}"}, [int(d) for d in dims], "NCHW", [], 0]}
 
 
+ARRAY_TYPE = "1.t_dense_tensor_array"
+
+
 def array_type(dtype: int, dims) -> dict:
-    return {"#": "1.t_dense_tensor_array", "D": [{"#": f"0.{_DTYPE_TAG[dtype]}"}, [int(d) for d in dims], "NCHW"]}
+    return {"#": ARRAY_TYPE, "D": [{"#": f"0.{_DTYPE_TAG[dtype]}"}, [int(d) for d in dims], "NCHW"]}
 
 
 def vector_type(types) -> dict:
@@ -250,8 +253,9 @@ class Writer:
     def by_row(self, ops, block, op, pir_name: str, operands_given: dict | None = None) -> None:
         row = ROWS[pir_name]
         opdef = op.opdef
+        signature = SIGNATURES.get(pir_name)
         operands = []
-        for spec in row.inputs:
+        for spec in row.inputs[:signature.operands if signature is not None else None]:
             if operands_given and spec in operands_given:
                 operands.append(operands_given[spec])
             elif spec is None:
@@ -265,7 +269,6 @@ class Writer:
                     operands.append(self.combine(ops, [self.value(op, n) for n in names]))
                 else:
                     operands.append(self.value(op, names[0]) if names else 0)
-        signature = SIGNATURES.get(pir_name)
         attrs = (self._signature_attrs(op, block, pir_name, row, signature) if signature is not None
                  else self._legacy_attrs(op, row))
         count = signature.results if signature is not None else len(row.outputs)

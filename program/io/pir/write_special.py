@@ -6,7 +6,7 @@ and whose false region keeps the values, a while a `pd_op.while` over the variab
 writes. Each handler is `(writer, ops, block, op)`; write.py dispatches to them."""
 from __future__ import annotations
 
-from keel.program.io.pir.write import ANY_PLACE, CPU_PLACE, EMPTY, attr_json, dense_type, pir_op_for
+from keel.program.io.pir.write import ARRAY_TYPE, ANY_PLACE, CPU_PLACE, EMPTY, attr_json, dense_type, pir_op_for
 from keel.program.io.program_file import persistable_specs
 from keel.program.ops.control_flow import block_io
 from keel.proto import pb
@@ -120,9 +120,9 @@ def _array(w, op, block, name: str) -> int:
 def _assign(w, ops, block, op) -> None:
     """An assign of a tensor array (the reader's loop variables) names the same array: PIR
     arrays are values updated in place, as the loop's array_write_ does."""
-    source = op.input("X")[0]
-    if block.var(source).type == _T.DENSE_TENSOR_ARRAY:
-        w.bind(op.output("Out")[0], _array(w, op, block, source))
+    source = w.value(op, op.input("X")[0])
+    if w.types[source]["#"] == ARRAY_TYPE:  # (by the value: the reader's copies of one are declared dense)
+        w.bind(op.output("Out")[0], source)
     else:
         w.by_row(ops, block, op, pir_op_for(op))
 
