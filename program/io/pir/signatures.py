@@ -11,7 +11,8 @@ is written with its legacy attributes at their legacy kinds (Keel reads that bac
 may not), and tests/test_pir_writer.py checks every row against the fixtures.
 
 Kinds: bool, i32, i64, f32, f64, str; i32s, i64s, f32s, f64s, strs (a_array of those);
-intarray (1.a_intarray), dtype (1.a_dtype), place (1.a_place).
+intarray (1.a_intarray), dtype (1.a_dtype), place (1.a_place); scalars (an a_array of Scalars,
+each of the kind of the op's dtype: assign_value's values).
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ SIGNATURES: dict[str, Signature] = {
     "pd_op.asin": _sig(1),
     "pd_op.assign": _sig(1),
     "pd_op.assign_out_": _sig(1),
-    "pd_op.assign_value": _sig(1, "shape:i32s dtype:dtype values:f32s place:place"),
+    "pd_op.assign_value": _sig(1, "shape:i32s dtype:dtype values:scalars place:place"),
     "pd_op.atan": _sig(1),
     "pd_op.batch_norm_": _sig(6, "is_test:bool momentum:f32 epsilon:f32 data_format:str use_global_stats:bool "
                    "trainable_statistics:bool"),

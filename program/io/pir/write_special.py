@@ -100,6 +100,14 @@ def _elementwise(w, ops, block, op) -> None:
     w.by_row(ops, block, op, pir_op_for(op), given)
 
 
+def _mean(w, ops, block, op) -> None:
+    """The legacy `mean` (of every element, shape []) is PIR's mean over no axes (all of them),
+    which the reader reads back as reduce_mean with reduce_all."""
+    out = op.output("Out")[0]
+    operands = [w.value(op, op.input("X")[0]), w.full_int_array(ops, [])]
+    w.bind(out, w.emit(ops, "pd_op.mean", operands, [w.var_type(block, out)], [("keepdim", "bool", False)])[0])
+
+
 def _rnn(w, ops, block, op) -> None:
     """PaddlePaddle 3.3.1's rnn takes its dropout state as a fifth operand (the legacy op has no
     such input): a non-persistable `p` of uint8 [] that no .pdiparams record holds, as
@@ -229,6 +237,6 @@ HANDLERS = {
     **{f"elementwise_{name}": _elementwise for name in ("add", "sub", "mul", "div", "max", "min", "pow", "mod",
                                                          "floordiv")},
     "write_to_array": _write_to_array, "read_from_array": _read_from_array, "lod_array_length": _array_length,
-    "tensor_array_to_tensor": _array_to_tensor, "rnn": _rnn, "assign": _assign,
+    "tensor_array_to_tensor": _array_to_tensor, "rnn": _rnn, "assign": _assign, "mean": _mean,
     "conditional_block": _conditional_block, "while": _while, "select_input": _select_input,
 }
