@@ -209,19 +209,31 @@ def _conditional_block(w, ops, block, op) -> None:
         w.bind(name, value_id)
 
 
+def _loop_init(w, ops, block, name) -> int:
+    """A loop variable's value before the loop, whose type is the loop's (PaddlePaddle requires a
+    while's operands, block arguments and results of one type): a value of another data type
+    than the variable's (dy2static's `undefined_var`, a float placeholder of an integer
+    counter) is cast to it."""
+    init = _current_or_placeholder(w, ops, block, name)
+    declared = w.var_type(block, name)
+    if w.types[init]["D"][0] != declared["D"][0]:
+        init = w.emit(ops, "pd_op.cast", [init], [declared], [("dtype", "dtype", block.var(name).dtype)])[0]
+    return init
+
+
 def _while(w, ops, block, op) -> None:
     cond_name = op.input("Condition")[0]
     _, writes = block_io(w.program, op.attr("sub_block"))
     carried = _carried(w, block, writes)
-    inits = [_current_or_placeholder(w, ops, block, n) for n in carried]
-    args = [(n, w.new_arg(w.var_type(block, n))) for n in carried]
+    inits = [_loop_init(w, ops, block, n) for n in carried]
+    args = [(n, w.new_arg(w.types[init])) for n, init in zip(carried, inits)]
     body_ops, _ = _sub_block(w, op, args)
     yielded = [w.value(op, cond_name)] + [w.value(op, n) for n in carried]
     w.scopes.pop()
     w.emit(body_ops, "cf.yield", yielded, [])
     region = w.region([([(arg, w.types[arg]) for _, arg in args], body_ops)])
-    results = w.emit(ops, "pd_op.while", [w.value(op, cond_name)] + inits,
-                     [w.var_type(block, n) for n in carried], regions=[region])
+    results = w.emit(ops, "pd_op.while", [w.value(op, cond_name)] + inits, [w.types[i] for i in inits],
+                     regions=[region])
     for name, value_id in zip(carried, results):
         w.bind(name, value_id)
 
