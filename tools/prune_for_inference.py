@@ -36,7 +36,7 @@ from keel.program import dtypes  # noqa: E402
 from keel.program.errors import KeelError, ProgramError, UnsupportedProgramError  # noqa: E402
 from keel.program.io import (inference_program, load_params, load_program, persistable_specs,  # noqa: E402
                         save_params)
-from keel.program.io.program_file import model_files  # noqa: E402
+from keel.program.io.program_file import model_file_set, model_files  # noqa: E402
 from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted  # noqa: E402
 from keel.program.passes import PASSES, optimize_inference  # noqa: E402
 from keel.program.program import Program  # noqa: E402
