@@ -15,7 +15,7 @@ import keel.program as pg
 from keel.executor import Executor, Scope
 from keel.program.io import load_program
 from keel.program.io.pir.write import write_pir_program
-from test_pir_writer import (CONTROL_FLOW, LEGACY_CONTROL_FLOW, PIR_ZOO, feeds, pir_fixture, pir_fixture_io,
+from test_pir_writer import (CONTROL_FLOW, LEGACY_CONTROL_FLOW, feeds, pir_fixture, pir_fixture_io,
                              run_model, unpack)
 
 pytestmark = [pytest.mark.paddle,

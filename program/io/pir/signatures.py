@@ -112,10 +112,10 @@ SIGNATURES: dict[str, Signature] = {
     "pd_op.matmul_with_flatten": _sig(1, "x_num_col_dims:i32 y_num_col_dims:i32"),  # (ops.yaml)
     "pd_op.matmul": _sig(1, "transpose_x:bool transpose_y:bool"),
     "pd_op.max": _sig(1, "keepdim:bool"),
-    "pd_op.max_pool2d_with_index": _sig(2, "kernel_size:i32s strides:i32s paddings:i32s global_pooling:bool adaptive:bool "
-                   "ceil_mode:bool"),
-    "pd_op.max_pool3d_with_index": _sig(2, "kernel_size:i32s strides:i32s paddings:i32s global_pooling:bool adaptive:bool "
-                   "ceil_mode:bool"),
+    "pd_op.max_pool2d_with_index": _sig(2, "kernel_size:i32s strides:i32s paddings:i32s global_pooling:bool "
+                                           "adaptive:bool ceil_mode:bool"),
+    "pd_op.max_pool3d_with_index": _sig(2, "kernel_size:i32s strides:i32s paddings:i32s global_pooling:bool "
+                                           "adaptive:bool ceil_mode:bool"),
     "pd_op.maxout": _sig(1, "groups:i32 axis:i32"),
     "pd_op.mean": _sig(1, "keepdim:bool"),
     "pd_op.multiclass_nms3": _sig(3, "score_threshold:f32 nms_top_k:i32 keep_top_k:i32 nms_threshold:f32 "
@@ -149,7 +149,6 @@ SIGNATURES: dict[str, Signature] = {
     "pd_op.shape": _sig(1),
     "pd_op.shape64": _sig(1),
     "pd_op.sigmoid": _sig(1),
-    "pd_op.shuffle_channel": _sig(1, "group:i32"),  # (ops.yaml)
     "pd_op.silu": _sig(1),
     "pd_op.slice": _sig(1, "axes:i64s infer_flags:i64s decrease_axis:i64s"),
     "pd_op.softmax": _sig(1, "axis:i32"),

@@ -118,7 +118,6 @@ _CHOOSE = {
     else "pd_op.split",
     "tril_triu": lambda op: "pd_op.tril" if op.attr("lower", True) else "pd_op.triu",
     "shuffle_channel": lambda op: "pd_op.channel_shuffle",
-    "fill_constant": lambda op: "pd_op.full_with_tensor",
 }
 
 
