@@ -186,19 +186,33 @@ class Writer:
             return array_type(var.dtype, dims)
         return dense_type(var.dtype, dims)
 
-    def emit(self, ops: list, name: str, operands, result_types, attrs=(), regions=None) -> list[int]:
-        """Append one op (`name`: "pd_op.relu", "builtin.combine") and return its results' ids."""
+    def emit(self, ops: list, name: str, operands, result_types, attrs=(), regions=None,
+             persistable=False) -> list[int]:
+        """Append one op (`name`: "pd_op.relu", "builtin.combine") and return its results' ids.
+        `persistable`: its results are marked so (a fetch's, as PaddlePaddle marks them)."""
         dialect, _, short = name.partition(".")
         ids = [next(self._ids) for _ in result_types]
         for value_id, t in zip(ids, result_types):
             self.types[value_id] = t
+        flags = [("persistable", [True] * len(ids))] if persistable else []
+        flags += [("stop_gradient", [True] * len(ids))] if ids else []
         op = {"#": f"{_DIALECT_NUMBER[dialect]}.{short}", "A": _named(attrs), "I": [{"%": v} for v in operands],
               "O": [{"%": v, "TT": t} for v, t in zip(ids, result_types)],
-              "OA": [{"AT": attr_json("bools", [True] * len(ids)), "N": "stop_gradient"}] if ids else []}
+              "OA": [{"AT": attr_json("bools", values), "N": flag} for flag, values in flags]}
         if regions is not None:
             op["regions"] = regions
         ops.append(op)
         return ids
+
+    def parameter(self, ops: list, name: str, type_json: dict, persistable: bool = True) -> int:
+        """A `p` op (a compressed builtin.parameter): `A` [is_distributed, is_parameter,
+        need_clip, name], `OA` [persistable, stop_gradient, trainable]; one not persistable
+        has no .pdiparams record."""
+        value_id = next(self._ids)
+        self.types[value_id] = type_json
+        ops.append({"#": "p", "A": [0, 1, 1, name], "DA": [], "O": {"%": value_id, "TT": type_json},
+                    "OA": [1, 0, 1] if persistable else [0, 1, 0], "QA": []})
+        return value_id
 
     def region(self, blocks: list[tuple[list, list]]) -> dict:
         """A region of blocks, each (args [(id, type)], ops)."""

@@ -6,7 +6,7 @@ and whose false region keeps the values, a while a `pd_op.while` over the variab
 writes. Each handler is `(writer, ops, block, op)`; write.py dispatches to them."""
 from __future__ import annotations
 
-from keel.program.io.pir.write import ARRAY_TYPE, ANY_PLACE, CPU_PLACE, EMPTY, attr_json, dense_type, pir_op_for
+from keel.program.io.pir.write import ANY_PLACE, ARRAY_TYPE, CPU_PLACE, EMPTY, dense_type, pir_op_for
 from keel.program.io.program_file import persistable_specs
 from keel.program.ops.control_flow import block_io
 from keel.proto import pb
@@ -20,12 +20,8 @@ _VALUE_KIND = {_T.FP32: "f32", _T.FP64: "f64", _T.INT32: "i32", _T.INT64: "i64",
 
 def parameters(w, ops, block) -> None:
     """One `p` per persistable variable of block 0, by name (the .pdiparams record order)."""
-    for name, dtype, shape in persistable_specs(w.program):
-        value_id = next(w._ids)
-        w.types[value_id] = dense_type(dtype, shape)
-        ops.append({"#": "p", "A": [0, 1, 1, name], "DA": [], "O": {"%": value_id, "TT": w.types[value_id]},
-                    "OA": [1, 0, 1], "QA": []})
-        w.bind(name, value_id)
+    for name, dtype, shape in sorted(persistable_specs(w.program), key=lambda spec: spec[0].encode("utf-8")):
+        w.bind(name, w.parameter(ops, name, dense_type(dtype, shape)))
 
 
 def feeds(w, ops, block) -> None:
@@ -46,10 +42,8 @@ def _fetch(w, ops, block, op) -> None:
     """A fetch named after the variable: Paddle Inference's output names are then the legacy
     file's."""
     name = op.input("X")[0]
-    ops_before = len(ops)
     w.emit(ops, "pd_op.fetch", [w.value(op, name)], [w.var_type(block, name)],
-           [("name", "str", name), ("col", "i32", op.attr("col"))])
-    ops[ops_before]["OA"].insert(0, {"AT": attr_json("bools", [True]), "N": "persistable"})
+           [("name", "str", name), ("col", "i32", op.attr("col"))], persistable=True)
 
 
 def _fill_constant(w, ops, block, op) -> None:
@@ -113,11 +107,8 @@ def _rnn(w, ops, block, op) -> None:
     such input): a non-persistable `p` of uint8 [] that no .pdiparams record holds, as
     PaddlePaddle writes it (the row's None operand)."""
     stem = (op.output("DropoutState") or [f"rnn_{len(w.top_ops)}"])[0]
-    value_id = next(w._ids)
-    w.types[value_id] = dense_type(_T.UINT8, [])
-    w.top_ops.append({"#": "p", "A": [0, 1, 1, f"{stem}__non_persistable"], "DA": [],
-                      "O": {"%": value_id, "TT": w.types[value_id]}, "OA": [0, 1, 0], "QA": []})
-    w.by_row(ops, block, op, "pd_op.rnn", {None: value_id})
+    state = w.parameter(w.top_ops, f"{stem}__non_persistable", dense_type(_T.UINT8, []), persistable=False)
+    w.by_row(ops, block, op, "pd_op.rnn", {None: state})
 
 
 # -- tensor arrays ---------------------------------------------------------------------------------
