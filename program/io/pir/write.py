@@ -240,7 +240,7 @@ class Writer:
 
     # -- blocks ----------------------------------------------------------------------------------
     def write(self) -> dict:
-        from keel.program.io.pir import write_special
+        from keel.program.io.pir import write_special  # (it builds on this module)
         block = self.program.global_block()
         write_special.parameters(self, self.top_ops, block)
         write_special.feeds(self, self.top_ops, block)
@@ -250,7 +250,7 @@ class Writer:
                                                                        "ops": self.top_ops}]}]}}
 
     def write_block(self, ops: list, block) -> None:
-        from keel.program.io.pir.write_special import HANDLERS
+        from keel.program.io.pir.write_special import HANDLERS  # (it builds on this module)
         for op in block.ops:
             handler = HANDLERS.get(op.type)
             if handler is not None:
@@ -264,31 +264,19 @@ class Writer:
 
     # -- the table's rows, backwards --------------------------------------------------------------
     def by_row(self, ops, block, op, pir_name: str, operands_given: dict | None = None) -> None:
+        """`op` as the PIR op `pir_name` through its row. `operands_given`: the value for a row
+        input (a slot name, a Fold, or None for the operand the legacy op has no slot for)
+        that the caller wrote itself."""
         row = ROWS[pir_name]
-        opdef = op.opdef
         signature = SIGNATURES.get(pir_name)
-        operands = []
-        for spec in row.inputs[:signature.operands if signature is not None else None]:
-            if operands_given and spec in operands_given:
-                operands.append(operands_given[spec])
-            elif spec is None:
-                operands.append(0)
-            elif isinstance(spec, Fold):
-                operands.append(self._fold_operand(ops, block, op, row, spec))
-            else:
-                names = [n for n in op.input(spec) if n != EMPTY]
-                slot = opdef.input_slots.get(spec)
-                if slot is not None and slot.duplicable:
-                    operands.append(self.combine(ops, [self.value(op, n) for n in names]))
-                else:
-                    operands.append(self.value(op, names[0]) if names else 0)
+        operands = self._operands(ops, block, op, row, signature, operands_given or {})
         attrs = (self._signature_attrs(op, block, pir_name, row, signature) if signature is not None
                  else self._legacy_attrs(op, row))
         count = signature.results if signature is not None else len(row.outputs)
         types, bindings = [], []
         for position, slot in enumerate(row.outputs[:count]):
             names = [n for n in op.output(slot) if n != EMPTY] if slot else []
-            out_slot = opdef.output_slots.get(slot) if slot else None
+            out_slot = op.opdef.output_slots.get(slot) if slot else None
             if out_slot is not None and out_slot.duplicable:
                 types.append(vector_type(self.var_type(block, n) for n in names))
                 bindings.append((position, names, True))
@@ -296,7 +284,7 @@ class Writer:
                 types.append(self.var_type(block, names[0]))
                 bindings.append((position, names[:1], False))
             else:
-                types.append(NULL_TYPE)
+                types.append(NULL_TYPE)  # (an optional result left out, as PaddlePaddle's translator writes it)
         results = self.emit(ops, pir_name, operands, types, attrs)
         for position, names, is_vector in bindings:
             if is_vector:
@@ -305,6 +293,24 @@ class Writer:
                     self.bind(name, part)
             else:
                 self.bind(names[0], results[position])
+
+    def _operands(self, ops, block, op, row, signature, given: dict) -> list[int]:
+        operands = []
+        for spec in row.inputs[:signature.operands if signature is not None else None]:
+            if spec in given:
+                operands.append(given[spec])
+            elif spec is None:
+                operands.append(0)
+            elif isinstance(spec, Fold):
+                operands.append(self._fold_operand(ops, block, op, row, spec))
+            else:
+                names = [n for n in op.input(spec) if n != EMPTY]
+                slot = op.opdef.input_slots.get(spec)
+                if slot is not None and slot.duplicable:
+                    operands.append(self.combine(ops, [self.value(op, n) for n in names]))
+                else:
+                    operands.append(self.value(op, names[0]) if names else 0)
+        return operands
 
     def _legacy_value(self, op, row, name):
         """A legacy attribute's value (its default when the op does not carry it); the axes of
