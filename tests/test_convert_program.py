@@ -42,7 +42,7 @@ def test_legacy_to_pir_to_legacy_keeps_the_outputs(name, tmp_path):
 
 @pytest.mark.parametrize("name", PIR_ZOO)
 def test_pir_to_legacy_to_pir_keeps_paddles_outputs(name, tmp_path):
-    params, inputs, want = pir_fixture_io(name)
+    params, inputs, want = pir_fixture_io(name, tmp_path)
     source = pir_fixture(name, tmp_path)
     args = ["--params", params] if params else []
     assert convert(source, tmp_path / "legacy" / "m", "--to", "legacy", *args) == 0

@@ -47,10 +47,12 @@ def pir_fixture(name, directory) -> Path:
     return unpacked
 
 
-def pir_fixture_io(name):
-    """(parameter file or None, inputs, Paddle Inference's outputs) recorded for a PIR zoo model."""
+def pir_fixture_io(name, directory):
+    """(parameter file or None, inputs, Paddle Inference's outputs) recorded for a PIR zoo model
+    (recipe-filled parameters are written into `directory`)."""
+    from test_pir_zoo import params_file
     recorded = np.load(PIR / f"{name}.io.npz", allow_pickle=False)
-    params = FIXTURES / str(recorded["params"]) if str(recorded["params"]) else None
+    params = params_file(str(recorded["params"]), directory) if str(recorded["params"]) else None
     inputs = {key.split(":", 1)[1]: recorded[key] for key in recorded.files if key.startswith("in:")}
     return params, inputs, [recorded[f"ir_off:{i}"] for i in range(len(recorded["output_names"]))]
 
@@ -162,7 +164,7 @@ def test_legacy_zoo_model_written_as_pir_reads_back_with_its_outputs(name, tmp_p
 def test_pir_zoo_model_read_and_written_again_gives_paddles_outputs(name, tmp_path):
     """PIR -> Keel's program -> PIR: the rewritten file gives Paddle Inference's recorded outputs
     (control flow, tensor arrays and PaddlePaddle-translated legacy programs among them)."""
-    params, inputs, want = pir_fixture_io(name)
+    params, inputs, want = pir_fixture_io(name, tmp_path)
     data = write_pir_program(load_program(pir_fixture(name, tmp_path)), name)
     check_structure(data)
     (tmp_path / "written.json").write_bytes(data)

@@ -90,7 +90,7 @@ def test_a_legacy_model_keel_writes_as_pir_runs_in_paddle_inference(name, tmp_pa
 
 @pytest.mark.parametrize("name", PIR_MODELS)
 def test_a_pir_model_keel_reads_and_writes_runs_in_paddle_inference(name, tmp_path):
-    params, inputs, want = pir_fixture_io(name)
+    params, inputs, want = pir_fixture_io(name, tmp_path)
     (tmp_path / "m.json").write_bytes(write_pir_program(load_program(pir_fixture(name, tmp_path)), name))
     if params:
         shutil.copy(params, tmp_path / "m.pdiparams")
