@@ -239,6 +239,68 @@ def test_save_inference_model_format_pir_keeps_keel_built_control_flow(shift, tm
     assert [op["A"][0]["AT"]["D"] for op in fetch_ops] == [v.name for v in fetches]  # (Paddle's output names)
 
 
+def _ops_program():
+    """One of each op whose signature only signatures_3_3_1.json.gz shows (unary math,
+    activations with parameters, reductions, indexing, sorting, normalization), built by Keel:
+    the legacy ops, their legacy attributes (strided_slice dropping an axis among them)."""
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        x = pg.data("x", [2, 3, 4, 4], "float32")
+        i = pg.data("i", [2, 3], "int64")
+        b = pg.data("b", [2, 3], "bool")
+        m = pg.slice(pg.reshape(x, [2, 48]), [1], [0], [3])
+        pos = pg.exp(m) + 0.5
+        outs = [fn(pos) for fn in (pg.log, pg.sqrt, pg.rsqrt, pg.ceil, pg.floor, pg.cos, pg.sin, pg.square,
+                                   pg.reciprocal, pg.round, pg.sign, pg.erf, pg.log1p, pg.log_sigmoid,
+                                   pg.softsign)]
+        outs += [pg.stanh(m), pg.elu(m, 0.5), pg.celu(m, 0.7), pg.selu(m), pg.softplus(m, 2.0, 10.0),
+                 pg.thresholded_relu(m, 0.3), pg.maximum(m, pos), pg.minimum(m, pos), pg.floor_divide(i, i + 1),
+                 pg.cast(pg.not_equal(m, pos), "float32"), pg.cast(pg.logical_and(b, b), "float32"),
+                 pg.cast(pg.logical_or(b, b), "float32"), pg.cast(pg.logical_xor(b, b), "float32"),
+                 pg.cast(pg.isinf(m), "float32"), pg.cast(pg.isnan(m), "float32"), pg.prod(m, [1]),
+                 pg.prod(m), pg.min(m, [1]), pg.cast(pg.all(b, [1]), "float32"), pg.cast(pg.any(b), "float32"),
+                 pg.cumsum(m, 1), pg.argmin(m, 1), pg.argsort(m, 1, descending=True),
+                 pg.bmm(pg.unsqueeze(m, [0]), pg.unsqueeze(pg.transpose(m, [1, 0]), [0])),
+                 pg.expand_as(pg.slice(m, [0], [0], [1]), m), pg.strided_slice(m, [1], [0], [3], [2]),
+                 pg.triu(m, 1), pg.tile(m, [2, 1]), pg.one_hot(pg.floor_divide(i, i + 1), 3),
+                 pg.gather_nd(m, pg.fill_constant([1, 2], "int64", 0)),
+                 pg.index_select(m, pg.fill_constant([2], "int64", 1), 1), pg.pad(m, [1, 1, 0, 2], 0.5),
+                 pg.norm(m, 3.0, 1), pg.nonzero(b), pg.dist(m, pos, 2.0),
+                 pg.scatter(m, pg.fill_constant([1], "int64", 0), pg.slice(pos, [0], [0], [1])),
+                 pg.scatter_nd_add(m, pg.fill_constant([1, 1], "int64", 1), pg.slice(pos, [0], [0], [1])),
+                 pg.nn.group_norm(x, 3), pg.nn.prelu(x, "channel")]
+        outs += list(pg.unstack(m, 0)) + list(pg.topk(m, 2, 1))
+        block = main.current_block()  # (a strided_slice dropping its axis: PIR squeezes after it)
+        dropped = block.create_var("dropped", (3,), "float32")
+        block.append_op("strided_slice", {"Input": [m]}, {"Out": [dropped]},
+                        {"axes": [0], "starts": [1], "ends": [2], "strides": [1], "decrease_axis": [0],
+                         "infer_flags": [1]})
+        outs.append(dropped)
+    return main, startup, [x, i, b], outs
+
+
+def ops_program_inputs():
+    rng = np.random.default_rng(0)
+    return {"x": rng.standard_normal((2, 3, 4, 4)).astype(np.float32),
+            "i": rng.integers(0, 5, (2, 3)).astype(np.int64), "b": rng.random((2, 3)) > 0.5}
+
+
+def test_ops_paddle_writes_with_attributes_write_and_read_back(tmp_path):
+    main, startup, feed_vars, fetches = _ops_program()
+    exe, scope = Executor(seed=3), Scope()
+    exe.run(startup, scope=scope)
+    inputs = ops_program_inputs()
+    want = exe.run(main, feed=inputs, fetch_list=fetches, scope=scope)
+    pg.io.save_inference_model(str(tmp_path / "ops"), feed_vars, fetches, exe, program=main, scope=scope,
+                               format="pir")
+    doc = check_structure((tmp_path / "ops.json").read_bytes())
+    written = op_names(doc)
+    assert {"1.strided_slice", "1.squeeze", "1.group_norm", "1.p_norm", "1.argsort", "1.unstack"} <= written
+    assert not [n for n in written if n != "p" and (f"{schema.DIALECTS[n[0]]}.{n[2:]}" not in SIGNATURES)
+                and n[0] == "1"], "every pd_op written has a signature"
+    assert_same_outputs(run_model(tmp_path / "ops.json", tmp_path / "ops.pdiparams", inputs), want, "ops")
+
+
 def _linear_program():
     main, startup = pg.Program(), pg.Program()
     with pg.program_guard(main, startup):

@@ -146,3 +146,17 @@ def test_keel_convert_output_loads_in_paddle_jit_load(name, tmp_path):
                                                    key=lambda op: op.attr("col"))]
     want = run_model(f"{prefix}.pdmodel", f"{prefix}.pdiparams", inputs)
     assert_close(paddle_outputs(str(tmp_path / "out" / "m"), inputs, how="jit", order=order), want, name)
+
+
+def test_ops_with_signatures_from_3_3_1_run_in_paddle_inference(tmp_path):
+    """The ops whose signatures only signatures_3_3_1.json.gz shows, written by Keel, run in
+    PaddlePaddle 3.3.1 and give Keel's outputs."""
+    from test_pir_writer import _ops_program, ops_program_inputs
+    main, startup, feed_vars, fetches = _ops_program()
+    exe, scope = Executor(seed=3), Scope()
+    exe.run(startup, scope=scope)
+    inputs = ops_program_inputs()
+    want = exe.run(main, feed=inputs, fetch_list=fetches, scope=scope)
+    pg.io.save_inference_model(str(tmp_path / "ops"), feed_vars, fetches, exe, program=main, scope=scope,
+                               format="pir")
+    assert_close(paddle_outputs(str(tmp_path / "ops"), inputs), want, "ops")

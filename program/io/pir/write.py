@@ -47,7 +47,9 @@ _SCALAR_DTYPE = {_A.INT: _T.INT32, _A.LONG: _T.INT64, _A.FLOAT: _T.FP32, _A.FLOA
                  _A.BOOLEAN: _T.BOOL, _A.SCALAR: _T.FP32}
 # PIR attributes whose legacy op has no counterpart (the row maps them to None, or the legacy op
 # lacks them): PaddlePaddle's default
-_PIR_DEFAULTS = {("pd_op.embedding", "sparse"): False, ("pd_op.channel_shuffle", "data_format"): "NCHW"}
+_PIR_DEFAULTS = {("pd_op.embedding", "sparse"): False, ("pd_op.channel_shuffle", "data_format"): "NCHW",
+                 ("pd_op.argsort", "stable"): False, ("pd_op.round", "decimals"): 0,
+                 ("pd_op.thresholded_relu", "value"): 0.0}
 
 
 # -- JSON pieces ---------------------------------------------------------------------------------

@@ -94,6 +94,24 @@ def _elementwise(w, ops, block, op) -> None:
     w.by_row(ops, block, op, pir_op_for(op), given)
 
 
+def _strided_slice(w, ops, block, op) -> None:
+    """PIR's strided_slice has no decrease_axis: the dims the legacy op drops are squeezed after it
+    (as PaddlePaddle's translator writes it)."""
+    dropped = [int(a) for a in op.attr("decrease_axis", [])]
+    if not dropped:
+        w.by_row(ops, block, op, "pd_op.strided_slice")
+        return
+    out = op.output("Out")[0]
+    w.by_row(ops, block, op, "pd_op.strided_slice")
+    sliced = w.value(op, out)
+    dims = list(block.var(out).shape or ())
+    for axis in sorted(dropped):  # (the slice's own type keeps the dropped dims, as 1)
+        dims.insert(axis, 1)
+    w.types[sliced]["D"][1] = dims
+    axes = w.full_int_array(ops, dropped)
+    w.bind(out, w.emit(ops, "pd_op.squeeze", [sliced, axes], [w.var_type(block, out)])[0])
+
+
 def _mean(w, ops, block, op) -> None:
     """The legacy `mean` (of every element, shape []) is PIR's mean over no axes (all of them),
     which the reader reads back as reduce_mean with reduce_all."""
@@ -241,5 +259,6 @@ HANDLERS = {
                                                          "floordiv")},
     "write_to_array": _write_to_array, "read_from_array": _read_from_array, "lod_array_length": _array_length,
     "tensor_array_to_tensor": _array_to_tensor, "rnn": _rnn, "assign": _assign, "mean": _mean,
+    "strided_slice": _strided_slice,
     "conditional_block": _conditional_block, "while": _while, "select_input": _select_input,
 }
