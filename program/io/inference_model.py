@@ -14,6 +14,10 @@ and the parameters the pruned program reads in one combined file in byte-wise na
 order, none at all when it reads none. The two files are replaced as one (`atomic.FileSet`):
 a save killed at any moment leaves the old pair or the new one, never a mix.
 
+`format="pir"` writes the program as PaddlePaddle 3.x's PIR JSON (`<prefix>.json`,
+program/io/pir/write.py) instead; the parameter file is the same. Either save removes the
+other format's program file beside it in the same set (a loader would prefer a stale `.json`).
+
 The executor and scope are taken by duck typing (`scope.get/set`), so this module does
 not depend on the executor package.
 """
