@@ -339,12 +339,13 @@ def test_an_unknown_format_is_refused_before_anything_is_written(tmp_path):
 
 def test_jit_save_format_pir_then_jit_load(tmp_path):
     net = pg.nn.Linear(4, 2)
+    state = net.state_dict()  # (its own values now: a same-named one another test left in the global scope
+    #                            would otherwise be saved: jit.save's current_value)
     spec = [pg.static.InputSpec([None, 4], "float32", "x")]
     pg.jit.save(net, str(tmp_path / "net"), input_spec=spec, format="pir")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["net.json", "net.pdiparams"]
     check_structure((tmp_path / "net.json").read_bytes())
     xv = np.arange(12, dtype=np.float32).reshape(3, 4)
-    state = net.state_dict()  # (the values jit.save wrote: the layer's own)
     np.testing.assert_allclose(pg.jit.load(str(tmp_path / "net"))(xv), xv @ state["weight"] + state["bias"],
                                rtol=1e-5)
 

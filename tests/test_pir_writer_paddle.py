@@ -59,9 +59,10 @@ np.savez(sys.argv[3], *outputs)
 def paddle_outputs(prefix, inputs, how="inference", order=None) -> list[np.ndarray]:
     directory = os.path.dirname(prefix)
     np.savez(os.path.join(directory, "in.npz"), **inputs)
+    env = dict(os.environ, FLAGS_enable_pir_api="1")  # (3.3.1's default; other tests' imports may set legacy)
     done = subprocess.run([sys.executable, "-c", RUN, prefix, os.path.join(directory, "in.npz"),
                            os.path.join(directory, "out.npz"), how, ",".join(order or inputs)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     got = np.load(os.path.join(directory, "out.npz"))
     return [got[f"arr_{i}"] for i in range(len(got.files))]
@@ -112,6 +113,7 @@ def test_legacy_control_flow_keel_writes_as_pir_runs_in_paddle_inference(name, t
 
 def test_jit_save_format_pir_loads_in_paddle_jit_load(tmp_path):
     net = pg.nn.Sequential(pg.nn.Linear(4, 8), pg.nn.ReLU(), pg.nn.Linear(8, 3))
+    net.state_dict()  # (its own values now: a same-named one another test left in the global scope stays out)
     pg.jit.save(net, str(tmp_path / "net"), input_spec=[pg.static.InputSpec([None, 4], "float32", "x")],
                 format="pir")
     xv = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
