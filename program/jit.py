@@ -22,7 +22,7 @@ import inspect
 
 from keel.program import default, dygraph, unique_name
 from keel.program.errors import OpError
-from keel.program.io.inference_model import load_inference_model, save_inference_model
+from keel.program.io.inference_model import load_inference_model, program_suffix, save_inference_model
 from keel.program.io.program_file import persistable_specs
 from keel.program.layers.data import data
 from keel.program.nn.layer import Layer, LayerParameter
@@ -36,8 +36,9 @@ from keel.program.variable import Variable
 __all__ = ["save", "load", "to_static", "TranslatedLayer", "StaticFunction"]
 
 
-def save(layer, path, input_spec=None, scope=None) -> Program:
-    """Write `path.pdmodel` and `path.pdiparams` for `layer` called on `input_spec`; the
+def save(layer, path, input_spec=None, scope=None, format: str = "legacy") -> Program:
+    """Write `path.pdmodel` (`format="pir"`: `path.json`, PaddlePaddle 3.x's PIR program) and
+    `path.pdiparams` for `layer` called on `input_spec`; the
     parameter values come from `scope`, or by default from the layer itself (falling back
     to the executor's global scope for a parameter that holds no value of its own). Returns
     the inference program written. The layer's train/eval modes are restored afterwards.
@@ -51,6 +52,7 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
         >>> paddle.jit.load("out/linear")(np.ones((3, 4), "float32")).shape
         (3, 2)
     """
+    program_suffix(format)  # (an unknown format is refused before the layer is traced)
     if not input_spec:
         input_spec = getattr(getattr(layer, "forward", None), "input_spec", None)  # to_static(input_spec=...)
     if not input_spec:
@@ -65,7 +67,7 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
         outputs = flatten_outputs(layer(*feeds))
     if not outputs:
         raise ValueError(f"jit.save: {type(layer).__name__}.forward returned no variables")
-    return save_inference_model(path, feeds, outputs, program=main,
+    return save_inference_model(path, feeds, outputs, program=main, format=format,
                                 scope=scope if scope is not None else _LayerValues(layer, default.global_scope()))
 
 

@@ -21,7 +21,8 @@ FOLDERS = ("program", "executor", "kernels", "proto", "tools")
 BARE = FOLDERS + ("hapi", "distributed")
 CONSOLE_SCRIPTS = {"keel-prune": "keel.tools.prune_for_inference:main",
                    "keel-inspect": "keel.tools.inspect_model:main",
-                   "keel-profile": "keel.tools.profile_model:main"}
+                   "keel-profile": "keel.tools.profile_model:main",
+                   "keel-convert": "keel.tools.convert_program:main"}
 
 
 def _tracked_python_files():
@@ -167,6 +168,7 @@ def test_pip_install_adds_only_keel_and_its_tools_run(wheel, tmp_path):
         r = subprocess.run([str(bindir / script), "--help"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and r.stdout.startswith("usage: "), (script, r.stderr)
-    r = subprocess.run([str(python), "-m", "keel.tools.prune_for_inference", "--help"], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.startswith("usage: "), r.stderr
+    for module in ("prune_for_inference", "convert_program"):
+        r = subprocess.run([str(python), "-m", f"keel.tools.{module}", "--help"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.startswith("usage: "), (module, r.stderr)

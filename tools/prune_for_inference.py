@@ -36,7 +36,7 @@ from keel.program import dtypes  # noqa: E402
 from keel.program.errors import KeelError, ProgramError, UnsupportedProgramError  # noqa: E402
 from keel.program.io import (inference_program, load_params, load_program, persistable_specs,  # noqa: E402
                         save_params)
-from keel.program.io.program_file import model_files  # noqa: E402
+from keel.program.io.program_file import model_file_set, model_files  # noqa: E402
 from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted  # noqa: E402
 from keel.program.passes import PASSES, optimize_inference  # noqa: E402
 from keel.program.program import Program  # noqa: E402
@@ -186,7 +186,7 @@ def pass_selection(args) -> tuple[list[str], bool, bool, bool]:
 
 def load_model(model_file: str, params_file: str | None) -> Model:
     if params_file is not None:
-        complete_interrupted([model_file, params_file])  # a save killed mid-way is finished first
+        complete_interrupted(model_file_set(model_file, params_file))  # a save killed mid-way is finished first
     program = load_program(model_file)  # ParseError, or UnsupportedProgramError listing every problem
     specs = persistable_specs(program)
     params = {}

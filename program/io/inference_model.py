@@ -14,6 +14,10 @@ and the parameters the pruned program reads in one combined file in byte-wise na
 order, none at all when it reads none. The two files are replaced as one (`atomic.FileSet`):
 a save killed at any moment leaves the old pair or the new one, never a mix.
 
+`format="pir"` writes the program as PaddlePaddle 3.x's PIR JSON (`<prefix>.json`,
+program/io/pir/write.py) instead; the parameter file is the same. Either save removes the
+other format's program file beside it in the same set (a loader would prefer a stale `.json`).
+
 The executor and scope are taken by duck typing (`scope.get/set`), so this module does
 not depend on the executor package.
 """
@@ -23,7 +27,9 @@ import os
 
 from keel.program import attrs as attr_codec
 from keel.program.errors import OpError, ProgramError, UnsupportedProgramError
-from keel.program.io.program_file import load_params, load_program, model_files, persistable_specs, save_params
+from keel.program.io.pir.write import write_pir_program
+from keel.program.io.program_file import (PARAMS_SUFFIX, load_params, load_program, model_file_set, model_files,
+                                          persistable_specs, save_params)
 from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted
 from keel.program.ops import registry
 from keel.program.ops.control_flow import CONTROL_FLOW_OPS, control_io
@@ -32,6 +38,7 @@ from keel.program.variable import Variable
 from keel.proto import pb
 
 FEED, FETCH = "feed", "fetch"
+PROGRAM_FORMATS = {"legacy": ".pdmodel", "pir": ".json"}
 _KEPT_COMMON = {"op_role": 0, "op_role_var": [], "op_device": "", "op_namescope": "/"}
 
 
@@ -167,10 +174,11 @@ def _io_op(type, inputs, outputs, col) -> pb.OpDesc:
 
 
 def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, program: Program | None = None,
-                         scope=None) -> Program:
-    """Write `<path_prefix>.pdmodel` and (when the model has parameters)
-    `<path_prefix>.pdiparams`. `scope` (default: the executor's global scope) holds the
-    parameter values. Returns the inference program that was written.
+                         scope=None, format: str = "legacy") -> Program:
+    """Write `<path_prefix>.pdmodel` (`format="pir"`: `<path_prefix>.json`, PaddlePaddle 3.x's
+    PIR program) and (when the model has parameters) `<path_prefix>.pdiparams`. `scope`
+    (default: the executor's global scope) holds the parameter values. Returns the inference
+    program that was written.
 
     Examples:
         >>> import numpy as np
@@ -190,6 +198,7 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, p
     if program is None:
         from keel.program.default import default_main_program
         program = default_main_program()
+    suffix = program_suffix(format)
     feed_names, fetch_names = _names(feed_vars, "feed_vars"), _names(fetch_vars, "fetch_vars")
     infer = inference_program(program, feed_names, fetch_names)
     scope = _scope(scope, executor)
@@ -202,16 +211,35 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, p
     if missing:
         raise ProgramError(f"save_inference_model: no value in the scope for parameter(s) {missing}; "
                            "run the startup program (or load a checkpoint) first")
-    model_file, params_file = prefix + ".pdmodel", prefix + ".pdiparams"
-    with FileSet([model_file, params_file]) as files:  # the old pair or the new, never a mix
-        if params:
-            values = {n: _host(scope.get(n)) for n in params}
-            save_params(infer, values, files.temp(params_file))
+    model_file, params_file = prefix + suffix, prefix + PARAMS_SUFFIX
+    write_model_pair(infer, model_file, params_file, {n: _host(scope.get(n)) for n in params})
+    return infer
+
+
+def program_suffix(format: str) -> str:
+    """The program file's suffix for a `format` ("legacy": .pdmodel, "pir": .json)."""
+    if format not in PROGRAM_FORMATS:
+        raise ValueError(f"format={format!r}; allowed: {', '.join(map(repr, PROGRAM_FORMATS))}")
+    return PROGRAM_FORMATS[format]
+
+
+def write_model_pair(program: Program, model_file: str, params_file: str, values) -> None:
+    """`program` as `model_file` (PIR JSON for a .json name, else a ProgramDesc) and its
+    persistable values as `params_file`, replaced as one set with the program file of the other
+    format beside it (which loaders would otherwise prefer or mix in): the old files or the
+    new, never a mix."""
+    files_set = model_file_set(model_file, params_file)
+    data = (write_pir_program(program, model_file) if model_file.endswith(".json")
+            else program.serialize_to_string())  # (an op PIR cannot express fails before any file changes)
+    with FileSet(files_set) as files:
+        if persistable_specs(program):
+            save_params(program, values, files.temp(params_file))
         else:
             files.remove(params_file)  # a parameter-free model has no params file (as in Paddle)
-        atomic_write(files.temp(model_file), infer.serialize_to_string())
+        for other in files_set[2:]:
+            files.remove(other)
+        atomic_write(files.temp(model_file), data)
         files.commit()
-    return infer
 
 
 def load_inference_model(path_prefix, executor=None, *, scope=None, model_filename=None,
@@ -240,7 +268,7 @@ def load_inference_model(path_prefix, executor=None, *, scope=None, model_filena
     found_model, found_params = model_files(prefix)  # prefix.json (PIR) or prefix.pdmodel
     model_file = model_filename or found_model
     params_file = params_filename or found_params
-    complete_interrupted([model_file, params_file])  # a save killed mid-way is finished first
+    complete_interrupted(model_file_set(model_file, params_file))  # a save killed mid-way is finished first
     program = load_program(model_file)
     specs = persistable_specs(program)
     if specs:

@@ -61,6 +61,18 @@ def model_files(path) -> tuple[str, str]:
     return path + ".pdmodel", path + PARAMS_SUFFIX  # (the error then names the legacy file)
 
 
+def model_file_set(model_file, params_file) -> list[str]:
+    """The files a save of one model replaces as a set (atomic.FileSet), and so the set a load
+    completes an interrupted save of: the program, its parameters, and the program file of the
+    other format beside it (a `.json` left beside a new `.pdmodel` would be loaded instead)."""
+    model_file, params_file = os.fspath(model_file), os.fspath(params_file)
+    for suffix in PROGRAM_SUFFIXES:
+        if model_file.endswith(suffix):
+            stem = model_file[:-len(suffix)]
+            return [model_file, params_file] + [stem + s for s in PROGRAM_SUFFIXES if s != suffix]
+    return [model_file, params_file]
+
+
 def _model_in_directory(directory: str) -> tuple[str, str]:
     stems = sorted({name[:-len(suffix)] for name in os.listdir(directory) for suffix in PROGRAM_SUFFIXES
                     if name.endswith(suffix) and name != "inference.yml"})

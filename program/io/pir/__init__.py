@@ -1,15 +1,18 @@
 """PaddlePaddle 3.x PIR programs (`.json`, as `paddle.jit.save` and `save_inference_model` write
 them by default since 3.0) read into Keel's Program of legacy ops, so every pass, the executor
-and the Predictor run them unchanged. `json_file` bounds the untrusted text, `schema` checks and
-decodes its structure, `op_table` holds the PIR -> legacy op mapping as data, `translate`
-applies it."""
+and the Predictor run them unchanged, and Keel's programs written as PIR. `json_file` bounds the
+untrusted text, `schema` checks and decodes its structure, `op_table` holds the PIR -> legacy op
+mapping as data, `translate` applies it; `write` applies it backwards, with `signatures` (what
+PaddlePaddle's deserializer requires of each op) and `write_special` (the ops that are not one
+row each)."""
 from __future__ import annotations
 
 from keel.program.io.pir.json_file import load_json
 from keel.program.io.pir.schema import NEWEST_VERSION, decode_program
 from keel.program.io.pir.translate import translate
+from keel.program.io.pir.write import write_pir_program
 
-__all__ = ["is_pir_json", "parse_pir_program", "NEWEST_VERSION"]
+__all__ = ["is_pir_json", "parse_pir_program", "write_pir_program", "NEWEST_VERSION"]
 
 
 def is_pir_json(data: bytes) -> bool:
