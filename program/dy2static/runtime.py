@@ -1,0 +1,198 @@
+"""What converted code calls (program/dy2static/transform.py writes the calls): each decides
+when it runs, as PaddlePaddle's convert_ifelse / convert_while_loop do. A condition that is
+a program Variable (a function being traced into a program) builds `cond` / `while_loop`;
+anything else (a Python value, an eager Tensor) runs the plain Python statement.
+
+Values that flow out of a tensor-decided branch: a Variable from both branches is chosen by
+select_input; a number from one branch (or from both, differing) becomes a constant tensor
+so it can be chosen; the same Python object from both passes through; a name one branch
+leaves unbound stays unbound (UNDEFINED). A loop variable holding a number becomes a
+constant tensor, since the loop updates it at run time.
+"""
+from __future__ import annotations
+
+import linecache
+import numbers
+
+from keel.program.errors import OpError
+from keel.program.variable import Variable
+
+
+class _Undefined:
+    """The value of a name not bound when a converted if/while ran (reading it after a
+    tensor-decided branch bound it on one side only)."""
+
+    def __repr__(self):
+        return "<unbound>"
+
+
+UNDEFINED = _Undefined()
+
+
+def values(scope: dict, names) -> tuple:
+    """The current values of `names` in a function's locals (UNDEFINED where unbound)."""
+    return tuple(scope.get(n, UNDEFINED) for n in names)
+
+
+def _is_static(value) -> bool:
+    return isinstance(value, Variable) and not value.eager
+
+
+def _fail(layer: str, where: str, message: str):
+    path, _, line = where.rpartition(":")
+    code = linecache.getline(path, int(line)).strip() if line.isdigit() else ""
+    raise OpError(message, op_type=layer, callsite=f"{where}: {code}" if code else where)
+
+
+# -- if ------------------------------------------------------------------------------------------
+def convert_ifelse(pred, true_fn, false_fn, args, arg_names, out_names, where):
+    """`if pred:` with the branches as functions of the names they assign (`args`); returns
+    the values of `out_names` after the if."""
+    if not _is_static(pred):
+        return true_fn(*args) if pred else false_fn(*args)
+    from keel.program.control_flow import branch, select
+    from keel.program.layers.math import logical_not
+    _check_bool(pred, "cond", where)
+    results = {}
+
+    def run(fn, key):
+        def build():
+            outs = results[key] = tuple(fn(*args))
+            return [v for v in outs if _is_static(v)]
+        return build
+    true_vars = branch(pred, run(true_fn, True))[1]
+    false_vars = branch(logical_not(pred), run(false_fn, False))[1]
+    true_vars, false_vars = iter(true_vars), iter(false_vars)
+    chosen, t_sel, f_sel = [], [], []
+    for name, t, f in zip(out_names, results[True], results[False]):
+        t_var = next(true_vars) if _is_static(t) else None
+        f_var = next(false_vars) if _is_static(f) else None
+        if t is UNDEFINED or f is UNDEFINED:
+            chosen.append(UNDEFINED)   # bound on one side only: not readable after the if
+        elif t_var is None and f_var is None and (t is f or _same_number(t, f)):
+            chosen.append(t)
+        else:
+            like = t_var if t_var is not None else f_var
+            t_sel.append(t_var if t_var is not None else _constant(t, like, name, where))
+            f_sel.append(f_var if f_var is not None else _constant(f, like, name, where))
+            chosen.append(None)
+    picked = iter(select(pred, t_sel, f_sel) if t_sel else [])
+    return tuple(next(picked) if c is None else c for c in chosen)
+
+
+def _same_number(a, b) -> bool:
+    return isinstance(a, numbers.Number) and isinstance(b, numbers.Number) and type(a) is type(b) and a == b
+
+
+def _constant(value, like, name: str, where: str):
+    """A number as a constant tensor of `like`'s dtype (float32/int64 with no `like`)."""
+    from keel.program.layers.tensor import fill_constant
+    if isinstance(value, bool) or not isinstance(value, numbers.Number) or isinstance(value, complex):
+        if not isinstance(value, bool):
+            _fail("cond", where, f"`{name}` is a {type(value).__name__} in one branch of this tensor-decided "
+                                 "if: after it a variable must be a tensor (or a number) on both sides; "
+                                 "make it a tensor in both branches (paddle.to_tensor / paddle.full)")
+    dtype = like.dtype if like is not None else ("float32" if isinstance(value, float) else "int64")
+    return fill_constant([1] if like is None or like.shape is None or any(d < 0 for d in like.shape)
+                         else list(like.shape), dtype, value)
+
+
+def _check_bool(pred, layer: str, where: str):
+    from keel.program import dtypes
+    if pred.dtype != dtypes.to_code("bool"):
+        _fail(layer, where, f"the condition {pred.name} is {dtypes.name(pred.dtype)}, not bool: compare it "
+                            "(x > 0, x != 0) to decide on it")
+    if pred.shape is not None and any(d > 1 for d in pred.shape):
+        _fail(layer, where, f"the condition {pred.name} has shape {list(pred.shape)}: a tensor-decided "
+                            "if/while needs one element; reduce it (paddle.all(c), paddle.any(c), x.mean() > 0)")
+
+
+# -- while ----------------------------------------------------------------------------------------
+def convert_while(cond_fn, body_fn, args, names, where):
+    """`while cond:` with the condition and body as functions of the loop variables; returns
+    their values after the loop. Runs as Python while the condition is a Python value; from
+    the first step on which it is a program Variable, the rest is a while_loop."""
+    args = tuple(args)
+    while True:
+        pred = cond_fn(*args)
+        if _is_static(pred):
+            break
+        if not pred:
+            return args
+        args = tuple(body_fn(*args))
+    from keel.program.control_flow import while_loop
+    _check_bool(pred, "while_loop", where)
+    loop_vars = [_loop_variable(v, n, where) for v, n in zip(args, names)]
+
+    def body(*current):
+        new = tuple(body_fn(*current))
+        return [v if _is_static(v) else _loop_variable(v, n, where, like=c) for v, n, c in zip(new, names, current)]
+    return tuple(while_loop(lambda *current: cond_fn(*current), body, loop_vars))
+
+
+def _loop_variable(value, name: str, where: str, like=None):
+    if _is_static(value):
+        return value
+    if value is UNDEFINED:
+        _fail("while_loop", where, f"`{name}` is first assigned inside this tensor-decided while loop and read "
+                                   "after it or on the next step: give it a value before the loop")
+    if isinstance(value, numbers.Number) and not isinstance(value, complex):
+        from keel.program.layers.tensor import fill_constant
+        dtype = like.dtype if like is not None else ("bool" if isinstance(value, bool) else
+                                                     "float32" if isinstance(value, float) else "int64")
+        return fill_constant([1] if like is None else list(like.shape), dtype, value)
+    _fail("while_loop", where, f"loop variable `{name}` is a {type(value).__name__}: a tensor-decided while "
+                               "loop carries tensors (or numbers) from step to step")
+
+
+# -- conditions ------------------------------------------------------------------------------------
+def convert_logical_and(left, right):
+    """`a and b`: logical_and on tensors; Python's short-circuit otherwise."""
+    a = left()
+    if not _is_static(a):
+        return a and right()
+    b = right()
+    if not _is_static(b):
+        return a if b else b
+    from keel.program.layers.math import logical_and
+    return logical_and(a, b)
+
+
+def convert_logical_or(left, right):
+    """`a or b`: logical_or on tensors; Python's short-circuit otherwise."""
+    a = left()
+    if not _is_static(a):
+        return a or right()
+    b = right()
+    if not _is_static(b):
+        return b if b else a
+    from keel.program.layers.math import logical_or
+    return logical_or(a, b)
+
+
+def convert_logical_not(value):
+    if not _is_static(value):
+        return not value
+    from keel.program.layers.math import logical_not
+    return logical_not(value)
+
+
+_INSTEAD = {
+    "return": "assign the result to a variable in both branches and return it after the if",
+    "break": "fold the exit into the loop condition (while i < n and not done:)",
+    "continue": "put the rest of the step under an if on the negated condition",
+    "yield": "a generator cannot be converted; compute the values into a list",
+    "global": "pass the value in and return it instead of rebinding a global",
+    "nonlocal": "pass the value in and return it instead of rebinding an enclosing variable",
+    "while ... else": "move the else: part after the loop",
+}
+
+
+def python_condition(pred, kind: str, escape: str, where: str):
+    """The condition of an if/while left to Python (it holds `escape`): a Python value goes
+    through; a program Variable stops with the line and what to write instead."""
+    if _is_static(pred):
+        _fail("cond" if kind == "if" else "while_loop", where,
+              f"this `{kind}` decides on a tensor's value and holds `{escape}`, which a converted "
+              f"{kind} cannot: {_INSTEAD[escape]}")
+    return pred

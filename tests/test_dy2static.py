@@ -1,0 +1,266 @@
+"""dy2static (program/dy2static): Python if/while on tensors inside to_static / jit.save
+become cond / while_loop. The examples are PaddlePaddle's documented ones (paddle.jit.to_static's
+docstring, the dy2static guide's control-flow section), written as its docs write them
+with `import keel as paddle`; each runs converted and eagerly, with equal results; gradients
+flow through the converted control flow; jit.save writes a program Keel's Predictor (and
+Paddle Inference, when installed) runs with equal outputs."""
+import inspect
+
+import numpy as np
+import pytest
+
+import keel as paddle
+from keel.program.errors import OpError
+from keel.static import InputSpec
+
+
+# -- PaddlePaddle's examples ---------------------------------------------------------------------
+def func(x):                                    # paddle.jit.to_static's docstring
+    if paddle.mean(x) < 0:
+        x_v = x - 1
+    else:
+        x_v = x + 1
+    return x_v
+
+
+def depend_tensor_if(x):                        # dy2static guide: if on a Tensor
+    if paddle.mean(x) > 5.:
+        out = x - 1
+    else:
+        out = x + 1
+    return out
+
+
+def depend_tensor_while(x):                     # dy2static guide: while on a Tensor counter
+    i = paddle.zeros([1], dtype="int64")
+    n = paddle.full([1], 4, dtype="int64")
+    while i < n:
+        x = x * 2 + 1
+        i = i + 1
+    return x, i
+
+
+def if_in_while(x, limit):                      # nested: an if inside a while
+    i = 0
+    total = paddle.zeros([1], dtype="float32")
+    while i < limit:
+        if x.sum() > total:
+            total = total + x.sum()
+        else:
+            total = total - 1.0
+        x = x * 0.5
+        i += 1
+    return total
+
+
+def python_control_flow(x, use_double=True):    # Python conditions stay Python
+    steps = 0
+    while steps < 3:
+        steps += 1
+    if use_double and steps == 3:
+        x = x * 2
+    return x
+
+
+def logical_condition(x, y):                    # and / not on tensors
+    if x.mean() > 0 and not (y.mean() > 0):
+        z = x - y
+    elif x.mean() > 0 or y.mean() > 0:
+        z = x + y
+    else:
+        z = x * y
+    return z
+
+
+def number_then_tensor(x):                      # a name a number before, a tensor in one branch
+    scale = 1.0
+    if x.sum() > 0:
+        scale = x.max()
+    return x * scale
+
+
+class BranchNet(paddle.nn.Layer):               # a Layer whose forward branches on a tensor
+    def __init__(self):
+        super().__init__()
+        self.linear = paddle.nn.Linear(4, 3)
+        self.other = paddle.nn.Linear(4, 3)
+
+    def forward(self, x):
+        if x.mean() > 0:
+            out = self.linear(x)
+        else:
+            out = self.other(x) * 2.0
+        step = paddle.zeros([1], dtype="int64")
+        while step < 2:
+            out = paddle.tanh(out) + 0.5
+            step = step + 1
+        return out
+
+
+def _tensor(values):
+    return paddle.to_tensor(np.asarray(values, dtype="float32"))
+
+
+def _numpy(result):
+    return [r.numpy() for r in result] if isinstance(result, (tuple, list)) else result.numpy()
+
+
+@pytest.mark.parametrize("function,args", [
+    (func, [np.ones((1, 2))]), (func, [-np.ones((1, 2))]),
+    (depend_tensor_if, [np.full((2, 2), 6.0)]), (depend_tensor_if, [np.ones((2, 2))]),
+    (depend_tensor_while, [np.ones(3)]),
+    (if_in_while, [np.array([1.0, 2.0]), np.array([3], "int64")]),
+    (if_in_while, [np.array([-1.0, 2.0]), np.array([1], "int64")]),
+    (python_control_flow, [np.ones(2)]),
+    (logical_condition, [np.ones(2), -np.ones(2)]), (logical_condition, [-np.ones(2), np.ones(2)]),
+    (logical_condition, [-np.ones(2), -np.ones(2)]),
+    (number_then_tensor, [np.array([1.0, 3.0])]), (number_then_tensor, [np.array([-1.0, -3.0])]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_converted_functions_equal_eager_execution(function, args):
+    tensors = [paddle.to_tensor(a if a.dtype == np.int64 else a.astype("float32")) for a in args]
+    eager = _numpy(function(*tensors))
+    static = paddle.jit.to_static(function)
+    got = _numpy(static(*tensors))
+    for e, g in zip(eager if isinstance(eager, list) else [eager], got if isinstance(got, list) else [got]):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+
+
+def test_the_docstring_example_gives_its_documented_result():
+    x_v = paddle.jit.to_static(func)(paddle.ones([1, 2], dtype="float32"))
+    np.testing.assert_array_equal(x_v.numpy(), [[2.0, 2.0]])
+
+
+def test_the_traced_program_holds_cond_and_while_and_one_trace_serves_both_branches():
+    static = paddle.jit.to_static(if_in_while)
+    a = static(_tensor([1.0, 2.0]), paddle.to_tensor(np.array([3], "int64")))
+    b = static(_tensor([-5.0, 2.0]), paddle.to_tensor(np.array([2], "int64")))
+    assert len(static.concrete_programs) == 1
+    types = [op.type for block in static.concrete_programs[0].blocks for op in block.ops]
+    assert "while" in types and "conditional_block" in types and "select_input" in types
+    np.testing.assert_allclose(a.numpy(), _numpy(if_in_while(_tensor([1.0, 2.0]), paddle.to_tensor(
+        np.array([3], "int64")))))
+    np.testing.assert_allclose(b.numpy(), [-2.0])
+
+
+def test_a_to_static_layer_equals_eager_and_trains_through_cond_and_while():
+    paddle.seed(3)
+    eager_net = BranchNet()
+    static_net = BranchNet()
+    static_net.set_state_dict(eager_net.state_dict())
+    static_net = paddle.jit.to_static(static_net)
+    eager_opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=eager_net.parameters())
+    static_opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=static_net.parameters())
+    rng = np.random.default_rng(0)
+    for step in range(4):
+        x = rng.normal(size=(2, 4)).astype("float32") + (0.5 if step % 2 else -0.5)
+        losses = []
+        for net, opt in ((eager_net, eager_opt), (static_net, static_opt)):
+            loss = (net(paddle.to_tensor(x)) ** 2).mean()
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            losses.append(float(loss))
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    for name, value in eager_net.state_dict().items():   # both branches' layers were trained alike
+        np.testing.assert_allclose(np.asarray(static_net.state_dict()[name]), np.asarray(value), rtol=1e-5, atol=1e-6)
+
+
+def test_gradients_through_a_converted_loop_match_finite_differences():
+    static = paddle.jit.to_static(depend_tensor_while)
+    x0 = np.array([0.3, -0.2], "float64")
+    x = paddle.to_tensor(x0, stop_gradient=False)
+    out, _ = static(x)
+    (out * out).sum().backward()
+    # out = 16 x + 15 after four steps of x -> 2x + 1
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (16 * x0 + 15) * 16, rtol=1e-10)
+
+
+def _predict(path, x):
+    config = paddle.inference.Config(path + ".pdmodel", path + ".pdiparams")
+    predictor = paddle.inference.create_predictor(config)
+    predictor.get_input_handle(predictor.get_input_names()[0]).copy_from_cpu(x)
+    predictor.run()
+    return predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+
+
+@pytest.mark.parametrize("to_static", [False, True], ids=["plain layer", "to_static layer"])
+def test_jit_save_of_a_branching_layer_runs_in_the_predictor_with_equal_outputs(tmp_path, to_static):
+    paddle.seed(5)
+    net = BranchNet()
+    net.eval()
+    positive = np.abs(np.random.default_rng(1).normal(size=(3, 4))).astype("float32")
+    expected = {sign: net(paddle.to_tensor(sign * positive)).numpy() for sign in (1, -1)}
+    if to_static:
+        net = paddle.jit.to_static(net, input_spec=[InputSpec([None, 4], "float32", "x")])
+    path = str(tmp_path / "branch_net")
+    program = paddle.jit.save(net, path, input_spec=[InputSpec([None, 4], "float32", "x")])
+    assert {"conditional_block", "while"} <= {op.type for b in program.blocks for op in b.ops}
+    for sign in (1, -1):
+        np.testing.assert_allclose(_predict(path, sign * positive), expected[sign], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.paddle
+def test_paddle_inference_runs_the_saved_branching_layer(tmp_path):
+    paddle_ref = pytest.importorskip("paddle")
+    from paddle import inference as paddle_inference
+    paddle.seed(6)
+    net = BranchNet()
+    net.eval()
+    path = str(tmp_path / "branch_net")
+    paddle.jit.save(net, path, input_spec=[InputSpec([None, 4], "float32", "x")])
+    x = np.abs(np.random.default_rng(2).normal(size=(2, 4))).astype("float32")
+    for sign in (1, -1):
+        config = paddle_inference.Config(path + ".pdmodel", path + ".pdiparams")
+        config.disable_gpu()
+        predictor = paddle_inference.create_predictor(config)
+        predictor.get_input_handle(predictor.get_input_names()[0]).copy_from_cpu(sign * x)
+        predictor.run()
+        got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+        np.testing.assert_allclose(got, net(paddle.to_tensor(sign * x)).numpy(), rtol=1e-5, atol=1e-6)
+    assert paddle_ref is not None
+
+
+# -- what cannot be converted ------------------------------------------------------------------------
+def early_return(x):
+    if x.mean() > 0:
+        return x * 2
+    return x
+
+
+def loop_with_break(x):
+    i = paddle.zeros([1], dtype="int64")
+    while i < 10:
+        if i > 3:
+            break
+        i = i + 1
+    return i
+
+
+def bound_inside_the_loop_only(x):
+    i = paddle.zeros([1], dtype="int64")
+    while i < 3:
+        last = x * 2
+        i = i + 1
+    return last
+
+
+@pytest.mark.parametrize("function,words", [
+    (early_return, ["return", "assign the result to a variable"]),
+    (loop_with_break, ["break", "loop condition"]),
+    (bound_inside_the_loop_only, ["last", "give it a value before the loop"]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_unconvertible_constructs_stop_with_the_line_and_what_to_write(function, words):
+    lines, first = inspect.getsourcelines(function)
+    with pytest.raises(OpError) as e:
+        paddle.jit.to_static(function)(_tensor([1.0, 2.0]))
+    message = str(e.value)
+    for word in words:
+        assert word in message
+    line = int(message.split(f"{__file__}:")[1].split(":")[0])
+    assert first < line < first + len(lines)
+    assert lines[line - first].strip().startswith(("if", "while"))
+
+
+def test_a_function_without_source_is_traced_as_it_is():
+    static = paddle.jit.to_static(lambda x: x * 3)
+    np.testing.assert_array_equal(static(_tensor([1.0])).numpy(), [3.0])
