@@ -79,6 +79,15 @@ def number_then_tensor(x):                      # a name a number before, a tens
     return x * scale
 
 
+def early_return(x):                            # returns under a tensor-decided if
+    if x.mean() > 0:
+        return x * 2, x
+    y = x - 1
+    if y.sum() > -10:
+        return y, x + 1
+    return x, x
+
+
 class BranchNet(paddle.nn.Layer):               # a Layer whose forward branches on a tensor
     def __init__(self):
         super().__init__()
@@ -115,6 +124,8 @@ def _numpy(result):
     (logical_condition, [np.ones(2), -np.ones(2)]), (logical_condition, [-np.ones(2), np.ones(2)]),
     (logical_condition, [-np.ones(2), -np.ones(2)]),
     (number_then_tensor, [np.array([1.0, 3.0])]), (number_then_tensor, [np.array([-1.0, -3.0])]),
+    (early_return, [np.array([1.0, 3.0])]), (early_return, [np.array([-1.0, -3.0])]),
+    (early_return, [np.full(3, -20.0)]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_converted_functions_equal_eager_execution(function, args):
     tensors = [paddle.to_tensor(a if a.dtype == np.int64 else a.astype("float32")) for a in args]
@@ -221,10 +232,13 @@ def test_paddle_inference_runs_the_saved_branching_layer(tmp_path):
 
 
 # -- what cannot be converted ------------------------------------------------------------------------
-def early_return(x):
-    if x.mean() > 0:
-        return x * 2
-    return x
+def return_in_loop(x):
+    i = paddle.zeros([1], dtype="int64")
+    while i < 3:
+        if x.sum() > 100:
+            return x
+        i = i + 1
+    return x * 2
 
 
 def loop_with_break(x):
@@ -245,7 +259,7 @@ def bound_inside_the_loop_only(x):
 
 
 @pytest.mark.parametrize("function,words", [
-    (early_return, ["return", "assign the result to a variable"]),
+    (return_in_loop, ["return", "return after the loop"]),
     (loop_with_break, ["break", "loop condition"]),
     (bound_inside_the_loop_only, ["last", "give it a value before the loop"]),
 ], ids=lambda v: getattr(v, "__name__", ""))

@@ -18,7 +18,7 @@ import types
 import weakref
 
 from keel.program.dy2static import runtime
-from keel.program.dy2static.transform import JST, ControlFlowTransformer
+from keel.program.dy2static.transform import JST, ControlFlowTransformer, single_return
 
 __all__ = ["convert_function"]
 
@@ -53,6 +53,7 @@ def _convert(function: types.FunctionType) -> types.FunctionType:
     if not isinstance(definition, ast.FunctionDef) or definition.name != code.co_name:
         return function   # a lambda, or source that is not this function's definition
     definition.decorator_list = []
+    single_return(definition)
     transformer = ControlFlowTransformer(definition, code.co_filename)
     definition.body = [transformer.visit(stmt) for stmt in definition.body]
     definition.body = [s for item in definition.body for s in (item if isinstance(item, list) else [item])]

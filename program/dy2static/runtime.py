@@ -58,26 +58,66 @@ def convert_ifelse(pred, true_fn, false_fn, args, arg_names, out_names, where):
     def run(fn, key):
         def build():
             outs = results[key] = tuple(fn(*args))
-            return [v for v in outs if _is_static(v)]
+            return [v for v in _leaves(outs) if _is_static(v)]
         return build
-    true_vars = branch(pred, run(true_fn, True))[1]
-    false_vars = branch(logical_not(pred), run(false_fn, False))[1]
-    true_vars, false_vars = iter(true_vars), iter(false_vars)
-    chosen, t_sel, f_sel = [], [], []
+    true_vars = iter(branch(pred, run(true_fn, True))[1])
+    false_vars = iter(branch(logical_not(pred), run(false_fn, False))[1])
+    merged, t_sel, f_sel = [], [], []
     for name, t, f in zip(out_names, results[True], results[False]):
-        t_var = next(true_vars) if _is_static(t) else None
-        f_var = next(false_vars) if _is_static(f) else None
         if t is UNDEFINED or f is UNDEFINED:
-            chosen.append(UNDEFINED)   # bound on one side only: not readable after the if
-        elif t_var is None and f_var is None and (t is f or _same_number(t, f)):
-            chosen.append(t)
-        else:
-            like = t_var if t_var is not None else f_var
-            t_sel.append(t_var if t_var is not None else _constant(t, like, name, where))
-            f_sel.append(f_var if f_var is not None else _constant(f, like, name, where))
-            chosen.append(None)
+            merged.append(UNDEFINED)   # bound on one side only: not readable after the if
+            _skip(t, true_vars), _skip(f, false_vars)
+            continue
+        if _structure(t) != _structure(f):
+            _fail("cond", where, f"`{name}` has a different structure in the two branches of this tensor-decided "
+                                 f"if ({_describe(t)} and {_describe(f)}): give it the same in both")
+        leaves = []
+        for a, b in zip(_leaves(t), _leaves(f)):
+            a_var = next(true_vars) if _is_static(a) else None
+            b_var = next(false_vars) if _is_static(b) else None
+            if a_var is None and b_var is None and (a is b or _same_number(a, b)):
+                leaves.append(a)
+                continue
+            like = a_var if a_var is not None else b_var
+            t_sel.append(a_var if a_var is not None else _constant(a, like, name, where))
+            f_sel.append(b_var if b_var is not None else _constant(b, like, name, where))
+            leaves.append(_CHOSEN)
+        merged.append((t, leaves))
     picked = iter(select(pred, t_sel, f_sel) if t_sel else [])
-    return tuple(next(picked) if c is None else c for c in chosen)
+    return tuple(m if m is UNDEFINED else _rebuild(m[0], iter(next(picked) if v is _CHOSEN else v for v in m[1]))
+                 for m in merged)
+
+
+_CHOSEN = object()   # a leaf select_input picks
+
+
+def _leaves(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def _structure(value):
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_structure(v) for v in value))
+    return None
+
+
+def _rebuild(like, leaves):
+    if isinstance(like, (list, tuple)):
+        return type(like)(_rebuild(v, leaves) for v in like)
+    return next(leaves)
+
+
+def _skip(value, variables) -> None:
+    for leaf in _leaves(value):
+        if _is_static(leaf):
+            next(variables)
+
+
+def _describe(value) -> str:
+    return f"a {type(value).__name__} of {len(value)}" if isinstance(value, (list, tuple)) else \
+        ("a tensor" if _is_static(value) else f"a {type(value).__name__}")
 
 
 def _same_number(a, b) -> bool:
@@ -186,13 +226,18 @@ _INSTEAD = {
     "nonlocal": "pass the value in and return it instead of rebinding an enclosing variable",
     "while ... else": "move the else: part after the loop",
 }
+_INSTEAD_IN_LOOPS = {
+    "return": "keep the result in a variable, fold the exit into the loop condition "
+              "(while i < n and not done:) and return after the loop",
+}
 
 
 def python_condition(pred, kind: str, escape: str, where: str):
     """The condition of an if/while left to Python (it holds `escape`): a Python value goes
     through; a program Variable stops with the line and what to write instead."""
     if _is_static(pred):
+        instead = (_INSTEAD_IN_LOOPS if kind == "while" else {}).get(escape, _INSTEAD[escape])
         _fail("cond" if kind == "if" else "while_loop", where,
               f"this `{kind}` decides on a tensor's value and holds `{escape}`, which a converted "
-              f"{kind} cannot: {_INSTEAD[escape]}")
+              f"{kind} cannot: {instead}")
     return pred

@@ -18,7 +18,9 @@ variables: the names the body assigns that the condition, a later step of the bo
 code after the loop reads. `and`/`or`/`not` in a converted condition become calls too,
 since Python's would ask a tensor for its truth.
 
-An `if`/`while` holding `return`, `break`, `continue`, `yield`, `global` or `nonlocal` (or a
+An `if` holding a `return` (outside loops) is first rewritten so that it assigns the
+result and one `return` follows it (`single_return`: the code after such an if moves into
+its branches that do not return). An `if`/`while` still holding `return`, `break`, `continue`, `yield`, `global` or `nonlocal` (or a
 while with an `else:`) stays Python: its condition goes through `python_condition`, which
 lets a Python value through and stops on a tensor with the line and what to write instead.
 """
@@ -106,6 +108,72 @@ def _escapes(body) -> str | None:
         if found:
             return found
     return None
+
+
+# -- early returns ---------------------------------------------------------------------------
+RETURN = "_keel_return"
+
+
+def _returns_in(stmts) -> bool:
+    """Whether a return sits in `stmts` outside loops and nested scopes (one a rewrite of
+    the if statements around it can move to the end)."""
+    def visit(n):
+        if isinstance(n, ast.Return):
+            return True
+        if isinstance(n, (*_SCOPES, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With)):
+            return False
+        return any(visit(c) for c in ast.iter_child_nodes(n))
+    return any(visit(s) for s in stmts)
+
+
+def _ends_in_return(stmts) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def _lift(stmts) -> list:
+    """`stmts` with the code after an `if` that returns on some path moved into its
+    branches that do not return, so every path ends in a return or falls off the end."""
+    for i, stmt in enumerate(stmts):
+        if isinstance(stmt, ast.If) and _returns_in([stmt]):
+            rest = stmts[i + 1:]
+            stmt.body = _lift(stmt.body if _ends_in_return(stmt.body) else stmt.body + _copies(rest))
+            stmt.orelse = _lift(stmt.orelse if _ends_in_return(stmt.orelse) else stmt.orelse + _copies(rest))
+            return stmts[:i + 1]
+    return stmts
+
+
+def _copies(stmts) -> list:
+    import copy
+    return [copy.deepcopy(s) for s in stmts]
+
+
+def _to_assignments(stmts, at) -> list:
+    """A lifted statement list with each final `return v` written `_keel_return = v` (and a
+    path that falls off the end, `_keel_return = None`)."""
+    if stmts and isinstance(stmts[-1], ast.Return):
+        value = stmts[-1].value or ast.Constant(None)
+        return stmts[:-1] + [_located(ast.Assign(targets=[ast.Name(id=RETURN, ctx=ast.Store())], value=value),
+                                      stmts[-1])]
+    if stmts and isinstance(stmts[-1], ast.If) and _returns_in([stmts[-1]]):
+        last = stmts[-1]
+        last.body = _to_assignments(last.body, last)
+        last.orelse = _to_assignments(last.orelse, last)
+        return stmts
+    return stmts + [_located(ast.Assign(targets=[ast.Name(id=RETURN, ctx=ast.Store())], value=ast.Constant(None)),
+                             at)]
+
+
+def single_return(function: ast.FunctionDef) -> bool:
+    """Rewrite `function` so that an `if` holding returns (outside loops) becomes one
+    assigning the result, followed by one `return`: then a tensor can decide the if.
+    Returns whether it changed anything."""
+    body = function.body
+    if not any(isinstance(s, ast.If) and _returns_in([s]) for s in body):
+        return False
+    lifted = _lift(body)
+    function.body = _to_assignments(lifted, lifted[-1]) + [
+        _located(ast.Return(value=ast.Name(id=RETURN, ctx=ast.Load())), lifted[-1])]
+    return True
 
 
 # -- the rewrite -------------------------------------------------------------------------------
