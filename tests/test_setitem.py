@@ -165,3 +165,16 @@ def test_bad_indices_and_shapes_name_the_op_and_the_users_line():
             v[:, 1:] = np.ones((2, 3), "float32")
     assert str(e.value).startswith("set_value: ") and f"{__file__}:{line}" in str(e.value)
     assert "[2, 3]" in str(e.value) and "[2, 2]" in str(e.value)
+
+
+@pytest.mark.paddle
+@pytest.mark.parametrize("item,value", ASSIGNMENTS + [((slice(3, -1, -1), 1), 4.0), ((slice(-1, -5, -2),), 3.0)],
+                         ids=repr)
+def test_paddle_assigns_the_same_region(item, value):
+    paddle_ref = pytest.importorskip("paddle")
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    ref = paddle_ref.to_tensor(x)
+    ref[item] = float(value) if np.ndim(value) == 0 else paddle_ref.to_tensor(value)
+    t = paddle.to_tensor(x)
+    t[item] = value if np.ndim(value) == 0 else paddle.to_tensor(value)
+    np.testing.assert_array_equal(t.numpy(), ref.numpy())
