@@ -18,14 +18,13 @@ its Python code (see StaticFunction).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 
 import numpy as np
 
 from keel.program import default, dygraph, unique_name
-from keel.program.dy2static import convert_function
+from keel.program.dy2static import convert_function, converted_forward
 from keel.program.errors import OpError
 from keel.program.io.inference_model import load_inference_model, save_inference_model
 from keel.program.io.program_file import persistable_specs
@@ -65,32 +64,13 @@ def save(layer, path, input_spec=None, scope=None) -> Program:
     specs = [s if isinstance(s, InputSpec) else InputSpec(s.shape, s.dtype, s.name) for s in input_spec]
     names = _argument_names(layer, len(specs))
     main, startup = Program(), Program()
-    with layer.mode(training=False), default.program_guard(main, startup), _converted_forward(layer):
+    with layer.mode(training=False), default.program_guard(main, startup), converted_forward(layer):
         feeds = [data(spec.name or names[i], spec.shape, spec.dtype) for i, spec in enumerate(specs)]
         outputs = flatten_outputs(layer(*feeds))
     if not outputs:
         raise ValueError(f"jit.save: {type(layer).__name__}.forward returned no variables")
     return save_inference_model(path, feeds, outputs, program=main,
                                 scope=scope if scope is not None else _LayerValues(layer, default.global_scope()))
-
-
-@contextlib.contextmanager
-def _converted_forward(layer):
-    """The layer's forward converted by dy2static while jit.save traces it (a forward
-    to_static made is a StaticFunction, which converts itself)."""
-    forward = layer.forward
-    if isinstance(forward, StaticFunction):
-        yield
-        return
-    own = layer.__dict__.get("forward")
-    layer.forward = convert_function(forward)
-    try:
-        yield
-    finally:
-        if own is None:
-            del layer.forward
-        else:
-            layer.forward = own
 
 
 class _LayerValues:

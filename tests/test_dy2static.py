@@ -40,6 +40,20 @@ def depend_tensor_while(x):                     # dy2static guide: while on a Te
     return x, i
 
 
+def depend_tensor_for(x):                       # dy2static guide: for over range(a Tensor)
+    bs = paddle.shape(x)[0]
+    for i in range(bs):
+        x = x + 1
+    return x
+
+
+def python_for(x):                              # range over Python ints stays a Python loop
+    total = x * 0
+    for k in range(1, 7, 2):
+        total = total + x * k
+    return total
+
+
 def if_in_while(x, limit):                      # nested: an if inside a while
     i = 0
     total = paddle.zeros([1], dtype="float32")
@@ -106,6 +120,30 @@ class BranchNet(paddle.nn.Layer):               # a Layer whose forward branches
         return out
 
 
+def scale_if_big(h):                            # a helper function the forward calls
+    if h.max() > 1:
+        h = h / h.max()
+    return h
+
+
+class Gate(paddle.nn.Layer):                    # a sub-layer whose forward returns early on a tensor
+    def forward(self, x):
+        if x.mean() > 0:
+            return x * 2
+        return -x
+
+
+class Outer(paddle.nn.Layer):                   # no control flow of its own: calls converted
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+        self.gate = Gate()
+
+    def forward(self, x):
+        h = self.fc(x)
+        return self.gate(h) + scale_if_big(h)
+
+
 def _tensor(values):
     return paddle.to_tensor(np.asarray(values, dtype="float32"))
 
@@ -118,6 +156,7 @@ def _numpy(result):
     (func, [np.ones((1, 2))]), (func, [-np.ones((1, 2))]),
     (depend_tensor_if, [np.full((2, 2), 6.0)]), (depend_tensor_if, [np.ones((2, 2))]),
     (depend_tensor_while, [np.ones(3)]),
+    (depend_tensor_for, [np.ones((4, 2))]), (python_for, [np.array([1.0, -2.0])]),
     (if_in_while, [np.array([1.0, 2.0]), np.array([3], "int64")]),
     (if_in_while, [np.array([-1.0, 2.0]), np.array([1], "int64")]),
     (python_control_flow, [np.ones(2)]),
@@ -186,6 +225,22 @@ def test_gradients_through_a_converted_loop_match_finite_differences():
     np.testing.assert_allclose(x.grad.numpy(), 2 * (16 * x0 + 15) * 16, rtol=1e-10)
 
 
+def test_sub_layers_and_helpers_the_forward_calls_are_converted_too(tmp_path):
+    paddle.seed(7)
+    net = Outer()
+    net.eval()
+    inputs = [np.full((2, 4), v, "float32") for v in (-3.0, 0.1, 3.0)]
+    expected = [net(paddle.to_tensor(x)).numpy() for x in inputs]
+    path = str(tmp_path / "outer")
+    paddle.jit.save(net, path, input_spec=[InputSpec([None, 4], "float32", "x")])
+    assert net.gate.__dict__.get("forward") is None          # the sub-layer's forward is its own again
+    static = paddle.jit.to_static(Outer())
+    static.set_state_dict(net.state_dict())
+    for x, want in zip(inputs, expected):
+        np.testing.assert_allclose(_predict(path, x), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(static(paddle.to_tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 def _predict(path, x):
     config = paddle.inference.Config(path + ".pdmodel", path + ".pdiparams")
     predictor = paddle.inference.create_predictor(config)
@@ -208,6 +263,17 @@ def test_jit_save_of_a_branching_layer_runs_in_the_predictor_with_equal_outputs(
     assert {"conditional_block", "while"} <= {op.type for b in program.blocks for op in b.ops}
     for sign in (1, -1):
         np.testing.assert_allclose(_predict(path, sign * positive), expected[sign], rtol=1e-5, atol=1e-6)
+
+
+def test_a_loop_over_a_tensor_range_is_saved_as_a_while_that_follows_the_batch_size(tmp_path):
+    class Counter(paddle.nn.Layer):
+        def forward(self, x):
+            return depend_tensor_for(x)
+    path = str(tmp_path / "counter")
+    program = paddle.jit.save(Counter(), path, input_spec=[InputSpec([None, 2], "float32", "x")])
+    assert "while" in {op.type for op in program.global_block().ops}
+    for batch in (1, 3):
+        np.testing.assert_array_equal(_predict(path, np.zeros((batch, 2), "float32")), np.full((batch, 2), batch))
 
 
 @pytest.mark.paddle

@@ -12,6 +12,7 @@ that holds no if/while, is used as it is.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import textwrap
 import types
@@ -20,7 +21,7 @@ import weakref
 from keel.program.dy2static import runtime
 from keel.program.dy2static.transform import JST, ControlFlowTransformer, single_return
 
-__all__ = ["convert_function"]
+__all__ = ["convert_function", "converted_forward"]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -42,6 +43,27 @@ def convert_function(function):
     return converted
 
 
+@contextlib.contextmanager
+def converted_forward(layer):
+    """Within the block, `layer.forward` is its converted form (jit.save traces a layer
+    this way, and converted code calls the user's sub-layers this way). A forward that
+    to_static made converts itself and is left alone."""
+    forward = layer.forward
+    converted = convert_function(forward)
+    if converted is forward:
+        yield
+        return
+    own = layer.__dict__.get("forward")
+    layer.forward = converted
+    try:
+        yield
+    finally:
+        if own is None:
+            del layer.forward
+        else:
+            layer.forward = own
+
+
 def _convert(function: types.FunctionType) -> types.FunctionType:
     code = function.__code__
     try:
@@ -57,7 +79,7 @@ def _convert(function: types.FunctionType) -> types.FunctionType:
     transformer = ControlFlowTransformer(definition, code.co_filename)
     definition.body = [transformer.visit(stmt) for stmt in definition.body]
     definition.body = [s for item in definition.body for s in (item if isinstance(item, list) else [item])]
-    if not transformer.converted and not transformer.guarded:
+    if not (transformer.converted or transformer.guarded or transformer.calls):
         return function
     # `def _keel_outer(<free variables>): <definition>`: the function's free variables stay
     # free variables of the compiled code, filled from the original closure below

@@ -11,9 +11,13 @@ constant tensor, since the loop updates it at run time.
 """
 from __future__ import annotations
 
+import functools
 import linecache
 import numbers
+import sysconfig
+import types
 
+from keel.program import callsite
 from keel.program.errors import OpError
 from keel.program.variable import Variable
 
@@ -42,6 +46,36 @@ def _fail(layer: str, where: str, message: str):
     path, _, line = where.rpartition(":")
     code = linecache.getline(path, int(line)).strip() if line.isdigit() else ""
     raise OpError(message, op_type=layer, callsite=f"{where}: {code}" if code else where)
+
+
+# -- calls ---------------------------------------------------------------------------------------
+# code that is not the user's: Keel's own, the standard library, installed packages
+_NOT_USERS = callsite.OWN_DIRS + tuple(
+    {path.rstrip("/") + "/" for key, path in sysconfig.get_paths().items()
+     if key in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def convert_call(target):
+    """What a call in converted code calls: a function or method of the user's, converted;
+    a Layer of the user's, called with its forward converted; anything else as it is."""
+    from keel.program.nn.layer import Layer
+    if isinstance(target, Layer):
+        return target if not _users(type(target).forward) else functools.partial(_call_layer, target)
+    if isinstance(target, (types.FunctionType, types.MethodType)) and _users(target):
+        from keel.program.dy2static import convert_function
+        return convert_function(target)
+    return target
+
+
+def _users(function) -> bool:
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    return code is not None and not code.co_filename.startswith(_NOT_USERS)
+
+
+def _call_layer(layer, *args, **kwargs):
+    from keel.program.dy2static import converted_forward
+    with converted_forward(layer):
+        return layer(*args, **kwargs)
 
 
 # -- if ------------------------------------------------------------------------------------------
@@ -168,6 +202,36 @@ def convert_while(cond_fn, body_fn, args, names, where):
         new = tuple(body_fn(*current))
         return [v if _is_static(v) else _loop_variable(v, n, where, like=c) for v, n, c in zip(new, names, current)]
     return tuple(while_loop(lambda *current: cond_fn(*current), body, loop_vars))
+
+
+def convert_for_range(bounds, body_fn, args, names, where):
+    """`for i in range(*bounds):` with the body a function of i and the loop variables
+    (`args`, i first; it returns them). Python bounds loop in Python; a tensor bound makes
+    a while_loop over an int64 counter, after which i holds the bound it stopped at (as
+    PaddlePaddle's converted loop leaves it)."""
+    start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+    args = tuple(args)
+    if not any(_is_static(b) for b in (start, stop, step)):
+        for i in range(start, stop, step):
+            args = tuple(body_fn(i, *args[1:]))
+        return args
+    if _is_static(step) or not isinstance(step, int) or step == 0:
+        _fail("while_loop", where, f"range's step must be a non-zero Python int for a tensor-bounded loop, got "
+                                   f"{step!r}")
+    from keel.program.control_flow import while_loop
+    from keel.program.layers.math import cast
+    counter, limit = (cast(b, "int64") if _is_static(b) else _loop_variable(int(b), names[0], where)
+                      for b in (start, stop))
+    loop_vars = [counter, *(_loop_variable(v, n, where) for v, n in zip(args[1:], names[1:]))]
+
+    def cond(i, *_):
+        return i < limit if step > 0 else i > limit
+
+    def body(i, *current):
+        new = tuple(body_fn(i, *current))[1:]
+        return [i + step, *(v if _is_static(v) else _loop_variable(v, n, where, like=c)
+                            for v, n, c in zip(new, names[1:], current))]
+    return tuple(while_loop(cond, body, loop_vars))
 
 
 def _loop_variable(value, name: str, where: str, like=None):

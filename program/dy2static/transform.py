@@ -30,6 +30,8 @@ import ast
 from collections import Counter
 
 JST = "_keel_jst"           # the runtime module, a free variable of the converted function
+# builtins that read the calling frame (or the class cell): called as they are
+_FRAME_BUILTINS = frozenset({"super", "locals", "globals", "vars", "dir", "eval", "exec"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -179,7 +181,8 @@ def single_return(function: ast.FunctionDef) -> bool:
 # -- the rewrite -------------------------------------------------------------------------------
 class ControlFlowTransformer(ast.NodeTransformer):
     """Rewrites the `if`/`while` statements of one function (see the module docstring).
-    `converted` counts the statements rewritten, `guarded` those left to Python."""
+    `converted` counts the statements rewritten, `guarded` those left to Python, `calls`
+    the calls routed through convert_call."""
 
     def __init__(self, function: ast.FunctionDef, filename: str):
         self._all_loads = loads(function)
@@ -187,6 +190,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         self._count = 0
         self.converted = 0
         self.guarded = 0
+        self.calls = 0
 
     def _where(self, node) -> str:
         return f"{self._filename}:{node.lineno}"
@@ -194,6 +198,16 @@ class ControlFlowTransformer(ast.NodeTransformer):
     def _read_outside(self, node) -> set[str]:
         inside = loads(node)
         return {n for n, k in self._all_loads.items() if k > inside.get(n, 0)}
+
+    def visit_Call(self, node: ast.Call):
+        """`f(...)` -> `convert_call(f)(...)`: a function or Layer of the user's called here
+        is converted too (its own if/while), as PaddlePaddle's CallTransformer does."""
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in _FRAME_BUILTINS:
+            return node
+        self.calls += 1
+        node.func = ast.copy_location(_jst_call("convert_call", [node.func]), node.func)
+        return node
 
     # nested functions and classes are converted when called, not here
     def visit_FunctionDef(self, node):
@@ -234,6 +248,27 @@ class ControlFlowTransformer(ast.NodeTransformer):
         call = _jst_call("convert_while", [_name(cond_fn.name), _name(body_fn.name), _values(loop_vars),
                                            _strings(loop_vars), ast.Constant(self._where(node))])
         return [cond_fn, body_fn, _assign(loop_vars, call, node)]
+
+    def visit_For(self, node: ast.For):
+        """`for i in range(...)`: a loop whose bounds may be tensors (convert_for_range);
+        other for loops iterate in Python."""
+        convertible = (isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call)
+                       and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
+                       and 1 <= len(node.iter.args) <= 3 and not node.iter.keywords and not node.orelse
+                       and not _escapes(node.body))
+        target = node.target.id if convertible else None
+        wanted = read_before_written(node.body) | self._read_outside(node)
+        loop_vars = [target] + [n for n in stores(node.body) if n in wanted and n != target] if target else []
+        self.generic_visit(node)
+        if not convertible:
+            return node
+        self._count += 1
+        self.converted += 1
+        body_fn = self._function(f"_keel_for_{self._count}", loop_vars, node.body, _tuple(loop_vars), node)
+        bounds = ast.Tuple(elts=list(node.iter.args), ctx=ast.Load())
+        call = _jst_call("convert_for_range", [bounds, _name(body_fn.name), _values(loop_vars),
+                                               _strings(loop_vars), ast.Constant(self._where(node))])
+        return [body_fn, _assign(loop_vars, call, node)]
 
     def _guard(self, node, kind: str, escape: str):
         """Leave the statement to Python; a tensor condition stops with what to write."""
