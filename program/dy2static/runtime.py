@@ -252,26 +252,23 @@ def _loop_variable(value, name: str, where: str, like=None):
 # -- conditions ------------------------------------------------------------------------------------
 def convert_logical_and(left, right):
     """`a and b`: logical_and on tensors; Python's short-circuit otherwise."""
-    a = left()
-    if not _is_static(a):
-        return a and right()
-    b = right()
-    if not _is_static(b):
-        return a if b else b
-    from keel.program.layers.math import logical_and
-    return logical_and(a, b)
+    return _logical(left, right, conjunction=True)
 
 
 def convert_logical_or(left, right):
     """`a or b`: logical_or on tensors; Python's short-circuit otherwise."""
+    return _logical(left, right, conjunction=False)
+
+
+def _logical(left, right, conjunction: bool):
     a = left()
-    if not _is_static(a):
-        return a or right()
+    if not _is_static(a):   # Python decides, and only evaluates `right` when it must
+        return (a and right()) if conjunction else (a or right())
     b = right()
-    if not _is_static(b):
-        return b if b else a
-    from keel.program.layers.math import logical_or
-    return logical_or(a, b)
+    if not _is_static(b):   # a tensor and a Python value: the value settles it or hands on the tensor
+        return (a if b else b) if conjunction else (b if b else a)
+    from keel.program.layers import math
+    return (math.logical_and if conjunction else math.logical_or)(a, b)
 
 
 def convert_logical_not(value):

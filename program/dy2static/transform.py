@@ -187,7 +187,6 @@ class ControlFlowTransformer(ast.NodeTransformer):
     def __init__(self, function: ast.FunctionDef, filename: str):
         self._all_loads = loads(function)
         self._filename = filename
-        self._count = 0
         self.converted = 0
         self.guarded = 0
         self.calls = 0
@@ -222,9 +221,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         self.generic_visit(node)
         if escape:
             return self._guard(node, "if", escape)
-        self._count += 1
-        self.converted += 1
-        k = self._count
+        k = self._converting()
         true_fn = self._function(f"_keel_true_{k}", assigned, node.body, _tuple(live), node)
         false_fn = self._function(f"_keel_false_{k}", assigned, node.orelse or [ast.Pass()], _tuple(live), node)
         call = _jst_call("convert_ifelse", [_conditions(node.test), _name(true_fn.name), _name(false_fn.name),
@@ -240,9 +237,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         self.generic_visit(node)
         if escape:
             return self._guard(node, "while", escape)
-        self._count += 1
-        self.converted += 1
-        k = self._count
+        k = self._converting()
         cond_fn = self._function(f"_keel_cond_{k}", loop_vars, [], _conditions(node.test), node)
         body_fn = self._function(f"_keel_body_{k}", loop_vars, node.body, _tuple(loop_vars), node)
         call = _jst_call("convert_while", [_name(cond_fn.name), _name(body_fn.name), _values(loop_vars),
@@ -262,13 +257,16 @@ class ControlFlowTransformer(ast.NodeTransformer):
         self.generic_visit(node)
         if not convertible:
             return node
-        self._count += 1
-        self.converted += 1
-        body_fn = self._function(f"_keel_for_{self._count}", loop_vars, node.body, _tuple(loop_vars), node)
+        body_fn = self._function(f"_keel_for_{self._converting()}", loop_vars, node.body, _tuple(loop_vars), node)
         bounds = ast.Tuple(elts=list(node.iter.args), ctx=ast.Load())
         call = _jst_call("convert_for_range", [bounds, _name(body_fn.name), _values(loop_vars),
                                                _strings(loop_vars), ast.Constant(self._where(node))])
         return [body_fn, _assign(loop_vars, call, node)]
+
+    def _converting(self) -> int:
+        """A number for the functions of the statement being converted."""
+        self.converted += 1
+        return self.converted
 
     def _guard(self, node, kind: str, escape: str):
         """Leave the statement to Python; a tensor condition stops with what to write."""
