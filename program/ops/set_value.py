@@ -39,6 +39,8 @@ def _region_shape(ctx, x) -> list[int] | None:
 
 def _infer_set_value(ctx):
     x, value = ctx.input("Input"), ctx.input("ValueTensor")
+    if x.ndim == 0 and ctx.attr("axes"):
+        ctx.fail(f"Input {x} is 0-D: it has no axis {list(ctx.attr('axes'))} to index (assign replaces its value)")
     if value is not None and value.dtype != x.dtype:
         ctx.dtype_fail(f"ValueTensor {value} must have Input's dtype ({x})")
     region = _region_shape(ctx, x)
