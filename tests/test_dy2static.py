@@ -54,6 +54,15 @@ def python_for(x):                              # range over Python ints stays a
     return total
 
 
+def fill_rows(x):                               # x[i] = v with the loop's tensor counter
+    out = paddle.zeros([4, 3], dtype="float32")
+    i = paddle.zeros([1], dtype="int64")
+    while i < 4:
+        out[i] = x * i.astype("float32")
+        i = i + 1
+    return out
+
+
 def if_in_while(x, limit):                      # nested: an if inside a while
     i = 0
     total = paddle.zeros([1], dtype="float32")
@@ -157,6 +166,7 @@ def _numpy(result):
     (depend_tensor_if, [np.full((2, 2), 6.0)]), (depend_tensor_if, [np.ones((2, 2))]),
     (depend_tensor_while, [np.ones(3)]),
     (depend_tensor_for, [np.ones((4, 2))]), (python_for, [np.array([1.0, -2.0])]),
+    (fill_rows, [np.array([1.0, 2.0, 3.0])]),
     (if_in_while, [np.array([1.0, 2.0]), np.array([3], "int64")]),
     (if_in_while, [np.array([-1.0, 2.0]), np.array([1], "int64")]),
     (python_control_flow, [np.ones(2)]),
@@ -213,6 +223,14 @@ def test_a_to_static_layer_equals_eager_and_trains_through_cond_and_while():
         np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
     for name, value in eager_net.state_dict().items():   # both branches' layers were trained alike
         np.testing.assert_allclose(np.asarray(static_net.state_dict()[name]), np.asarray(value), rtol=1e-5, atol=1e-6)
+
+
+def test_gradients_flow_through_an_item_assignment_in_a_converted_loop():
+    x = paddle.to_tensor(np.array([1.0, 2.0, 3.0], "float32"), stop_gradient=False)
+    out = paddle.jit.to_static(fill_rows)(x)
+    (out * out).sum().backward()
+    # out[i] = x * i for i = 0..3: d/dx sum(out^2) = 2 x (0 + 1 + 4 + 9)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() * 14, rtol=1e-6)
 
 
 def test_gradients_through_a_converted_loop_match_finite_differences():

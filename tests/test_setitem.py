@@ -68,6 +68,25 @@ def test_a_value_of_another_dtype_is_cast_and_a_list_value_works():
     np.testing.assert_array_equal(i.numpy(), [0, 5, 0, 5])
 
 
+def test_a_one_element_int_tensor_indexes_like_an_int():
+    t = paddle.to_tensor(np.zeros((3, 2), "float32"))
+    t[paddle.to_tensor(1)] = 4.0                      # eager: its value
+    np.testing.assert_array_equal(t.numpy(), [[0, 0], [4, 4], [0, 0]])
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        v = pg.data("x", [3, 2], "float32")
+        i = pg.data("i", [1], "int32")
+        v[i, 1:] = 7.0                                # static: the bounds become StartsTensorList, ...
+    op = next(op for op in main.global_block().ops if op.type == "set_value")
+    assert len(op.input("StartsTensorList")) == 2 and op.attr("decrease_axes") == [0]
+    for row in (0, 2):
+        (out,) = Executor().run(main, feed={"x": np.zeros((3, 2), "float32"), "i": np.array([row], "int32")},
+                                fetch_list=[v], scope=Scope())
+        want = np.zeros((3, 2), "float32")
+        want[row, 1:] = 7.0
+        np.testing.assert_array_equal(out, want)
+
+
 def _finite_difference(f, x, h=1e-6):
     grad = np.zeros_like(x)
     for k in range(x.size):
@@ -149,7 +168,9 @@ def test_bad_indices_and_shapes_name_the_op_and_the_users_line():
     with pytest.raises(IndexError, match="too many indices"):
         t[0, 0, 0] = 1.0
     with pytest.raises(TypeError, match="scatter"):
-        t[paddle.to_tensor([0])] = 1.0
+        t[paddle.to_tensor([0, 1])] = 1.0
+    with pytest.raises(TypeError, match="scatter"):
+        t[[0, 1]] = 1.0
     with pytest.raises(ValueError, match="step"):
         t[::0] = 1.0
     line = inspect.currentframe().f_lineno + 2

@@ -69,9 +69,16 @@ def parse_index(x, item, op_type: str, for_set: bool = False) -> _Index:
             index.new_dims.append(out_dim)
             out_dim += 1
             continue
+        if for_set and isinstance(it, Variable):
+            it = _one_int(x, it)
+            if isinstance(it, Variable):  # known when the program runs: StartsTensorList
+                index.axes.append(dim), index.starts.append(it), index.ends.append(it + 1)
+                index.steps.append(1), index.decrease.append(dim)
+                dim += 1
+                continue
         if isinstance(it, (bool, np.bool_)) or not isinstance(it, (int, np.integer, builtins.slice)):
             _fail(op_type, f"unsupported index {it!r} for {x.name}: use ints, slices, None, ... "
-                           f"{'' if for_set else 'or a 1-D int Variable'}".rstrip(), IndexTypeError)
+                           f"{'a one-element int tensor' if for_set else 'or a 1-D int Variable'}", IndexTypeError)
         size = x.shape[dim]
         if isinstance(it, builtins.slice):
             step = 1 if it.step is None else int(it.step)
@@ -100,6 +107,25 @@ def parse_index(x, item, op_type: str, for_set: bool = False) -> _Index:
             index.steps.append(1), index.decrease.append(dim)
         dim += 1
     return index
+
+
+def _one_int(x, index):
+    """A one-element int tensor as an index of set_value: an eager Tensor's value, else the
+    Variable (int64) whose value the program reads."""
+    from keel.program import dtypes
+    if not dtypes.is_integer(index.dtype) or (index.shape is not None and numel_known(index.shape) > 1):
+        _fail("set_value", f"a tensor index of x[index] = value must be one int, got {index.name} "
+                           f"{index.type_string()}; for many indices use paddle.scatter", IndexTypeError)
+    if index.eager:
+        return int(index)
+    if index.dtype != dtypes.to_code("int64"):
+        from keel.program.layers.math import cast
+        index = cast(index, "int64")
+    return index
+
+
+def numel_known(shape) -> int:
+    return int(np.prod([d for d in shape if d >= 0])) if len(shape) else 1
 
 
 def getitem(x, item):
@@ -132,9 +158,9 @@ def setitem(x, item, value, output=None):
     value. `value` is a Variable/Tensor (cast to x's dtype when it differs; op input
     ValueTensor) or a number, list or numpy array (the op's `values` attribute); it
     broadcasts to the indexed region."""
-    if isinstance(item, Variable) or isinstance(item, (list, np.ndarray)):
-        _fail("set_value", f"x[index] = value takes ints, slices, None and ... as index, got "
-                           f"{type(item).__name__}; for an index tensor use paddle.scatter", IndexTypeError)
+    if isinstance(item, (list, np.ndarray)):
+        _fail("set_value", f"x[index] = value takes ints, slices, None, ... and one-element int tensors as "
+                           f"index, got {type(item).__name__}; for many indices use paddle.scatter", IndexTypeError)
     if x.ndim == 0:
         _fail("set_value", f"{x.name} is 0-D: write x.set_value(value) (or paddle.assign) to replace its value")
     index = parse_index(x, item, "set_value", for_set=True)
@@ -143,6 +169,12 @@ def setitem(x, item, value, output=None):
     attrs = {"axes": axes, "starts": starts, "ends": ends, "steps": steps, "decrease_axes": index.decrease,
              "none_axes": index.new_dims, "dtype": x.dtype}
     inputs = {"Input": x}
+    if any(isinstance(v, Variable) for v in starts):   # a tensor index: every bound as a tensor
+        from keel.program.layers.tensor import fill_constant
+        for name, values in (("Starts", starts), ("Ends", ends), ("Steps", steps)):
+            inputs[f"{name}TensorList"] = [v if isinstance(v, Variable) else fill_constant([1], "int64", v)
+                                           for v in values]
+            attrs[name.lower()] = [0] * len(values)
     if isinstance(value, Variable):
         if value.dtype != x.dtype:
             from keel.program.layers.math import cast
