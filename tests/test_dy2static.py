@@ -342,10 +342,26 @@ def bound_inside_the_loop_only(x):
     return last
 
 
+def list_in_one_branch(x):
+    y = x
+    if x.mean() > 0:
+        y = [x, x]
+    return y
+
+
+def string_in_one_branch(x):
+    y = "small"
+    if x.mean() > 0:
+        y = x
+    return y
+
+
 @pytest.mark.parametrize("function,words", [
     (return_in_loop, ["return", "return after the loop"]),
     (loop_with_break, ["break", "loop condition"]),
     (bound_inside_the_loop_only, ["last", "give it a value before the loop"]),
+    (list_in_one_branch, ["`y`", "a list of 2 and a tensor", "same in both"]),
+    (string_in_one_branch, ["`y` is a str", "make it a tensor in both branches"]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_unconvertible_constructs_stop_with_the_line_and_what_to_write(function, words):
     lines, first = inspect.getsourcelines(function)

@@ -159,16 +159,26 @@ def _same_number(a, b) -> bool:
 
 
 def _constant(value, like, name: str, where: str):
-    """A number as a constant tensor of `like`'s dtype (float32/int64 with no `like`)."""
+    """A number flowing out of one branch as a constant tensor (like `like`) select_input can pick."""
+    if not _is_number(value):
+        _fail("cond", where, f"`{name}` is {_describe(value)} in one branch of this tensor-decided if: after "
+                             "it a variable must be a tensor (or a number) on both sides; make it a tensor in "
+                             "both branches (paddle.to_tensor / paddle.full)")
+    return _as_tensor(value, like)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, complex)
+
+
+def _as_tensor(number, like=None):
+    """A constant tensor holding `number`: `like`'s dtype and (known) shape, else [1] of
+    bool, float32 or int64 as the number's Python type."""
     from keel.program.layers.tensor import fill_constant
-    if isinstance(value, bool) or not isinstance(value, numbers.Number) or isinstance(value, complex):
-        if not isinstance(value, bool):
-            _fail("cond", where, f"`{name}` is a {type(value).__name__} in one branch of this tensor-decided "
-                                 "if: after it a variable must be a tensor (or a number) on both sides; "
-                                 "make it a tensor in both branches (paddle.to_tensor / paddle.full)")
-    dtype = like.dtype if like is not None else ("float32" if isinstance(value, float) else "int64")
-    return fill_constant([1] if like is None or like.shape is None or any(d < 0 for d in like.shape)
-                         else list(like.shape), dtype, value)
+    dtype = like.dtype if like is not None else ("bool" if isinstance(number, bool) else
+                                                 "float32" if isinstance(number, float) else "int64")
+    known = like is not None and like.shape is not None and all(d >= 0 for d in like.shape)
+    return fill_constant(list(like.shape) if known else [1], dtype, number)
 
 
 def _check_bool(pred, layer: str, where: str):
@@ -235,18 +245,16 @@ def convert_for_range(bounds, body_fn, args, names, where):
 
 
 def _loop_variable(value, name: str, where: str, like=None):
+    """A loop variable as the while_loop carries it: a tensor (a number becomes one)."""
     if _is_static(value):
         return value
     if value is UNDEFINED:
         _fail("while_loop", where, f"`{name}` is first assigned inside this tensor-decided while loop and read "
                                    "after it or on the next step: give it a value before the loop")
-    if isinstance(value, numbers.Number) and not isinstance(value, complex):
-        from keel.program.layers.tensor import fill_constant
-        dtype = like.dtype if like is not None else ("bool" if isinstance(value, bool) else
-                                                     "float32" if isinstance(value, float) else "int64")
-        return fill_constant([1] if like is None else list(like.shape), dtype, value)
-    _fail("while_loop", where, f"loop variable `{name}` is a {type(value).__name__}: a tensor-decided while "
-                               "loop carries tensors (or numbers) from step to step")
+    if not _is_number(value):
+        _fail("while_loop", where, f"loop variable `{name}` is {_describe(value)}: a tensor-decided while loop "
+                                   "carries tensors (or numbers) from step to step")
+    return _as_tensor(value, like)
 
 
 # -- conditions ------------------------------------------------------------------------------------
