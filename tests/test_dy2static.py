@@ -378,3 +378,20 @@ def test_unconvertible_constructs_stop_with_the_line_and_what_to_write(function,
 def test_a_function_without_source_is_traced_as_it_is():
     static = paddle.jit.to_static(lambda x: x * 3)
     np.testing.assert_array_equal(static(_tensor([1.0])).numpy(), [3.0])
+
+
+def test_the_converted_function_keeps_its_closure_defaults_and_globals():
+    offset = 10.0
+
+    def shifted(x, scale=3.0, *, bias=1.0):
+        if x.sum() > 0:
+            x = x * scale + offset       # a closure cell and a default
+        else:
+            x = x - bias + _SHIFT        # a keyword-only default and a global
+        return x
+    static = paddle.jit.to_static(shifted)
+    np.testing.assert_allclose(static(_tensor([1.0, 2.0])).numpy(), [13.0, 16.0])
+    np.testing.assert_allclose(static(_tensor([-1.0, -2.0])).numpy(), [-1.5, -2.5])
+
+
+_SHIFT = 0.5

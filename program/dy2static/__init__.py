@@ -102,6 +102,5 @@ def _convert(function: types.FunctionType) -> types.FunctionType:
                                    closure)
     converted.__kwdefaults__ = function.__kwdefaults__
     converted.__dict__.update(function.__dict__)
-    converted.__wrapped__ = function
     converted.__qualname__ = function.__qualname__
     return converted
