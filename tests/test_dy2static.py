@@ -395,3 +395,31 @@ def test_the_converted_function_keeps_its_closure_defaults_and_globals():
 
 
 _SHIFT = 0.5
+
+
+def test_a_converted_forward_in_a_static_program_differentiates_by_the_static_rules():
+    """The same layer built into a program (cond and while ops, differentiated by
+    conditional_block_grad / while_grad) and run by to_static (the eager tape over the
+    steps taken) give one gradient."""
+    import keel.program as pg
+    from keel.executor import Executor, Scope
+    paddle.seed(11)
+    net = paddle.jit.to_static(BranchNet())
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        x = pg.data("x", [2, 4], "float32")
+        x.stop_gradient = False
+        loss = pg.mean(net(x) * net(x))
+        (gx,) = pg.gradients([loss], [x])
+    types = {op.type for b in main.blocks for op in b.ops}
+    assert {"conditional_block_grad", "while_grad"} <= types
+    scope = Scope()
+    Executor().run(startup, scope=scope)
+    net.set_state_dict(net.state_dict(), scope)          # the layer's values in the program's scope
+    for sign in (1.0, -1.0):
+        xv = sign * np.abs(np.random.default_rng(3).normal(size=(2, 4))).astype("float32")
+        (static_grad,) = Executor().run(main, feed={"x": xv}, fetch_list=[gx], scope=scope)
+        t = paddle.to_tensor(xv, stop_gradient=False)
+        out = net(t)
+        (out * out).mean().backward()
+        np.testing.assert_allclose(static_grad, t.grad.numpy(), rtol=1e-5, atol=1e-7)
