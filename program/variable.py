@@ -241,7 +241,8 @@ class Variable:
         raise ProgramError(f"the truth value of variable {self.name} is only known when the program runs"
                            f"{' (at ' + where + ')' if where else ''}: a Python if/while/and/or on it would pick "
                            "one branch now; write static.nn.cond(pred, true_fn, false_fn) or "
-                           "static.nn.while_loop(cond, body, vars), or test `is None` for an optional variable")
+                           "static.nn.while_loop(cond, body, vars) (jit.to_static converts a function's "
+                           "if/while into them), or test `is None` for an optional variable")
 
     def __iter__(self):
         # Without this, Python would iterate through __getitem__ forever on a -1 dim.

@@ -79,7 +79,7 @@ def _call_layer(layer, *args, **kwargs):
 
 
 # -- if ------------------------------------------------------------------------------------------
-def convert_ifelse(pred, true_fn, false_fn, args, arg_names, out_names, where):
+def convert_ifelse(pred, true_fn, false_fn, args, out_names, where):
     """`if pred:` with the branches as functions of the names they assign (`args`); returns
     the values of `out_names` after the if."""
     if not _is_static(pred):

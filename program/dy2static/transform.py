@@ -15,14 +15,18 @@ A branch function takes every name its branch assigns (so it can read their valu
 before the if) and returns those still read after the if (elsewhere in the function, or
 by an enclosing loop's next step). A loop's condition and body are functions of the loop
 variables: the names the body assigns that the condition, a later step of the body or the
-code after the loop reads. `and`/`or`/`not` in a converted condition become calls too,
-since Python's would ask a tensor for its truth.
+code after the loop reads. `for i in range(...)` becomes a function of `i` and the loop
+variables, looped in Python over Python bounds and by while_loop over tensor ones.
+`and`/`or`/`not` in a converted condition become calls too, since Python's would ask a
+tensor for its truth. A call `f(...)` becomes `convert_call(f)(...)`, so the user's
+functions and Layers it calls are converted in turn.
 
 An `if` holding a `return` (outside loops) is first rewritten so that it assigns the
 result and one `return` follows it (`single_return`: the code after such an if moves into
-its branches that do not return). An `if`/`while` still holding `return`, `break`, `continue`, `yield`, `global` or `nonlocal` (or a
-while with an `else:`) stays Python: its condition goes through `python_condition`, which
-lets a Python value through and stops on a tensor with the line and what to write instead.
+its branches that do not return). An `if`/`while` still holding `return`, `break`,
+`continue`, `yield`, `global` or `nonlocal` (or a while with an `else:`) stays Python: its
+condition goes through `python_condition`, which lets a Python value through and stops on
+a tensor with the line and what to write instead.
 """
 from __future__ import annotations
 
@@ -225,7 +229,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         true_fn = self._function(f"_keel_true_{k}", assigned, node.body, _tuple(live), node)
         false_fn = self._function(f"_keel_false_{k}", assigned, node.orelse or [ast.Pass()], _tuple(live), node)
         call = _jst_call("convert_ifelse", [_conditions(node.test), _name(true_fn.name), _name(false_fn.name),
-                                            _values(assigned), _strings(assigned), _strings(live),
+                                            _values(assigned), _strings(live),
                                             ast.Constant(self._where(node))])
         return [true_fn, false_fn, _assign(live, call, node)]
 
