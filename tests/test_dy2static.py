@@ -423,3 +423,31 @@ def test_a_converted_forward_in_a_static_program_differentiates_by_the_static_ru
         out = net(t)
         (out * out).mean().backward()
         np.testing.assert_allclose(static_grad, t.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+class SimpleNet(paddle.nn.Layer):               # paddle.jit.save's docstring: a decorated forward
+    def __init__(self):
+        super().__init__()
+        self.linear = paddle.nn.Linear(10, 3)
+
+    @paddle.jit.to_static(input_spec=[InputSpec(shape=[None, 10], name="x")])
+    def forward(self, x, y=None):
+        out = self.linear(x)
+        if y is not None:
+            loss = paddle.mean((out - y) ** 2)
+            return out, loss
+        return out
+
+
+def test_a_decorated_forward_with_an_optional_argument_saves_and_trains(tmp_path):
+    paddle.seed(12)
+    net = SimpleNet()
+    x = paddle.to_tensor(np.random.default_rng(4).normal(size=(4, 10)).astype("float32"))
+    y = paddle.zeros([4, 3], dtype="float32")
+    out, loss = net(x, y)                        # eager: Python decides `y is not None`
+    loss.backward()
+    assert net.linear.weight.grad is not None
+    expected = net(x).numpy()
+    path = str(tmp_path / "simple_net")
+    paddle.jit.save(net, path)                   # the decorator's input_spec; y absent
+    np.testing.assert_allclose(_predict(path, x.numpy()), expected, rtol=1e-5, atol=1e-6)
