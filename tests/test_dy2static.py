@@ -95,6 +95,11 @@ def logical_condition(x, y):                    # and / not on tensors
     return z
 
 
+def if_expression(x):                           # a if cond else b
+    y = x * 2 if x.mean() > 0 else x - 1
+    return y + (1.0 if x.shape[0] > 1 else 0.0)
+
+
 def number_then_tensor(x):                      # a name a number before, a tensor in one branch
     scale = 1.0
     if x.sum() > 0:
@@ -167,6 +172,7 @@ def _numpy(result):
     (depend_tensor_while, [np.ones(3)]),
     (depend_tensor_for, [np.ones((4, 2))]), (python_for, [np.array([1.0, -2.0])]),
     (fill_rows, [np.array([1.0, 2.0, 3.0])]),
+    (if_expression, [np.array([1.0, 2.0])]), (if_expression, [np.array([-1.0, -2.0])]),
     (if_in_while, [np.array([1.0, 2.0]), np.array([3], "int64")]),
     (if_in_while, [np.array([-1.0, 2.0]), np.array([1], "int64")]),
     (python_control_flow, [np.ones(2)]),

@@ -18,8 +18,8 @@ variables: the names the body assigns that the condition, a later step of the bo
 code after the loop reads. `for i in range(...)` becomes a function of `i` and the loop
 variables, looped in Python over Python bounds and by while_loop over tensor ones.
 `and`/`or`/`not` in a converted condition become calls too, since Python's would ask a
-tensor for its truth. A call `f(...)` becomes `convert_call(f)(...)`, so the user's
-functions and Layers it calls are converted in turn.
+tensor for its truth, and so does `a if cond else b`. A call `f(...)` becomes
+`convert_call(f)(...)`, so the user's functions and Layers it calls are converted in turn.
 
 An `if` holding a `return` (outside loops) is first rewritten so that it assigns the
 result and one `return` follows it (`single_return`: the code after such an if moves into
@@ -247,6 +247,15 @@ class ControlFlowTransformer(ast.NodeTransformer):
         call = _jst_call("convert_while", [_name(cond_fn.name), _name(body_fn.name), _values(loop_vars),
                                            _strings(loop_vars), ast.Constant(self._where(node))])
         return [cond_fn, body_fn, _assign(loop_vars, call, node)]
+
+    def visit_IfExp(self, node: ast.IfExp):
+        """`a if cond else b`: convert_ifelse over two branches of one value each."""
+        self.generic_visit(node)
+        self.converted += 1
+        branches = [_lazy(ast.Tuple(elts=[value], ctx=ast.Load())) for value in (node.body, node.orelse)]
+        call = _jst_call("convert_ifelse", [_conditions(node.test), *branches, ast.Tuple(elts=[], ctx=ast.Load()),
+                                            _strings(["(the if-expression)"]), ast.Constant(self._where(node))])
+        return _located(ast.Subscript(value=call, slice=ast.Constant(0), ctx=ast.Load()), node)
 
     def visit_For(self, node: ast.For):
         """`for i in range(...)`: a loop whose bounds may be tensors (convert_for_range);
