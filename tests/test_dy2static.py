@@ -63,6 +63,20 @@ def fill_rows(x):                               # x[i] = v with the loop's tenso
     return out
 
 
+def break_and_continue(x):                      # exits decided by tensors
+    i = paddle.zeros([1], dtype="int64")
+    total = paddle.zeros([1], dtype="float32")
+    while i < 6:
+        if x[i] > 3:
+            break
+        if x[i] < 0:
+            i = i + 1
+            continue
+        total = total + x[i]
+        i = i + 1
+    return total, i
+
+
 def if_in_while(x, limit):                      # nested: an if inside a while
     i = 0
     total = paddle.zeros([1], dtype="float32")
@@ -78,9 +92,13 @@ def if_in_while(x, limit):                      # nested: an if inside a while
 
 def python_control_flow(x, use_double=True):    # Python conditions stay Python
     steps = 0
-    while steps < 3:
+    while True:
         steps += 1
-    if use_double and steps == 3:
+        if steps % 2:
+            continue
+        if steps > 2:
+            break
+    if use_double and steps == 4:
         x = x * 2
     return x
 
@@ -172,6 +190,9 @@ def _numpy(result):
     (depend_tensor_while, [np.ones(3)]),
     (depend_tensor_for, [np.ones((4, 2))]), (python_for, [np.array([1.0, -2.0])]),
     (fill_rows, [np.array([1.0, 2.0, 3.0])]),
+    (break_and_continue, [np.array([1.0, 2.0, 5.0, 1.0, 1.0, 1.0])]),
+    (break_and_continue, [np.array([1.0, -2.0, 2.0, -1.0, 0.5, 9.0])]),
+    (break_and_continue, [np.ones(6)]),
     (if_expression, [np.array([1.0, 2.0])]), (if_expression, [np.array([-1.0, -2.0])]),
     (if_in_while, [np.array([1.0, 2.0]), np.array([3], "int64")]),
     (if_in_while, [np.array([-1.0, 2.0]), np.array([1], "int64")]),
@@ -331,12 +352,14 @@ def return_in_loop(x):
     return x * 2
 
 
-def loop_with_break(x):
+def break_inside_try(x):
     i = paddle.zeros([1], dtype="int64")
     while i < 10:
-        if i > 3:
-            break
-        i = i + 1
+        try:
+            if i > 3:
+                break
+        finally:
+            i = i + 1
     return i
 
 
@@ -364,7 +387,7 @@ def string_in_one_branch(x):
 
 @pytest.mark.parametrize("function,words", [
     (return_in_loop, ["return", "return after the loop"]),
-    (loop_with_break, ["break", "loop condition"]),
+    (break_inside_try, ["break", "loop condition"]),
     (bound_inside_the_loop_only, ["last", "give it a value before the loop"]),
     (list_in_one_branch, ["`y`", "a list of 2 and a tensor", "same in both"]),
     (string_in_one_branch, ["`y` is a str", "make it a tensor in both branches"]),

@@ -1,13 +1,14 @@
 """dy2static: a function's Python `if`/`while` on tensor values, converted so that tracing
 it into a program (to_static, jit.save) builds `cond` / `while_loop`, as PaddlePaddle's
-dy2static does: the function's own source is parsed (inspect.getsource, ast), its
-if/while statements rewritten (transform.py) into calls that decide when they run
-(runtime.py), and the rewritten tree compiled with `compile()` into a function with the
-original's globals, closure, defaults and line numbers (so errors and op callsites name
-the user's lines). Nothing else is evaluated.
+dy2static does: the function's own source is parsed (inspect.getsource, ast), its loops'
+break/continue turned into flags (loop_exits.py) and its returns under an if into one
+(transform.single_return), its if/while statements rewritten (transform.py) into calls
+that decide when they run (runtime.py), and the rewritten tree compiled with `compile()`
+into a function with the original's globals, closure, defaults and line numbers (so errors
+and op callsites name the user's lines). Nothing else is evaluated.
 
 A function whose source cannot be read (a lambda, a builtin, code typed at a prompt), or
-that holds no if/while, is used as it is.
+that holds no if/while and no call, is used as it is.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import types
 import weakref
 
 from keel.program.dy2static import runtime
+from keel.program.dy2static.loop_exits import lower_loop_exits
 from keel.program.dy2static.transform import JST, ControlFlowTransformer, single_return
 
 __all__ = ["convert_function", "converted_forward"]
@@ -75,11 +77,12 @@ def _convert(function: types.FunctionType) -> types.FunctionType:
     if not isinstance(definition, ast.FunctionDef) or definition.name != code.co_name:
         return function   # a lambda, or source that is not this function's definition
     definition.decorator_list = []
+    lower_loop_exits(definition)
     single_return(definition)
     transformer = ControlFlowTransformer(definition, code.co_filename)
     definition.body = [transformer.visit(stmt) for stmt in definition.body]
     definition.body = [s for item in definition.body for s in (item if isinstance(item, list) else [item])]
-    if not (transformer.converted or transformer.guarded or transformer.calls):
+    if not (transformer.converted or transformer.guarded or transformer.calls):  # (then nothing was lowered)
         return function
     # `def _keel_outer(<free variables>): <definition>`: the function's free variables stay
     # free variables of the compiled code, filled from the original closure below
