@@ -392,9 +392,10 @@ def _shape(value):
 
 
 def _define(source: str, namespace: dict, name: str):
-    """The one place Keel turns text into code: `source` is written by `generate` from
-    generated identifiers and integers only (nothing read from a program file), and the
-    objects it uses come in through `namespace`, its globals."""
+    """The one place Keel turns text it wrote into code: `source` is written by `generate`
+    from generated identifiers and integers only (nothing read from a program file), and
+    the objects it uses come in through `namespace`, its globals. (program/dy2static
+    compiles a syntax tree too: the user's own function, rewritten, never text.)"""
     namespace = {"__builtins__": {"ValueError": ValueError}, **namespace}
     exec(compile(source, f"<keel {name}>", "exec"), namespace)  # noqa: S102
     return namespace[name]

@@ -12,7 +12,7 @@ import sys
 
 # Frames from these directories are Keel's own; the first frame outside them is the user's.
 # (In the repository hapi/ and distributed/ live in keel/; installed, beside program/.)
-_OWN_DIRS = tuple(
+OWN_DIRS = tuple(
     os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), pkg) + os.sep
     for pkg in ("program", "executor", "kernels", "proto", "keel", "hapi", "distributed", "tools")
 )
@@ -20,14 +20,14 @@ _OWN_DIRS = tuple(
 
 def called_from_keel(depth: int = 1) -> bool:
     """Whether the frame `depth` levels above the caller is Keel's own code."""
-    return sys._getframe(depth + 1).f_code.co_filename.startswith(_OWN_DIRS)
+    return sys._getframe(depth + 1).f_code.co_filename.startswith(OWN_DIRS)
 
 
 def user_frame_lines() -> list[str]:
     """The innermost non-Keel frame, as PaddlePaddle's op_callstack entries:
     ['  File "train.py", line 12, in <module>', '    h = pg.nn.fc(x, 128)']."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_OWN_DIRS):
+    while frame is not None and frame.f_code.co_filename.startswith(OWN_DIRS):
         frame = frame.f_back
     if frame is None:
         return []

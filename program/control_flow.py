@@ -71,15 +71,18 @@ def _sub_block_op(op_type, cond_slot, cond, inputs_slot, build, attrs):
     finally:
         program.rollback()
     reads, writes = block_io(program, block.idx)
+    if not writes:   # nothing it computes is seen outside (a branch passing values through)
+        return result
     scopes = parent.create_var(unique_name.generate(f"_{op_type}_scope"), type=_T.STEP_SCOPES)
-    parent.append_op(op_type, {cond_slot: cond, inputs_slot: reads},
+    # a block reading nothing from outside lists its condition (the slot may not be empty)
+    parent.append_op(op_type, {cond_slot: cond, inputs_slot: reads or [c.name for c in cond]},
                      {"Out": writes, "StepScopes" if op_type == "while" else "Scope": [scopes]},
                      {"sub_block": block.idx, **attrs})
     return result
 
 
 # -- branches -----------------------------------------------------------------------------------
-def _branch(pred, fn):
+def branch(pred, fn):
     """A conditional_block running `fn` when `pred` holds; its results copied into new
     variables of the enclosing block (None: fn returned None)."""
     def build(parent):
@@ -103,10 +106,10 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     built, each in a conditional_block, and select_input picks the results of the one taken
     (where the two disagree on a dim, the result's is -1). Both functions return Variables of
     the same nesting and dtypes, or both None."""
-    from keel.program.layers.math import cast, logical_not
+    from keel.program.layers.math import logical_not
     _check_condition("cond", pred)
-    true_out = _branch(pred, true_fn) if true_fn is not None else None
-    false_out = _branch(logical_not(pred), false_fn) if false_fn is not None else None
+    true_out = branch(pred, true_fn) if true_fn is not None else None
+    false_out = branch(logical_not(pred), false_fn) if false_fn is not None else None
     if true_out is None and false_out is None:
         return None
     if true_out is None or false_out is None:
@@ -114,6 +117,13 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     (structure, t_vars), (_, f_vars) = true_out, false_out
     if len(t_vars) != len(f_vars):
         _fail("cond", f"true_fn returns {len(t_vars)} Variables but false_fn {len(f_vars)}")
+    return _pack(structure, select(pred, t_vars, f_vars, name))
+
+
+def select(pred, t_vars, f_vars, name=None) -> list[Variable]:
+    """For each pair, the true branch's variable where `pred` holds, else the false one's
+    (select_input ops; the pairs share a dtype)."""
+    from keel.program.layers.math import cast
     for t, f in zip(t_vars, f_vars):
         if t.dtype != f.dtype:
             _fail("cond", f"the branches return {dtypes.name(t.dtype)} and {dtypes.name(f.dtype)} for one result")
@@ -124,7 +134,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
         out = helper.create_tmp(t.dtype)
         helper.append_op("select_input", {"X": [f, t], "Mask": mask}, {"Out": out})
         outs.append(out)
-    return _pack(structure, outs)
+    return outs
 
 
 def case(pred_fn_pairs, default=None, name=None):

@@ -5,7 +5,8 @@ Keel's Predictor alike.
     model = MyNet()            # a program.nn.Layer, trained in some program
     pg.jit.save(model, "out/net", input_spec=[pg.static.InputSpec([None, 784], "float32", "x")])
 
-The input specs are required (given, or from `to_static(input_spec=...)`): the layer is
+The input specs are required (given, or from `to_static(input_spec=...)`): the layer's
+forward, converted by dy2static (its Python if/while on tensors become cond/while_loop), is
 called once, in eval mode, on `data` variables made from them, in a fresh program; the result is pruned and written by
 `save_inference_model` (crash-safe, PaddlePaddle's layout) with the layer's own parameter
 values (those eager training or `set_state_dict` gave it; the global scope's for one trained
@@ -20,7 +21,10 @@ from __future__ import annotations
 import functools
 import inspect
 
+import numpy as np
+
 from keel.program import default, dygraph, unique_name
+from keel.program.dy2static import convert_function, converted_forward
 from keel.program.errors import OpError
 from keel.program.io.inference_model import load_inference_model, program_suffix, save_inference_model
 from keel.program.io.program_file import persistable_specs
@@ -62,7 +66,7 @@ def save(layer, path, input_spec=None, scope=None, format: str = "legacy") -> Pr
     specs = [s if isinstance(s, InputSpec) else InputSpec(s.shape, s.dtype, s.name) for s in input_spec]
     names = _argument_names(layer, len(specs))
     main, startup = Program(), Program()
-    with layer.mode(training=False), default.program_guard(main, startup):
+    with layer.mode(training=False), default.program_guard(main, startup), converted_forward(layer):
         feeds = [data(spec.name or names[i], spec.shape, spec.dtype) for i, spec in enumerate(specs)]
         outputs = flatten_outputs(layer(*feeds))
     if not outputs:
@@ -179,28 +183,67 @@ class TranslatedLayer(Layer):
 def run_ops_eagerly(block, env: dict, fetch_names, where: str):
     """Run a block's ops one by one on Tensors through the eager engine (recorded for
     backward): `env` maps the block's input and parameter names to Tensors; returns the
-    Tensors of `fetch_names`. For jit.load's layer and to_static's traced programs."""
+    Tensors of `fetch_names`. For jit.load's layer and to_static's traced programs.
+
+    Control flow runs as Python around the ops: a conditional_block's sub-block when its
+    condition holds, a while's sub-block while its condition does, select_input handing on
+    the taken branch's tensor; so backward differentiates the steps that ran (each write
+    of a variable is a new Tensor, as each step's value is its own). Gradient programs'
+    control-flow ops are refused."""
+    _run_block(block, env, where)
+    return [env[n] for n in fetch_names]
+
+
+def _run_block(block, env: dict, where: str) -> None:
     eager_block = dygraph.current_block()
+    program = block.program
     for op in block.ops:
         if op.type in ("feed", "fetch"):
             continue
+        missing = [n for n in op.input_arg_names if n not in env and n != "@EMPTY@"]
+        if op.type == "conditional_block":
+            if _holds(op, env):
+                _run_block(program.block(op.attr("sub_block")), env, where)
+            continue
+        if op.type == "while":
+            while _truth(env[op.input("Condition")[0]]):
+                _run_block(program.block(op.attr("sub_block")), env, where)
+            continue
+        if op.type == "select_input":
+            taken = int(np.asarray(env[op.input("Mask")[0]].numpy()).reshape(-1)[0])
+            env[op.output("Out")[0]] = env[op.input("X")[taken]]
+            continue
         if op.type in CONTROL_FLOW_OPS:
-            raise OpError(f"{where} holds control flow, which runs as a program, not op by op: call it on "
-                          "numpy arrays, or inside program_guard on Variables", op_type=op.type, callsite=op.callsite)
-        for name in op.output_arg_names:
-            if name not in env:
-                env[name] = eager_block.create_var(name, dtype=block.var(name).dtype)
+            raise OpError(f"{where} holds a gradient program's control flow, which runs as a program, not op by "
+                          "op: call it on numpy arrays, or inside program_guard on Variables", op_type=op.type,
+                          callsite=op.callsite)
+        if missing:
+            raise OpError(f"{where}: the op reads {missing}, which no input, parameter or earlier op gives",
+                          op_type=op.type, callsite=op.callsite)
+        inputs = {s: [env[n] for n in op.input(s)] for s in op.inputs}
+        for name in op.output_arg_names:   # a fresh Tensor per write, but a parameter's own (in place)
+            if name not in env or not env[name].persistable:
+                var = block.find_var(name)
+                env[name] = eager_block.create_var(name, dtype=var.dtype if var is not None else None)
         outputs = {s: [env[n] for n in op.output(s)] for s in op.outputs}
         for slot in op.opdef.outputs:  # outputs an inference file strips (dropout's Mask)
             if not outputs.get(slot.name) and not slot.dispensable:
                 outputs[slot.name] = [eager_block.create_var(slot.name)]
-        missing = [n for n in op.input_arg_names if n not in env]
-        if missing:
-            raise OpError(f"{where}: the op reads {missing}, which no input, parameter or earlier op gives",
-                          op_type=op.type, callsite=op.callsite)
-        eager_block.append_op(op.type, {s: [env[n] for n in op.input(s)] for s in op.inputs}, outputs,
+        eager_block.append_op(op.type, inputs, outputs,
                               {k: v for k, v in op.attrs.items() if k not in _RECORDED_ATTRS})
-    return [env[n] for n in fetch_names]
+
+
+def _holds(op, env) -> bool:
+    """A conditional_block's condition: its one element (is_scalar_condition), else every
+    Cond tensor being non-empty (PaddlePaddle's rule)."""
+    conds = [env[n] for n in op.input("Cond")]
+    if op.attr("is_scalar_condition"):
+        return _truth(conds[0])
+    return all(c.size > 0 for c in conds)
+
+
+def _truth(tensor) -> bool:
+    return bool(np.asarray(tensor.numpy()).reshape(-1)[0])
 
 
 # attributes a file records about where an op came from, which running it does not read
@@ -238,12 +281,18 @@ class StaticFunction:
     the static program traced from the Python code for these input shapes and dtypes (and
     the layer's train/eval mode), traced once and cached, retraced for a new signature; the
     program's ops run through the eager engine, so gradients flow to the layer's parameters
-    as in eager mode. Called on Variables (inside program_guard) it is the plain function.
-    Python control flow on a tensor's value cannot be traced: the trace stops there with an
-    error naming the line and saying what to write (static.nn.cond, static.nn.while_loop)."""
+    as in eager mode. Called while a program is being built (inside program_guard, jit.save)
+    it appends the function's ops there.
+
+    The function is traced as dy2static converts it (program/dy2static): a Python if/while
+    whose condition is a tensor becomes cond/while_loop in the program, so each call takes
+    the branch and the number of steps its inputs' values ask for; one on Python values
+    stays Python. A construct that cannot be converted (a return or break under a
+    tensor-decided if/while) stops the trace with the line and what to write instead."""
 
     def __init__(self, function, input_spec=None, layer=None):
         self._function, self._layer = function, layer
+        self._converted = None
         self.input_spec = list(input_spec) if input_spec is not None else None
         self._programs: dict = {}
         functools.update_wrapper(self, function)
@@ -257,8 +306,17 @@ class StaticFunction:
             instance.__dict__[f"_static_{self._function.__name__}"] = bound
         return bound
 
+    @property
+    def converted(self):
+        """The function with its Python if/while on tensors converted (dy2static)."""
+        if self._converted is None:
+            self._converted = convert_function(self._function)
+        return self._converted
+
     def __call__(self, *args, **kwargs):
-        if kwargs or not args or not all(isinstance(a, Tensor) for a in args) or not dygraph.in_dynamic_mode():
+        if not dygraph.in_dynamic_mode():   # building a program (jit.save, program_guard)
+            return self.converted(*args, **kwargs)
+        if kwargs or not args or not all(isinstance(a, Tensor) for a in args):
             return self._function(*args, **kwargs)
         training = getattr(self._layer, "training", None)
         key = (tuple((tuple(a.shape), a.dtype) for a in args), training)
@@ -282,7 +340,7 @@ class StaticFunction:
         main, startup = Program(), Program()
         with default.program_guard(main, startup):
             feeds = [data(f"input_{i}", list(a.shape), a.dtype) for i, a in enumerate(args)]
-            result = self._function(*feeds)
+            result = self.converted(*feeds)
         outputs = flatten_outputs(result)
         if not outputs:
             raise ValueError("to_static: the function returned no tensors")

@@ -401,12 +401,12 @@ def _leaky_relu_v0(block, op) -> None:
             o.set_attr("op_callstack", callstack)
 
 
-_TYPED_VALUES = ("bool_values", "fp32_values", "int32_values", "int64_values", "fp64_values")
+_TYPED_VALUES = ("bool_values", "fp32_values", "int32_values", "int64_values", "fp64_values", "fp16_values")
 
 
-def _assign_value_v0(block, op) -> None:
-    """Version 1 replaced the per-type value lists (fp32_values, int32_values, ...) by one
-    generic `values` list (SCALARS)."""
+def _typed_values_to_generic(block, op) -> None:
+    """assign_value's version 1 and set_value's version 4 replaced the per-type value lists
+    (fp32_values, int32_values, ...) by one generic `values` list (SCALARS)."""
     data = []
     for name in _TYPED_VALUES:
         if op.has_attr(name) and op.attr(name) and not data:
@@ -424,7 +424,12 @@ CHECKPOINTS: dict[str, tuple[Checkpoint, ...]] = {
     "leaky_relu": (Checkpoint(1, "out = x if x > 0 else alpha*x (was max(x, alpha*x))",
                               upgrade=_leaky_relu_v0),),
     "assign_value": (Checkpoint(1, "generic `values` replaced bool/fp32/int32/int64_values",
-                                upgrade=_assign_value_v0, by_content=True),),
+                                upgrade=_typed_values_to_generic, by_content=True),),
+    "set_value": (Checkpoint(1, "added steps and the Starts/Ends/StepsTensorList inputs", {"steps": []}),
+                  Checkpoint(2, "added decrease_axes", {"decrease_axes": []}),
+                  Checkpoint(3, "added none_axes", {"none_axes": []}),
+                  Checkpoint(4, "generic `values` replaced bool/fp32/int32/int64/fp64/fp16_values",
+                             upgrade=_typed_values_to_generic, by_content=True)),
     "softplus": (Checkpoint(1, "added beta and threshold (1.0 and 20.0 keep the old formula)",
                             {"beta": 1.0, "threshold": 20.0}),),
     "linspace": (Checkpoint(1, "added dtype (float32 before)", {"dtype": 5}),),

@@ -242,6 +242,27 @@ class Tensor(Variable):
         self._value = array
         self._version += 1
 
+    def __setitem__(self, item, value) -> None:
+        """`x[index] = value` in place, as PaddlePaddle's eager Tensor: a set_value op from
+        x's value before the write (moved to a Tensor of its own, which keeps x's place on
+        the tape) to x, so gradients flow through the write to what x was computed from and
+        to a Tensor value. x's version goes up: backward refuses an op that read x before
+        the write (its gradient would need the old value)."""
+        from keel.program.layers.indexing import setitem
+        engine = dygraph.engine()
+        if not self._stop_gradient and self._node is None and engine.grad_enabled:
+            raise RuntimeError(f"x[index] = value on {self.name}, a leaf tensor that needs a gradient: write "
+                               "it under keel.no_grad(), or into a copy (x = x.clone())")
+        before = Tensor.__new__(Tensor)
+        before.__dict__.update(self.__dict__)
+        before._hooks, before._retain_grad, before.grad = None, False, None
+        before._name = None
+        if self._node is not None:  # the op that computed x now computed `before`
+            for ts in self._node.outputs.values():
+                ts[:] = [before if t is self else t for t in ts]
+        setitem(before, item, value, output=self)
+        self._version += 1
+
     def _set_value_from_op(self, array) -> None:
         if isinstance(array, np.generic):  # a kernel's numpy scalar: a 0-d array, as the executor keeps it
             array = np.asarray(array)

@@ -220,8 +220,14 @@ class Variable:
 
     def __getitem__(self, item):
         """`x[1]`, `x[:, 1:3]`, `x[::2]`, `x[..., 0]`, `x[None]`: slice/strided_slice ops."""
-        from keel.program.layers.tensor import getitem
+        from keel.program.layers.indexing import getitem
         return getitem(self, item)
+
+    def __setitem__(self, item, value):
+        """`x[1] = 0`, `x[:, ::2] = y`, `x[..., -1] = v`: a set_value op writing x (the value
+        broadcast to the region)."""
+        from keel.program.layers.indexing import setitem
+        setitem(self, item, value)
 
     def __bool__(self):
         # A user's Python `if`/`while`/`and` on a variable while building a program would take
@@ -235,7 +241,8 @@ class Variable:
         raise ProgramError(f"the truth value of variable {self.name} is only known when the program runs"
                            f"{' (at ' + where + ')' if where else ''}: a Python if/while/and/or on it would pick "
                            "one branch now; write static.nn.cond(pred, true_fn, false_fn) or "
-                           "static.nn.while_loop(cond, body, vars), or test `is None` for an optional variable")
+                           "static.nn.while_loop(cond, body, vars) (jit.to_static converts a function's "
+                           "if/while into them), or test `is None` for an optional variable")
 
     def __iter__(self):
         # Without this, Python would iterate through __getitem__ forever on a -1 dim.

@@ -550,13 +550,23 @@ def test_to_static_runs_the_traced_program_with_gradients_and_retraces_per_shape
     np.testing.assert_allclose(loaded(x.numpy())[0], probs.numpy(), rtol=1e-6)
 
 
-def test_to_static_stops_at_python_control_flow_on_a_tensor_and_says_what_to_write():
+def test_to_static_converts_python_control_flow_on_a_tensor_and_stops_where_it_cannot():
     def gate(x):
         if pg.mean(x) > 0:
             return x * 2
         return x
-    converted = paddle.jit.to_static(gate)
-    with pytest.raises(pg.ProgramError, match=r"static.nn.cond") as e:
-        converted(paddle.to_tensor([1.0, 2.0]))
-    assert "test_eager.py" in str(e.value) and "if pg.mean(x) > 0" in str(e.value)
+
+    def first_big(x):
+        i = paddle.zeros([1], dtype="int64")
+        while i < 3:
+            if x[0] > 1:
+                return i
+            i = i + 1
+        return i
+    converted = paddle.jit.to_static(gate)      # (tests/test_dy2static.py has the full set)
+    assert converted(paddle.to_tensor([1.0, 2.0])).numpy().tolist() == [2, 4]
+    assert converted(paddle.to_tensor([-1.0, -2.0])).numpy().tolist() == [-1, -2]
+    with pytest.raises(pg.ProgramError, match=r"return after the loop") as e:
+        paddle.jit.to_static(first_big)(paddle.to_tensor([1.0, 2.0]))
+    assert "test_eager.py" in str(e.value) and "while i < 3" in str(e.value)
     assert gate(paddle.to_tensor([1.0, 2.0])).numpy().tolist() == [2, 4]      # eagerly, it runs

@@ -404,6 +404,29 @@ def test_leaky_relu_before_version_1_computes_max(version, alpha):
     assert bool(program.upgrade_notes) == (version == 0 and not 0 <= alpha <= 1)
 
 
+def test_set_value_written_at_version_3_with_typed_lists_runs():
+    """PaddlePaddle 2.x wrote set_value's value as fp32_values (and int32_values, ...);
+    version 4 replaced them by `values`."""
+    main = Program()
+    blk = main.global_block()
+    x = blk.create_var("x", [2, 3], "float32", need_check_feed=True)
+    out = blk.create_var("out", [2, 3], "float32")
+    blk.append_op("set_value", {"Input": [x]}, {"Out": [out]},
+                  {"axes": [1], "starts": [0], "ends": [3], "steps": [2], "shape": [1], "dtype": 5})
+    desc = main.to_desc()
+    op = desc.blocks[0].ops[0]
+    del op.attrs[[a.name for a in op.attrs].index("values")]
+    _attr(op, "fp32_values", A.FLOATS, [7.5])
+    _attr(op, "int32_values", A.INTS, [])
+    for pair in desc.op_version_map.pair:
+        if pair.op_name == "set_value":
+            pair.op_version.version = 3
+    program = Program.parse_from_string(desc.SerializeToString())
+    assert not program.global_block().ops[0].has_attr("fp32_values")
+    (got,) = Executor().run(program, feed={"x": np.zeros((2, 3), np.float32)}, fetch_list=["out"], scope=Scope())
+    np.testing.assert_array_equal(got, [[7.5, 0, 7.5], [7.5, 0, 7.5]])
+
+
 def test_assign_value_typed_lists_and_linspace_without_dtype():
     main = Program()
     blk = main.global_block()

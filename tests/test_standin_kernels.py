@@ -45,6 +45,7 @@ import test_grad_manip
 import test_grad_math
 import test_grad_nn
 import test_grad_rnn
+import test_grad_set_value
 import test_grad_sum_paths
 import test_grad_tensor
 import test_grad_vision
@@ -72,10 +73,10 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_conv_grad_paths, test_fuse_conv, test_kernels_control_flow, test_grad_collective,
                        test_grad_sum_paths, test_kernel_plans, test_kernels_adam_chunked, test_kernels_in_place,
                        test_fused_conv_plans, test_kernels_rows, test_grad_added_ops, test_kernels_lars_momentum,
-                       test_kernels_multiclass_nms]
+                       test_kernels_multiclass_nms, test_grad_set_value]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
-                test_grad_collective, test_grad_added_ops]
+                test_grad_collective, test_grad_added_ops, test_grad_set_value]
 
 # Kernels that never run on the device here, and why.
 _NO_NCCL = ("communicates through NCCL, which has no stand-in: on a device it is untested without a GPU "
@@ -102,7 +103,7 @@ READS_BACK = {
                      "reduce_any", "reshape2", "scale", "slice", "slice_grad", "split", "strided_slice",
                      "strided_slice_grad", "tile", "top_k_v2", "uniform_random", "unsqueeze2", "affine_grid",
                      "roll", "roll_grad", "update_loss_scaling", "linear_interp_v2", "linear_interp_v2_grad",
-                     "trilinear_interp_v2", "trilinear_interp_v2_grad", "nearest_interp", "nearest_interp_grad"],
+                     "trilinear_interp_v2", "trilinear_interp_v2_grad", "nearest_interp", "nearest_interp_grad", "set_value", "set_value_grad"],
                     _ATTRIBUTE_TENSOR),
     "where_index": "its output's shape is the number of true elements",
     **dict.fromkeys(["select_input", "write_to_array", "read_from_array"],

@@ -1,5 +1,5 @@
 """Tensor layers: creating tensors from constants, reshaping and reordering, joining and
-splitting, slicing and indexing (also behind `Variable.__getitem__`), broadcasting.
+splitting, slicing (indexing, `x[...]`, is program/layers/indexing.py), broadcasting.
 
 Each layer appends the op PaddlePaddle's static-graph API appends, with the same
 attributes, and names its outputs `<layer>_N.tmp_K`."""
@@ -486,70 +486,3 @@ def pad(x, paddings, pad_value=0.0, name=None):
     return out
 
 
-# -- Variable.__getitem__ ------------------------------------------------------------------------
-def getitem(x, item):
-    """x[item] for ints, slices (steps too), None and Ellipsis, as PaddlePaddle's static
-    graph does it: one `slice` op (a `strided_slice` when a step is not 1), ints dropping
-    their dim through decrease_axis, then `unsqueeze2` for the None entries. A 1-D int
-    Variable index gathers along dim 0."""
-    if isinstance(item, Variable):
-        return gather(x, item)
-    items = list(item) if isinstance(item, tuple) else [item]
-    n_ellipsis = builtins.sum(1 for it in items if it is Ellipsis)
-    if n_ellipsis > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    used = builtins.sum(1 for it in items if it is not None and it is not Ellipsis)
-    if used > x.ndim:
-        raise IndexError(f"too many indices for {x.name} {x.type_string()}: {used} given")
-    if n_ellipsis:
-        at = items.index(Ellipsis)
-        items[at:at + 1] = [builtins.slice(None)] * (x.ndim - used)
-    axes, starts, ends, steps, decrease, new_dims = [], [], [], [], [], []
-    dim = out_dim = 0
-    for it in items:
-        if it is None:
-            new_dims.append(out_dim)
-            out_dim += 1
-            continue
-        if isinstance(it, (bool, np.bool_)) or not (isinstance(it, (int, np.integer, builtins.slice))):
-            raise TypeError(f"unsupported index {it!r} for {x.name}: use ints, slices, None, "
-                            "... or a 1-D int Variable")
-        size = x.shape[dim]
-        if isinstance(it, builtins.slice):
-            step = 1 if it.step is None else int(it.step)
-            if step == 0:
-                raise ValueError("slice step cannot be zero")
-            if it.start is None and it.stop is None and step == 1:
-                dim += 1
-                out_dim += 1
-                continue
-            if step > 0:
-                start = 0 if it.start is None else int(it.start)
-                stop = INT_MAX if it.stop is None else int(it.stop)
-            else:
-                start = INT_MAX if it.start is None else int(it.start)
-                stop = -INT_MAX if it.stop is None else int(it.stop)
-            axes.append(dim), starts.append(start), ends.append(stop), steps.append(step)
-            out_dim += 1
-        else:
-            i = int(it)
-            if size >= 0 and not -size <= i < size:
-                raise IndexError(f"index {i} is out of range for dim {dim} of {x.name} "
-                                 f"{x.type_string()}")
-            axes.append(dim), starts.append(i), ends.append(i + 1 if i != -1 else INT_MAX)
-            steps.append(1), decrease.append(dim)
-        dim += 1
-    out = x
-    if axes:
-        strided = any(s != 1 for s in steps)
-        op_type = "strided_slice" if strided else "slice"
-        block = x.block.program.current_block()
-        out = block.create_var(unique_name.generate(f"{x.name}_{op_type}"), (), x.dtype)
-        attrs = {"axes": axes, "starts": starts, "ends": ends, "infer_flags": [1] * len(axes),
-                 "decrease_axis": decrease}
-        if strided:
-            attrs["strides"] = steps
-        block.append_op(op_type, {"Input": x}, {"Out": out}, attrs)
-    if new_dims:
-        out = unsqueeze(out, new_dims)
-    return out

@@ -151,6 +151,13 @@ ROWS: dict[str, Row] = {
                                                  Fold("ends", tensor="EndsTensor", tensors="EndsTensorList"),
                                                  Fold("strides", tensor="StridesTensor",
                                                       tensors="StridesTensorList"))),
+    # x[index] = value (set_value_ writes x in place; its value is the `values` attribute, or a tensor)
+    **{name: Row("set_value", ("Input", *(("ValueTensor",) if "tensor" in name else ()),
+                               Fold("starts", tensors="StartsTensorList"), Fold("ends", tensors="EndsTensorList"),
+                               Fold("steps", tensors="StepsTensorList")),
+                 inplace={"Out": "Input"} if name.endswith("_") else {}, derive=("value_dtype",))
+       for name in ("pd_op.set_value", "pd_op.set_value_", "pd_op.set_value_with_tensor",
+                    "pd_op.set_value_with_tensor_")},
     "pd_op.tile": Row("tile", ("X", Fold("repeat_times", tensor="RepeatTimes", tensors="repeat_times_tensor"))),
     "pd_op.expand": Row("expand_v2", ("X", Fold("shape", tensor="Shape", tensors="expand_shapes_tensor",
                                                 unknown=-2))),

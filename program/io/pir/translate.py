@@ -290,7 +290,12 @@ def _reduce_all(tr, block, op, ins, attrs):
         attrs["out_dtype"] = -1
 
 
-_DERIVE = {"in_dtype": _in_dtype, "reduce_all": _reduce_all}
+def _value_dtype(tr, block, op, ins, attrs):
+    """set_value's `dtype` (of its `values`): PIR's values are the input's dtype."""
+    attrs["dtype"] = block.var(ins["Input"][0]).dtype
+
+
+_DERIVE = {"in_dtype": _in_dtype, "reduce_all": _reduce_all, "value_dtype": _value_dtype}
 
 
 def translate(pir: schema.PirProgram, source: str) -> Program:
