@@ -38,13 +38,16 @@ class Executor:
     times every op: `last_profile` then holds the last run's [(op index, op type, seconds)].
     `profiler=Profiler()` records every run into that Profiler (executor/profiler.py: tables
     per op type and per op, Chrome traces); a started Profiler records every executor's.
+    `reuse_buffers=False` gives every op's result a new buffer (by default an op may write
+    into an input that dies with it: executor/plan.py `donated`).
     `plan_source` shows the Python function a block runs as."""
 
     def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
                  seed: int | None = None, keep_intermediates: bool = False, profile: bool = False,
-                 profiler=None):
+                 profiler=None, reuse_buffers: bool = True):
         tune_malloc()  # freed arrays stay mapped for the next step (executor/memory.py)
         self.keep_intermediates = keep_intermediates
+        self.reuse_buffers = reuse_buffers
         self.place = place or CPUPlace()
         self.xp = self.place.xp
         self._device_context = self.place.device_context  # bound once; a shared no-op on CPUPlace
@@ -247,7 +250,8 @@ class Executor:
             if self.rng is None:
                 self.random_state(program)
             plan = compile_plan(program, block_idx, feed.keys(), fetch_names, self.xp, self.rng,
-                                free_intermediates=not self.keep_intermediates)
+                                free_intermediates=not self.keep_intermediates,
+                                reuse_buffers=self.reuse_buffers)
             entry[2][key] = plan
         return plan
 

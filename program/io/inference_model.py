@@ -202,16 +202,21 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, p
     if missing:
         raise ProgramError(f"save_inference_model: no value in the scope for parameter(s) {missing}; "
                            "run the startup program (or load a checkpoint) first")
-    model_file, params_file = prefix + ".pdmodel", prefix + ".pdiparams"
-    with FileSet([model_file, params_file]) as files:  # the old pair or the new, never a mix
-        if params:
-            values = {n: _host(scope.get(n)) for n in params}
-            save_params(infer, values, files.temp(params_file))
-        else:
-            files.remove(params_file)  # a parameter-free model has no params file (as in Paddle)
-        atomic_write(files.temp(model_file), infer.serialize_to_string())
-        files.commit()
+    save_model_pair(infer, {n: _host(scope.get(n)) for n in params}, prefix + ".pdmodel", prefix + ".pdiparams")
     return infer
+
+
+def save_model_pair(program: Program, values, model_file: str, params_file: str) -> None:
+    """Write `program` and the values of its persistable variables as one pair: the old
+    pair or the new, never a mix (atomic.FileSet). A parameter-free program has no params
+    file (as in PaddlePaddle)."""
+    with FileSet([model_file, params_file]) as files:
+        if persistable_specs(program):
+            save_params(program, values, files.temp(params_file))
+        else:
+            files.remove(params_file)
+        atomic_write(files.temp(model_file), program.serialize_to_string())
+        files.commit()
 
 
 def load_inference_model(path_prefix, executor=None, *, scope=None, model_filename=None,
