@@ -23,6 +23,7 @@ import numpy as np
 
 from keel.executor.kernel_call import bind
 from keel.executor.random_state import RandomState
+from keel.executor.place import default_place
 from keel.program import attrs as attr_codec, callsite, dtypes, dygraph
 from keel.program.amp.eager import cast_inputs
 from keel.program.backward import EMPTY, GradNames, _make_default
@@ -644,7 +645,8 @@ def set_grad_enabled(mode: bool):
 
 def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tensor:
     """paddle.to_tensor: a Tensor of `data` (a number, list, numpy array or Tensor); floats
-    default to float32 and ints to int64, as PaddlePaddle's."""
+    default to float32 and ints to int64, as PaddlePaddle's. `place`: CPUPlace() or
+    CUDAPlace(i); by default the one `set_device` chose."""
     if isinstance(data, Tensor):
         array = data.value
     else:
@@ -658,6 +660,8 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
         array = array.astype(dtypes.to_numpy(dtypes.to_code(dtype)))    # a copy
     elif array is data or isinstance(data, Tensor):
         array = array.copy()                                            # never the caller's buffer
-    if place is not None and place.xp() is not np:
-        array = place.xp().asarray(array)
+    place = place if place is not None else default_place()   # set_device's, else the CPU
+    if place.xp is not np:
+        with place.device_context():
+            array = place.xp.asarray(array)
     return Tensor(array, stop_gradient=stop_gradient)

@@ -12,7 +12,7 @@ from keel.executor import feeds
 from keel.executor import profiler as profiling
 from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.memory import tune_malloc
-from keel.executor.place import CPUPlace
+from keel.executor.place import default_place
 from keel.executor.plan import compile_plan, generate
 from keel.executor.random_state import RandomState
 from keel.executor.scope import global_scope
@@ -22,7 +22,8 @@ from keel.program.variable import Variable
 
 
 class Executor:
-    """Run programs on a place (CPUPlace(), or CUDAPlace(i) where cupy and a GPU exist).
+    """Run programs on a place (CPUPlace(), or CUDAPlace(i) where cupy and a GPU exist; by
+    default the one `set_device` chose, else the CPU).
 
     `run` compiles (program, block, feed names, fetch names) once into a plan and caches it
     until the program changes. `num_threads` > 1 runs independent ops concurrently on a
@@ -48,7 +49,7 @@ class Executor:
         tune_malloc()  # freed arrays stay mapped for the next step (executor/memory.py)
         self.keep_intermediates = keep_intermediates
         self.reuse_buffers = reuse_buffers
-        self.place = place or CPUPlace()
+        self.place = place or default_place()  # set_device's, else the CPU
         self.xp = self.place.xp
         self._device_context = self.place.device_context  # bound once; a shared no-op on CPUPlace
         self.num_threads = int(num_threads)

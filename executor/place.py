@@ -58,3 +58,52 @@ class CUDAPlace:
         return isinstance(other, CUDAPlace) and other.device_id == self.device_id
 
     __hash__ = object.__hash__
+
+
+# -- the default place: paddle.set_device / paddle.get_device ----------------------------------
+_default_place = None  # None: CPUPlace()
+
+
+def default_place():
+    """The place `Executor()` and `to_tensor` use when given none (`set_device`)."""
+    return _default_place or CPUPlace()
+
+
+def set_device(device: str):
+    """PaddlePaddle's `paddle.set_device`: "cpu", "gpu" (GPU 0) or "gpu:N" becomes the place
+    `Executor()` and `to_tensor` use when given none; returns that place. A GPU needs cupy
+    and that device: a ValueError says which is missing."""
+    from keel.kernels.array_module import cupy_available
+    text = str(device).strip().lower()
+    if text == "cpu":
+        place = CPUPlace()
+    elif text in ("gpu", "cuda") or text.startswith(("gpu:", "cuda:")):
+        _, _, index = text.partition(":")
+        if index and not index.isdigit():
+            raise ValueError(f"set_device({device!r}): the GPU index must be a number, as in 'gpu:0'")
+        place = CUDAPlace(int(index or 0))
+        count = device_count() if cupy_available() else 0
+        if place.device_id >= count:
+            raise ValueError(f"set_device({device!r}): Keel finds {count} usable CUDA device(s) (a GPU needs "
+                             f'cupy and a driver: pip install -e ".[gpu]" in the Keel checkout)')
+    else:
+        raise ValueError(f"set_device({device!r}): expected 'cpu', 'gpu' or 'gpu:N' (Keel runs on CPUs and, "
+                         f"through cupy, CUDA GPUs)")
+    global _default_place
+    _default_place = place
+    return place
+
+
+def get_device() -> str:
+    """"cpu" or "gpu:N": the default place `set_device` chose."""
+    place = default_place()
+    return "cpu" if place.device == "cpu" else f"gpu:{place.device_id}"
+
+
+def device_count() -> int:
+    """How many CUDA devices cupy finds (0 without cupy or a driver)."""
+    try:
+        import cupy
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no cupy, no driver, or no device
+        return 0

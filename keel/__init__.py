@@ -35,11 +35,16 @@ from keel.hapi import metrics as metric  # noqa: F401
 from keel import distributed  # noqa: F401,E402  (paddle.distributed: init_parallel_env, fleet, ...; mpi4py only when used)
 
 from keel.program import vision  # noqa: E402,F401
+from keel import device, utils, version  # noqa: E402,F401  (paddle.device, paddle.utils.run_check, paddle.version)
+from keel.device import get_device, is_compiled_with_cuda, set_device  # noqa: E402,F401
+from keel.executor.flags import get_flags, set_flags  # noqa: E402,F401
+from keel.hapi.flops import flops  # noqa: E402,F401
+from keel.hapi.model_summary import summary  # noqa: E402,F401
 
 # `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
 # packages' own modules under a second name (the same objects, not copies)
 for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
                        "regularizer": regularizer, "vision": vision, "inference": inference,
-                       "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
+                       "metric": metric, "callbacks": callbacks, "optimizer.lr": lr, "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module

@@ -320,3 +320,61 @@ def test_convert_to_mixed_precision_writes_a_float16_pair(tmp_path):
     np.testing.assert_allclose(got, io["out:0"], rtol=2e-2, atol=2e-2)
     with pytest.raises(NotImplementedError, match="Int8"):
         inference.convert_to_mixed_precision(MLP + ".pdmodel", MLP + ".pdiparams", "a", "b", PrecisionType.Int8)
+
+
+# -- PaddlePaddle's documented inference script, its import line changed ----------------------------
+TUTORIAL = '''
+import numpy as np
+import keel.inference as paddle_infer      # was: import paddle.inference as paddle_infer
+
+
+def main(model_file, params_file):
+    config = paddle_infer.Config(model_file, params_file)
+    config.enable_use_gpu(1000, 0)
+    config.enable_tensorrt_engine(workspace_size=1 << 30, max_batch_size=1, min_subgraph_size=3,
+                                  precision_mode=paddle_infer.PrecisionType.Half,
+                                  use_static=False, use_calib_mode=False)
+    config.enable_memory_optim()
+    config.switch_ir_optim(True)
+    config.disable_glog_info()
+    print(config.summary())
+    predictor = paddle_infer.create_predictor(config)
+    input_names = predictor.get_input_names()
+    input_handle = predictor.get_input_handle(input_names[0])
+    fake_input = np.random.randn(2, 3, 32, 32).astype("float32")
+    input_handle.reshape([2, 3, 32, 32])
+    input_handle.copy_from_cpu(fake_input)
+    predictor.run()
+    output_names = predictor.get_output_names()
+    output_handle = predictor.get_output_handle(output_names[0])
+    output_data = output_handle.copy_to_cpu()
+    print("Output data size is {}".format(output_data.size))
+    print("Output data shape is {}".format(output_data.shape))
+    return fake_input, output_data
+'''
+
+
+def _run_tutorial():
+    namespace = {}
+    exec(compile(TUTORIAL, "paddle_inference_tutorial.py", "exec"), namespace)  # noqa: S102
+    model = FIXTURES / "paddle" / "mobilenet_v2"
+    return namespace["main"](f"{model}.pdmodel", f"{model}.pdiparams")
+
+
+def test_inference_tutorial_without_a_gpu_runs_float32_on_the_cpu(capsys):
+    with pytest.warns(RuntimeWarning, match=r"enable_tensorrt_engine\(\) \(GPU 0, Half\)"):
+        x, out = _run_tutorial()
+    printed = capsys.readouterr().out
+    assert "| use_tensorrt " in printed and "Output data shape is (2, 10)" in printed
+    want, = create_predictor(Config(str(FIXTURES / "paddle" / "mobilenet_v2"))).run([x])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+def test_inference_tutorial_on_keels_gpu_path_runs_float16(fake_cupy, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, out = _run_tutorial()
+    assert "GPU 0 through Keel's GPU path" in capsys.readouterr().out
+    want, = create_predictor(Config(str(FIXTURES / "paddle" / "mobilenet_v2"))).run([x])
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, want, rtol=5e-2, atol=5e-2 * float(np.abs(want).max()))
