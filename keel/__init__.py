@@ -26,7 +26,7 @@ from keel.program import *  # noqa: F401,F403  (Program, data, nn, io, jit, stat
 # The star import copied keel.program's module `program` (where Program is defined) over the
 # package's own name here: put the package back, before anything below imports keel.program.
 program = _sys.modules["keel.program"]
-from keel.program import incubate, io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
+from keel.program import incubate, io, jit, linalg, lr, nn, optimizer, regularizer, static  # noqa: F401
 from keel.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
 from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
 from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor  # noqa: F401
@@ -45,6 +45,7 @@ from keel.hapi.model_summary import summary  # noqa: E402,F401
 # packages' own modules under a second name (the same objects, not copies)
 for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
                        "regularizer": regularizer, "vision": vision, "inference": inference,
-                       "metric": metric, "callbacks": callbacks, "optimizer.lr": lr, "static.amp": static.amp, "incubate": incubate,
+                       "metric": metric, "callbacks": callbacks, "optimizer.lr": lr, "linalg": linalg,
+                       "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
