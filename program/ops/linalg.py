@@ -1,6 +1,7 @@
 """Linear algebra ops on (batches of) matrices, PaddlePaddle's legacy ops: inverse,
 determinant, solve, svd, qr, cholesky, eigh. Each takes [..., m, n] with any leading batch
-dimensions; float32 or float64. Kernels: kernels/linalg.py."""
+dimensions; float32 or float64 (complex inputs, which PaddlePaddle's CPU kernels also
+take, are refused when the program is built). Kernels: kernels/linalg.py."""
 from __future__ import annotations
 
 from keel.program import dtypes
@@ -16,8 +17,8 @@ def _matrix(ctx, slot, square=True):
         ctx.fail(f"{slot} must be a matrix or a batch of matrices ([..., m, n]), got {x}")
     if square and not dims_match(x.shape[-1], x.shape[-2]):
         ctx.fail(f"{slot} must be square in its last two dimensions, got {x}")
-    if dtypes.name(x.dtype) not in ("float32", "float64"):
-        ctx.fail(f"{slot} must be float32 or float64, got {x}")
+    if dtypes.name(x.dtype) not in ("float32", "float64"):   # real LAPACK kernels only
+        ctx.dtype_fail(f"{slot} must be float32 or float64, got {x}")
     return x
 
 
