@@ -46,7 +46,7 @@ from keel.executor.scope import Scope
 from keel.program import dtypes
 from keel.program.errors import KeelError
 from keel.program.io.inference_model import load_inference_model, save_model_pair
-from keel.program.io.program_file import model_files, persistable_specs
+from keel.program.io.program_file import persistable_specs
 from keel.program.passes import DEFAULT_KEEP_FP32, optimize_inference
 
 

@@ -215,6 +215,7 @@ class Config:
         self._memory_pool_init_size_mb = 100   # PaddlePaddle's default
         self._precision = PrecisionType.Float32
         self._tensorrt: dict | None = None      # enable_tensorrt_engine's arguments
+        self._gpu_fallback: str | None = None   # why a GPU request runs on the CPU (set by _place)
         self._low_precision_io = False
         self._memory_optim = False
         self._cpu_math_threads = 1
@@ -415,7 +416,7 @@ class Config:
 
     def _run_precision(self) -> PrecisionType:
         """The precision that runs: Float32 when a GPU request fell back to the CPU."""
-        return PrecisionType.Float32 if getattr(self, "_gpu_fallback", None) else self._precision
+        return PrecisionType.Float32 if self._gpu_fallback else self._precision
 
     def _gpu_request(self) -> str:
         what = "enable_tensorrt_engine" if self._tensorrt is not None else "enable_use_gpu"

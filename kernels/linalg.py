@@ -155,7 +155,7 @@ def qr_grad(xp, x, q, r, dq, dr, *, mode="reduced"):
                              f"([{m}, {n}]); use mode='reduced'")
         return _qr_grad_tall(xp, q, r, dq, dr)
     # m < n: X = [A | B] with A square; A = Q R_A, B = Q R_B
-    ra, rb = r[..., :, :m], r[..., :, m:]
+    ra = r[..., :, :m]
     dra, drb = dr[..., :, :m], dr[..., :, m:]
     dq_a = dq + x[..., :, m:] @ _t(drb)
     da = _qr_grad_tall(xp, q, ra, dq_a, dra)
