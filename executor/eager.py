@@ -232,6 +232,10 @@ class Engine:
             raise _op_error(op_type, ins, e) from e
         if call.single_output:
             result = (result,)
+        if first is None and default_place().device != "cpu":
+            # an op of no input (a parameter's initializer, zeros, rand) runs on the CPU, the
+            # same random stream whatever the device, and its results go to set_device's place
+            result = _onto(default_place(), result)
         for (slot, duplicable), value in zip(call.out_plan, result):
             ts = outs.get(slot)
             if not ts or value is None:
@@ -641,6 +645,13 @@ def is_grad_enabled() -> bool:
 def set_grad_enabled(mode: bool):
     """`with keel.set_grad_enabled(False):` (a context manager, as PaddlePaddle's)."""
     return ENGINE.set_grad_enabled(mode)
+
+
+def _onto(place, values) -> tuple:
+    """Kernel results (arrays, lists of arrays, None) copied onto `place`'s device."""
+    with place.device_context():
+        return tuple(None if v is None else [place.xp.asarray(a) for a in v] if isinstance(v, list)
+                     else place.xp.asarray(v) for v in values)
 
 
 def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tensor:

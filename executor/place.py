@@ -65,7 +65,8 @@ _default_place = None  # None: CPUPlace()
 
 
 def default_place():
-    """The place `Executor()` and `to_tensor` use when given none (`set_device`)."""
+    """The place `Executor()` and `to_tensor` use when given none, and where eager ops of
+    no input (parameters' initializers, zeros, rand) put their results (`set_device`)."""
     return _default_place or CPUPlace()
 
 

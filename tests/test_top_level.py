@@ -92,6 +92,25 @@ def test_set_device_moves_executors_and_new_tensors(fake_cupy, cpu_default):
     assert Executor().place == CPUPlace() and isinstance(paddle.to_tensor([1.0]).value, np.ndarray)
 
 
+def test_eager_layers_made_after_set_device_train_there(fake_cupy, cpu_default):
+    """Parameters initialize on the CPU's random stream (the same values either way) and
+    live on the chosen device; the forward, backward and update run there."""
+    import cupy
+    paddle.seed(5)
+    want = paddle.nn.Linear(3, 2).weight.numpy()
+    paddle.set_device("gpu:0")
+    paddle.seed(5)
+    net = paddle.nn.Linear(3, 2)
+    assert isinstance(net.weight.value, cupy.ndarray)
+    np.testing.assert_array_equal(net.weight.numpy(), want)
+    opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=net.parameters())
+    net(paddle.to_tensor(np.ones((4, 3), "float32"))).sum().backward()
+    opt.step()
+    assert isinstance(net.weight.value, cupy.ndarray)
+    np.testing.assert_allclose(net.weight.numpy(), want - 0.1 * 4, rtol=1e-6)   # d sum(x W + b) / dW = 4
+    assert isinstance(paddle.zeros([2, 3]).value, cupy.ndarray)
+
+
 # -- flags ---------------------------------------------------------------------------------------
 def test_flags_are_keels_environment_variables(monkeypatch):
     for flag in paddle.executor.flags.FLAGS.values():
