@@ -486,6 +486,7 @@ class PassBuilder:
                                         if PADDLE_PASS_NAMES.get(n, n) != keel_name]
 
     def insert_pass(self, index: int, name: str) -> None:
+        """As append_pass: Keel's passes run in their one order, wherever a name is put."""
         self.append_pass(name)
 
     def append_analysis_pass(self, name: str) -> None:
