@@ -14,3 +14,8 @@ class ExecutionError(KeelError, RuntimeError):
 
 class NonFiniteError(ExecutionError):
     """The NaN/Inf check found a non-finite value; names the first op that produced one."""
+
+
+class LoopLimitError(KeelError, RuntimeError):
+    """A while loop ran more iterations than the executor's `max_loop_iterations` allows
+    (a bound for serving untrusted programs, whose loops may never end)."""

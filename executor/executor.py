@@ -41,11 +41,14 @@ class Executor:
     per op type and per op, Chrome traces); a started Profiler records every executor's.
     `reuse_buffers=False` gives every op's result a new buffer (by default an op may write
     into an input that dies with it: executor/plan.py `donated`).
-    `plan_source` shows the Python function a block runs as."""
+    `plan_source` shows the Python function a block runs as. `max_loop_iterations=n` stops
+    any `while` op that runs more than n iterations with an ExecutionError naming it (a
+    bound for serving programs from untrusted files; the default, None, is no limit, as in
+    PaddlePaddle)."""
 
     def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
                  seed: int | None = None, keep_intermediates: bool = False, profile: bool = False,
-                 profiler=None, reuse_buffers: bool = True):
+                 profiler=None, reuse_buffers: bool = True, max_loop_iterations: int | None = None):
         tune_malloc()  # freed arrays stay mapped for the next step (executor/memory.py)
         self.keep_intermediates = keep_intermediates
         self.reuse_buffers = reuse_buffers
@@ -58,6 +61,10 @@ class Executor:
         self.check_nan_inf = check_nan_inf
         self.profile, self.last_profile = profile, None
         self.profiler = profiler
+        if max_loop_iterations is not None and (isinstance(max_loop_iterations, bool)
+                                                or not isinstance(max_loop_iterations, int) or max_loop_iterations < 1):
+            raise ValueError(f"max_loop_iterations must be a positive int or None, got {max_loop_iterations!r}")
+        self.max_loop_iterations = max_loop_iterations
         self._seed = seed
         self.rng = None  # a RandomState, made on first run: seeded by `seed`, else the program's random_seed
         self._plans: dict = {}
@@ -154,7 +161,7 @@ class Executor:
         same settings, unprofiled: a control-flow op is timed as one."""
         profile = self.profile if profile is None else profile
         parallel = self._pool is not None and plan.has_parallel_levels
-        key = (self.check_nan_inf, profile, parallel)
+        key = (self.check_nan_inf, profile, parallel, self.max_loop_iterations)
         function = plan.functions.get(key)
         if function is None:
             def check(value, pos, j):
@@ -162,7 +169,7 @@ class Executor:
             function = plan.functions[key] = generate(
                 plan, check=check if self.check_nan_inf else None, profile=bool(profile),
                 shapes=profile == "shapes", pool=self._pool if parallel else None,
-                sub=lambda p: self._function(p, profile=False))
+                sub=lambda p: self._function(p, profile=False), max_loop_iterations=self.max_loop_iterations)
         return function
 
     def _run_plan(self, plan, program, feed, scope, return_numpy, check_feed=True):

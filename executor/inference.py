@@ -174,7 +174,8 @@ class Predictor:
         # config.enable_profile(): a Profiler recording every run (shared with the clones)
         self.profiler = _profiler or (Profiler() if config.profile_enabled() else None)
         self._executor = Executor(config._place(), num_threads=config.cpu_math_library_num_threads(),
-                                  profiler=self.profiler, reuse_buffers=config._memory_optim)
+                                  profiler=self.profiler, reuse_buffers=config._memory_optim,
+                                  max_loop_iterations=config.max_loop_iterations())
         self._report = None  # the inference passes' report, when they ran at load
         self._hooks = {"input": [], "output": []}  # register_input_hook / register_output_hook
         if _shared is None:

@@ -220,6 +220,7 @@ class Config:
         self._memory_optim = False
         self._cpu_math_threads = 1
         self._profile = False
+        self._max_loop_iterations = None
         self._fp32_ops: set[str] = set()       # exp_disable_mixed_precision_ops
         self._fp16_ops: set[str] = set()       # exp_enable_mixed_precision_ops
         self._recorded: dict = {}
@@ -311,6 +312,17 @@ class Config:
 
     def profile_enabled(self) -> bool:
         return self._profile
+
+    def set_max_loop_iterations(self, n: int | None) -> None:
+        """Stop any `while` of the model that runs more than `n` iterations, with an error
+        naming it (Keel's own switch, for serving untrusted files whose loops may never
+        end; default None: no limit, as in PaddlePaddle)."""
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"set_max_loop_iterations: need a positive int or None, got {n!r}")
+        self._max_loop_iterations = n
+
+    def max_loop_iterations(self) -> int | None:
+        return self._max_loop_iterations
 
     # -- devices and precision ----------------------------------------------------------------
     def enable_use_gpu(self, memory_pool_init_size_mb: int = 100, device_id: int = 0,

@@ -71,6 +71,7 @@ def summary_table(config) -> str:
                ("enable_profile", config.profile_enabled()),
                ("enable_log", not config.glog_info_disabled()),
                ("collect_shape_range_info", bool(rec.get("collect_shape_range_info"))),
+               ("max_loop_iterations", config.max_loop_iterations() or "-"),
                ("deleted_passes", ", ".join(deleted) or "-")]
     extra = sorted(k for k in rec if k not in _SHOWN)
     runtime += [(k, _cell(rec[k])) for k in extra]

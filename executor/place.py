@@ -60,6 +60,22 @@ class CUDAPlace:
     __hash__ = object.__hash__
 
 
+def place_of_device(device) -> CPUPlace | CUDAPlace:
+    """A place from PaddlePaddle's device names: "cpu", "gpu" (device 0), "gpu:N", or a
+    place itself."""
+    if isinstance(device, (CPUPlace, CUDAPlace)):
+        return device
+    text = str(device).strip().lower() if isinstance(device, str) else None
+    if text == "cpu":
+        return CPUPlace()
+    if text == "gpu":
+        return CUDAPlace(0)
+    if text and text.startswith("gpu:") and text[4:].isdigit():
+        return CUDAPlace(int(text[4:]))
+    raise ValueError(f"unknown device {device!r}: Keel runs on \"cpu\", \"gpu\" or \"gpu:N\" "
+                     "(or a CPUPlace / CUDAPlace)")
+
+
 # -- the default place: paddle.set_device / paddle.get_device ----------------------------------
 _default_place = None  # None: CPUPlace()
 
@@ -71,25 +87,13 @@ def default_place():
 
 
 def set_device(device: str):
-    """PaddlePaddle's `paddle.set_device`: "cpu", "gpu" (GPU 0) or "gpu:N" becomes the place
-    `Executor()` and `to_tensor` use when given none; returns that place. A GPU needs cupy
-    and that device: a ValueError says which is missing."""
-    from keel.kernels.array_module import cupy_available
-    text = str(device).strip().lower()
-    if text == "cpu":
-        place = CPUPlace()
-    elif text in ("gpu", "cuda") or text.startswith(("gpu:", "cuda:")):
-        _, _, index = text.partition(":")
-        if index and not index.isdigit():
-            raise ValueError(f"set_device({device!r}): the GPU index must be a number, as in 'gpu:0'")
-        place = CUDAPlace(int(index or 0))
-        count = device_count() if cupy_available() else 0
-        if place.device_id >= count:
-            raise ValueError(f"set_device({device!r}): Keel finds {count} usable CUDA device(s) (a GPU needs "
-                             f'cupy and a driver: pip install -e ".[gpu]" in the Keel checkout)')
-    else:
-        raise ValueError(f"set_device({device!r}): expected 'cpu', 'gpu' or 'gpu:N' (Keel runs on CPUs and, "
-                         f"through cupy, CUDA GPUs)")
+    """PaddlePaddle's `paddle.set_device`: "cpu", "gpu" (GPU 0) or "gpu:N" (or a place)
+    becomes the place `Executor()` and `to_tensor` use when given none; returns that place.
+    A GPU needs cupy and that device: a ValueError says how many devices there are."""
+    place = place_of_device(device)
+    if place.device != "cpu" and place.device_id >= device_count():
+        raise ValueError(f"set_device({device!r}): Keel finds {device_count()} usable CUDA device(s) (a GPU "
+                         f'needs cupy and a driver: pip install -e ".[gpu]" in the Keel checkout)')
     global _default_place
     _default_place = place
     return place

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from keel.executor import bf16
-from keel.executor.errors import ExecutionError, FeedError
+from keel.executor.errors import ExecutionError, FeedError, LoopLimitError
 from keel.executor.kernel_call import MissingKernelError, bind, specialize
 from keel.kernels.control_flow import sum_arrays
 from keel.kernels.registry import KEEPS_INPUTS, UfuncCall
@@ -165,14 +165,16 @@ class Function:
     subs: dict = field(default_factory=dict)  # code object -> (Plan, Function), sub-blocks at any depth
 
 
-def generate(plan, *, check=None, profile=False, shapes=False, pool=None, sub=None) -> Function:
+def generate(plan, *, check=None, profile=False, shapes=False, pool=None, sub=None,
+             max_loop_iterations=None) -> Function:
     """Write the plan's block as one Python function. Flags give the variants:
     `check(value, step position, write position)` called after each op (NaN/Inf check);
     `profile`: a clock reading after each op, returned with the values (a control-flow op
     is one reading); `shapes` (with `profile`): also each op's input shapes, read just
     before it runs, returned after the clock; `pool`: a ThreadPoolExecutor that runs each
     level's independent ops together; `sub(plan) -> Function`: the function of a
-    sub-block's plan (default: made here, without variants)."""
+    sub-block's plan (default: made here, without variants); `max_loop_iterations`: each
+    `while` counts its iterations and stops with LoopLimitError past that many."""
     sub = sub or generate
     subs: dict = {}
     names: dict[str, str] = {}   # variable name -> local
@@ -232,8 +234,13 @@ def generate(plan, *, check=None, profile=False, shapes=False, pool=None, sub=No
         otherwise = [f"    {local(n)} = {const(_zeros_like)}({local(x)})" for n, x in block.otherwise]
         record = ([f"{local(block.record)} = []"], [f"    {local(block.record)}.append(({args}, ))"]) \
             if block.record else ([], [])
-        return ([f"{local(n)} = None" for n in block.presets] + record[0]
-                + [f"{'while' if block.loop else 'if'} {test}:"] + record[1]
+        count = ([], [])
+        if block.loop and max_loop_iterations is not None:
+            counter, limit = f"n{len(lines)}", int(max_loop_iterations)  # an int of ours, never file text
+            count = ([f"{counter} = 0"], [f"    {counter} += 1",
+                                          f"    if {counter} > {limit}: {const(_loop_limit_reached)}({limit})"])
+        return ([f"{local(n)} = None" for n in block.presets] + record[0] + count[0]
+                + [f"{'while' if block.loop else 'if'} {test}:"] + record[1] + count[1]
                 + [f"    {results} = {const(function.run)}({args})"]
                 + (["else:"] + otherwise if otherwise else []))
 
@@ -335,6 +342,11 @@ def _submit_in_context(pool, fn, *args, **kwargs):
     """pool.submit with the caller's context (numpy's errstate lives in a contextvar: a
     plan run with its floating-point warnings off keeps them off in the pool's threads)."""
     return pool.submit(contextvars.copy_context().run, fn, *args, **kwargs)
+
+
+def _loop_limit_reached(limit):
+    raise LoopLimitError(f"the loop did not end within {limit} iterations (the executor's max_loop_iterations; "
+                         f"raise it, or None for no limit, if the program's loop is meant to run longer)")
 
 
 def _holds(cond) -> bool:

@@ -218,6 +218,37 @@ def test_a_loop_that_never_updates_its_condition_is_refused():
         _run(main, {}, [i])
 
 
+def test_max_loop_iterations_stops_a_loop_that_runs_past_it_and_names_the_while():
+    main, x, n, i, y = _power_program()
+    xv = np.ones((1, 3), np.float32)
+    got_i, = _run(main, {"x": xv, "n": np.array([7])}, [i], max_loop_iterations=7)  # exactly the bound: runs
+    assert got_i.tolist() == [7]
+    with pytest.raises(ExecutionError, match=r"while \(op \d+\).*did not end within 6 iterations") as info:
+        _run(main, {"x": xv, "n": np.array([7])}, [i], max_loop_iterations=6)
+    assert "test_control_flow.py" in str(info.value)  # the user's line that built the loop
+    assert isinstance(info.value.__cause__, KeelError)
+    for bad in (0, -1, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="max_loop_iterations"):
+            Executor(max_loop_iterations=bad)
+
+
+def test_config_set_max_loop_iterations_bounds_a_served_model(tmp_path):
+    main, x, n, i, y = _power_program()
+    exe = Executor()
+    pg.io.save_inference_model(str(tmp_path / "power"), [x, n], [y], exe, program=main, scope=Scope())
+    config = inference.Config(str(tmp_path / "power"))
+    assert config.max_loop_iterations() is None
+    config.set_max_loop_iterations(3)
+    predictor = inference.create_predictor(config)
+    xv = np.full((1, 3), 2.0, np.float32)
+    out, = predictor.run([xv, np.array([3])])
+    np.testing.assert_array_equal(out, xv ** 3)
+    with pytest.raises(ExecutionError, match="did not end within 3 iterations"):
+        predictor.run([xv, np.array([4])])
+    with pytest.raises(ValueError, match="set_max_loop_iterations"):
+        config.set_max_loop_iterations(0)
+
+
 def test_block_tree_is_checked_at_load():
     main, *_ = _power_program()
     desc = main.to_desc()

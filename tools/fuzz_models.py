@@ -32,7 +32,10 @@ traceback and `--save-dir` writes its files.
 
 Workers run with KEEL_MAX_TENSOR_BYTES=256 MiB unless the environment sets it (Keel's
 load-time limit on a tensor an attribute sizes; SECURITY.md) and --memory-mb of address
-space. Exit status 1 when any case ends raw, hang, oom or crash.
+space, and run programs with a bound of LOOP_LIMIT iterations per while loop (a mutated loop
+condition may never turn false: a server taking untrusted files sets
+`Config.set_max_loop_iterations` the same way). Exit status 1 when any case ends raw, hang,
+oom or crash.
 """
 from __future__ import annotations
 
@@ -64,6 +67,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FIXTURES = ROOT / "tests" / "fixtures" / "paddle"
 BAD = ("raw", "hang", "oom", "crash")
+LOOP_LIMIT = 10_000  # the corpus's loops run at most a few dozen iterations
 OUTCOMES = ("ran", "clean", "wrapped") + BAD
 
 # Values that find edge cases: zero, negatives, -1 (unknown), the int32 edges, huge sizes.
@@ -832,7 +836,7 @@ def run_case(case: dict, workdir: Path) -> str:
         from keel.executor import Executor, Scope
         main = pg.Program.parse_from_string(case["model"], source="mutated training program")
         startup = pg.Program.parse_from_string(base["startup"])
-        exe, scope = Executor(seed=1), Scope()
+        exe, scope = Executor(seed=1, max_loop_iterations=LOOP_LIMIT), Scope()
         exe.run(startup, scope=scope)
         block = main.global_block()
         feed = {k: v for k, v in base["inputs"].items() if block.find_var(k) is not None}
@@ -848,6 +852,7 @@ def run_case(case: dict, workdir: Path) -> str:
         params.write_bytes(case["params"])
     config = Config(str(model), str(params) if params else None)
     config.switch_ir_optim(case["ir_optim"])
+    config.set_max_loop_iterations(LOOP_LIMIT)
     predictor = create_predictor(config)
     arrays = _inputs_for(predictor, base["inputs"])
     if arrays is not None:
