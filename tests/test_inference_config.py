@@ -144,7 +144,16 @@ def test_memory_optim_lets_ops_write_into_dying_inputs(tmp_path):
     got, peak_reuse = peak_bytes(reuse.run, [x])
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_allclose(want[0], np.tanh(np.exp(np.maximum(0.5 * x - 0.1, 0))), rtol=1e-6)
-    assert peak_reuse + x.nbytes <= peak_plain   # at least one intermediate buffer fewer
+    donating = [[step.op.type for step in _plan(p).steps if step.clobbers] for p in (plain, reuse)]
+    assert donating == [[], ["relu", "exp", "tanh"]]   # each writes into its input, which dies there
+    assert peak_reuse + x.nbytes <= peak_plain, (peak_reuse, peak_plain)   # an intermediate buffer fewer
+
+
+def _plan(predictor):
+    """The compiled plan a predictor runs (after a run)."""
+    (entry,) = predictor._executor._plans.values()
+    (plan,) = entry[2].values()
+    return plan
 
 
 def test_deleted_pass_by_paddles_name_does_not_run():

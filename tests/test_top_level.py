@@ -113,8 +113,9 @@ def test_eager_layers_made_after_set_device_train_there(fake_cupy, cpu_default):
 
 # -- flags ---------------------------------------------------------------------------------------
 def test_flags_are_keels_environment_variables(monkeypatch):
-    for flag in paddle.executor.flags.FLAGS.values():
-        monkeypatch.delenv(flag.env, raising=False)   # restored after the test
+    for flag in paddle.executor.flags.FLAGS.values():   # unset here, as they were after the test
+        monkeypatch.setenv(flag.env, "")
+        monkeypatch.delenv(flag.env)
     assert paddle.get_flags(["FLAGS_check_nan_inf", "FLAGS_paddle_num_threads"]) == {
         "FLAGS_check_nan_inf": False, "FLAGS_paddle_num_threads": 1}
     assert not Executor().check_nan_inf
@@ -127,7 +128,8 @@ def test_flags_are_keels_environment_variables(monkeypatch):
 
 
 def test_unknown_flags_and_bad_values_are_named(monkeypatch):
-    monkeypatch.delenv("KEEL_CHECK_NAN_INF", raising=False)
+    monkeypatch.setenv("KEEL_CHECK_NAN_INF", "")   # unset here, as it was after the test
+    monkeypatch.delenv("KEEL_CHECK_NAN_INF")
     with pytest.raises(ValueError, match=r"no flag 'FLAGS_cudnn_deterministic'.*FLAGS_check_nan_inf"):
         paddle.get_flags("FLAGS_cudnn_deterministic")
     with pytest.raises(ValueError, match="no flag 'FLAGS_nope'"):
