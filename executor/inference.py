@@ -40,6 +40,7 @@ import numpy as np
 from keel.executor.executor import Executor
 from keel.executor.inference_config import PASSES, Config, PassBuilder, PlaceType, PrecisionType  # noqa: F401
 from keel.executor.kernel_call import call_kernel
+from keel.executor.lod import LoDTensor
 from keel.executor.profiler import Profiler
 from keel.kernels import parallel
 from keel.executor.scope import Scope
@@ -96,6 +97,7 @@ class Tensor:
         self._data_type = DataType(dtypes.name(var.dtype))
         self._value = None   # an array on the predictor's device
         self._shape = None   # set by reshape() until data arrives
+        self._lod = []       # an input's LoD (offsets), fed with its data
 
     @property
     def dtype(self) -> np.dtype:
@@ -127,6 +129,16 @@ class Tensor:
         self._value = value.copy() if value is data else value
         self._shape = None
 
+    def set_lod(self, lod) -> None:
+        """An input's level-1 LoD, as offsets ([[0, 2, 5]]: rows 0-1 and 2-4), for the ops
+        that read one (executor/lod.py); [] clears it."""
+        self._require_input("set_lod")
+        LoDTensor(lod=lod)  # checked now, where the caller's line is
+        self._lod = [list(level) for level in lod]
+
+    def lod(self) -> list:
+        return [list(level) for level in self._lod]
+
     def copy_to_cpu(self) -> np.ndarray:
         """A numpy copy of the value (an output's: after `run()`)."""
         if self._value is None:
@@ -146,16 +158,6 @@ class Tensor:
     def share_external_data_by_ptr_name(self, *args, **kwargs):
         raise PredictorError(f"share_external_data_by_ptr_name: Keel takes arrays, not raw device "
                              f"pointers; pass the array to {self.name!r}.share_external_data(array)")
-
-    def lod(self) -> list:
-        """[]: Keel's tensors carry no LoD (level-of-detail offsets)."""
-        return []
-
-    def set_lod(self, lod) -> None:
-        """Only an empty LoD: Keel's tensors carry none (sequence ops take lengths instead)."""
-        if any(len(level) for level in lod):
-            raise PredictorError(f"set_lod on {self.name!r}: Keel's tensors carry no LoD; pass padded "
-                                 f"data (and lengths, where the model takes them)")
 
     def _require_input(self, method: str) -> None:
         if not self._is_input:
@@ -277,7 +279,8 @@ class Predictor:
                                      f"for {self._input_names}, got {_describe(inputs)}")
             for name, value in zip(self._input_names, inputs):
                 self._inputs[name].copy_from_cpu(value)
-        feed = {n: handle._value for n, handle in self._inputs.items()}
+        feed = {n: handle._value if handle._value is None or not handle._lod else LoDTensor(handle._value, handle._lod)
+                for n, handle in self._inputs.items()}
         if any(value is None for value in feed.values()):
             missing = [n for n, value in feed.items() if value is None]
             raise PredictorError(f"run(): input(s) {missing} not set; call "

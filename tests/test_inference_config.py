@@ -275,9 +275,6 @@ def test_tensor_handle_lod_and_shared_data():
     pred = create_predictor(Config(MLP))
     handle = pred.get_input_handle(pred.get_input_names()[0])
     assert handle.lod() == []
-    handle.set_lod([])
-    with pytest.raises(PredictorError, match="no LoD"):
-        handle.set_lod([[0, 2, 4]])
     x = io["in:x"].copy()
     handle.share_external_data(x)
     pred.run()
