@@ -23,6 +23,7 @@ import numpy as np
 
 from keel.executor.kernel_call import bind
 from keel.executor.random_state import RandomState
+from keel.executor.place import default_place
 from keel.program import attrs as attr_codec, callsite, dtypes, dygraph
 from keel.program.amp.eager import cast_inputs
 from keel.program.backward import EMPTY, GradNames, _make_default
@@ -259,6 +260,10 @@ class Engine:
             raise _op_error(op_type, ins, e) from e
         if call.single_output:
             result = (result,)
+        if not any(ins.values()) and default_place().device != "cpu":
+            # an op of no input (a parameter's initializer, zeros, rand) runs on the CPU, the
+            # same random stream whatever the device, and its results go to set_device's place
+            result = _onto(default_place(), result)
         for (slot, duplicable), value in zip(call.out_plan, result):
             ts = outs.get(slot)
             if not ts or value is None:
@@ -690,9 +695,16 @@ def set_grad_enabled(mode: bool):
     return ENGINE.set_grad_enabled(mode)
 
 
+def _onto(place, values) -> tuple:
+    """Kernel results (arrays, lists of arrays, None) copied onto `place`'s device."""
+    return tuple(None if v is None else [Engine.to_place(a, place) for a in v] if isinstance(v, list)
+                 else Engine.to_place(v, place) for v in values)
+
+
 def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tensor:
     """paddle.to_tensor: a Tensor of `data` (a number, list, numpy array or Tensor); floats
-    default to float32 and ints to int64, as PaddlePaddle's."""
+    default to float32 and ints to int64, as PaddlePaddle's. `place`: CPUPlace() or
+    CUDAPlace(i); by default the one `set_device` chose."""
     if isinstance(data, Tensor):
         array = data.value
     else:
@@ -706,6 +718,5 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
         array = array.astype(dtypes.to_numpy(dtypes.to_code(dtype)))    # a copy
     elif array is data or isinstance(data, Tensor):
         array = array.copy()                                            # never the caller's buffer
-    if place is not None:
-        array = dygraph.engine().to_place(array, place)
+    array = dygraph.engine().to_place(array, place if place is not None else default_place())  # set_device's
     return Tensor(array, stop_gradient=stop_gradient)

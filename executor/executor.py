@@ -12,7 +12,7 @@ from keel.executor import feeds, lod
 from keel.executor import profiler as profiling
 from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.memory import tune_malloc
-from keel.executor.place import CPUPlace
+from keel.executor.place import default_place
 from keel.executor.plan import compile_plan, generate
 from keel.executor.random_state import RandomState
 from keel.executor.scope import global_scope
@@ -22,7 +22,8 @@ from keel.program.variable import Variable
 
 
 class Executor:
-    """Run programs on a place (CPUPlace(), or CUDAPlace(i) where cupy and a GPU exist).
+    """Run programs on a place (CPUPlace(), or CUDAPlace(i) where cupy and a GPU exist; by
+    default the one `set_device` chose, else the CPU).
 
     `run` compiles (program, block, feed names, fetch names) once into a plan and caches it
     until the program changes. `num_threads` > 1 runs independent ops concurrently on a
@@ -38,6 +39,8 @@ class Executor:
     times every op: `last_profile` then holds the last run's [(op index, op type, seconds)].
     `profiler=Profiler()` records every run into that Profiler (executor/profiler.py: tables
     per op type and per op, Chrome traces); a started Profiler records every executor's.
+    `reuse_buffers=False` gives every op's result a new buffer (by default an op may write
+    into an input that dies with it: executor/plan.py `donated`).
     `plan_source` shows the Python function a block runs as. `max_loop_iterations=n` stops
     any `while` op that runs more than n iterations with an ExecutionError naming it (a
     bound for serving programs from untrusted files; the default, None, is no limit, as in
@@ -45,10 +48,11 @@ class Executor:
 
     def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
                  seed: int | None = None, keep_intermediates: bool = False, profile: bool = False,
-                 profiler=None, max_loop_iterations: int | None = None):
+                 profiler=None, reuse_buffers: bool = True, max_loop_iterations: int | None = None):
         tune_malloc()  # freed arrays stay mapped for the next step (executor/memory.py)
         self.keep_intermediates = keep_intermediates
-        self.place = place or CPUPlace()
+        self.reuse_buffers = reuse_buffers
+        self.place = place or default_place()  # set_device's, else the CPU
         self.xp = self.place.xp
         self._device_context = self.place.device_context  # bound once; a shared no-op on CPUPlace
         self.num_threads = int(num_threads)
@@ -256,7 +260,8 @@ class Executor:
             if self.rng is None:
                 self.random_state(program)
             plan = compile_plan(program, block_idx, feed.keys(), fetch_names, self.xp, self.rng,
-                                free_intermediates=not self.keep_intermediates)
+                                free_intermediates=not self.keep_intermediates,
+                                reuse_buffers=self.reuse_buffers)
             entry[2][key] = plan
         return plan
 

@@ -16,12 +16,16 @@ rewrites the program and its parameters once, at load (batch_norm folding, fc fu
 ...; on a GPU not column_major_weights, a layout for the CPU's BLAS). The executor
 compiles the program on the first `run`. `clone()` gives a predictor that reads the same
 parameter arrays through a child scope but has its own executor and input/output
-handles, so one clone per thread runs concurrently.
+handles, so one clone per thread runs concurrently. The Config and what each of its
+settings does: executor/inference_config.py. The module has every name PaddlePaddle
+3.3.1's `paddle.inference` has (tests/fixtures/paddle_inference_api_3.3.1.json).
 
 Differences from PaddlePaddle, on purpose: `copy_from_cpu` checks the array against the
 declared input (dtype castable without loss of kind, rank, fixed dims) and names the
 input when it does not fit; `run()` names the inputs that were never set;
-`Tensor.shape()` before any data is the declared shape (-1: any size), not [0].
+`Tensor.shape()` before any data is the declared shape (-1: any size), not [0];
+`DataType`'s values are dtype names, not PaddlePaddle's numbers; `get_version()` gives
+Keel's version.
 """
 from __future__ import annotations
 
@@ -29,33 +33,27 @@ import copy
 import difflib
 import enum
 import os
+import sys
 
 import numpy as np
 
 from keel.executor.executor import Executor
+from keel.executor.inference_config import PASSES, Config, PassBuilder, PlaceType, PrecisionType  # noqa: F401
 from keel.executor.kernel_call import call_kernel
 from keel.executor.lod import LoDTensor
-from keel.executor.place import CPUPlace, CUDAPlace
 from keel.executor.profiler import Profiler
+from keel.kernels import parallel
 from keel.executor.scope import Scope
 from keel.program import dtypes
 from keel.program.errors import KeelError
-from keel.program.io.inference_model import load_inference_model
-from keel.program.io.program_file import model_files, persistable_specs
-from keel.program.passes import PASSES, optimize_inference
+from keel.program.io.inference_model import load_inference_model, write_model_pair
+from keel.program.io.program_file import persistable_specs
+from keel.program.passes import DEFAULT_KEEP_FP32, optimize_inference
 
 
 class PredictorError(KeelError, ValueError):
     """Misuse of the Predictor API: an unknown input or output name, `run()` before every
     input is set, reading an output before `run()`, or a device that is not available."""
-
-
-class PrecisionType(enum.Enum):
-    """PaddlePaddle's `paddle.inference.PrecisionType` (same members and numbers)."""
-    Float32 = 0
-    Int8 = 1
-    Half = 2
-    Bfloat16 = 3
 
 
 class DataType(enum.Enum):
@@ -83,177 +81,6 @@ _PRECISION_PASS = {
     PrecisionType.Bfloat16: "a bfloat16 pass (PaddlePaddle's auto_mixed_precision_pass) and bfloat16 kernels",
     PrecisionType.Int8: "int8 quantization passes",
 }
-
-
-class Config:
-    """Where the model is and how to run it.
-
-    `Config(model_file, params_file)`, `Config(prefix)` (prefix.json or prefix.pdmodel, +
-    prefix.pdiparams), `Config(directory)` or `Config()` then `set_model(...)`. The parameter file may be absent when the model
-    has no parameters (the loader says so when it has some).
-
-    Switches (PaddlePaddle's names): `switch_ir_optim` (default on: the inference passes
-    run when `program.passes` provides them), `delete_pass(name)`, `enable_use_gpu(
-    memory_pool_init_size_mb, device_id, precision_mode)` / `disable_gpu()`,
-    `set_cpu_math_library_num_threads(n)` (how many independent ops may run at once),
-    `enable_low_precision_io()` (only meaningful with a reduced precision, as in
-    PaddlePaddle), `enable_profile()` (the predictor's `profiler` then records every run:
-    executor/profiler.py), and `enable_mkldnn()`, accepted and ignored (Keel's CPU kernels are
-    numpy; there is no oneDNN). Precision Float32, or Half: the program is converted at
-    load by the convert_to_fp16 pass (PaddlePaddle's auto_mixed_precision_pass), with its
-    inputs and outputs kept float32 unless `enable_low_precision_io()`; the conversion
-    runs even with `switch_ir_optim(False)`, as the precision asks for it. Bfloat16 and
-    Int8 are not implemented."""
-
-    Precision = PrecisionType
-
-    def __init__(self, model_file: str | os.PathLike | None = None, params_file: str | os.PathLike | None = None):
-        self._model_file = self._params_file = None
-        self._ir_optim = True
-        self._deleted_passes: list[str] = []
-        self._use_gpu = False
-        self._gpu_device_id = 0
-        self._memory_pool_init_size_mb = 0
-        self._precision = PrecisionType.Float32
-        self._low_precision_io = False
-        self._cpu_math_threads = 1
-        self._mkldnn = False
-        self._profile = False
-        self._max_loop_iterations = None
-        if model_file is not None:
-            self.set_model(model_file, params_file)
-
-    def set_model(self, model_file, params_file=None) -> None:
-        """`set_model(model_file, params_file)`, or `set_model(path)`: a program file (`.json`
-        or `.pdmodel`), a prefix (`prefix.json`, else `prefix.pdmodel`) or a directory holding
-        one model (PaddleX's `inference.json`), with its `.pdiparams` next to it."""
-        model_file = os.fspath(model_file)
-        if params_file is None:
-            model_file, params_file = model_files(model_file)
-        self._model_file, self._params_file = model_file, os.fspath(params_file)
-
-    def prog_file(self) -> str | None:
-        return self._model_file
-
-    def params_file(self) -> str | None:
-        return self._params_file
-
-    # -- passes ---------------------------------------------------------------------------
-    def switch_ir_optim(self, x: bool = True) -> None:
-        self._ir_optim = bool(x)
-
-    def ir_optim(self) -> bool:
-        return self._ir_optim
-
-    def delete_pass(self, name: str) -> None:
-        """Leave the pass `name` out when the program is optimized."""
-        if name not in self._deleted_passes:
-            self._deleted_passes.append(name)
-
-    # -- devices and precision ----------------------------------------------------------------
-    def enable_use_gpu(self, memory_pool_init_size_mb: int = 100, device_id: int = 0,
-                       precision_mode: PrecisionType = PrecisionType.Float32) -> None:
-        """Run on GPU `device_id` (needs cupy and a CUDA device: `create_predictor` says
-        which is missing). The pool size is recorded only: cupy's pool grows on demand."""
-        self._use_gpu = True
-        self._memory_pool_init_size_mb = int(memory_pool_init_size_mb)
-        self._gpu_device_id = int(device_id)
-        self._precision = PrecisionType(precision_mode)
-
-    def disable_gpu(self) -> None:
-        self._use_gpu = False
-        self._precision = PrecisionType.Float32
-
-    def use_gpu(self) -> bool:
-        return self._use_gpu
-
-    def gpu_device_id(self) -> int:
-        return self._gpu_device_id
-
-    def memory_pool_init_size_mb(self) -> int:
-        return self._memory_pool_init_size_mb
-
-    def enable_low_precision_io(self, x: bool = True) -> None:
-        """Feed and fetch in the reduced precision (with Half/Bfloat16 only, as in PaddlePaddle)."""
-        self._low_precision_io = bool(x)
-
-    def set_cpu_math_library_num_threads(self, n: int) -> None:
-        """The executor's `num_threads` (default 1, as in PaddlePaddle): up to this many
-        independent ops run concurrently, only those large enough to repay a thread
-        hand-off (executor/plan.py `threaded_steps`); small models run serially. numpy's
-        own BLAS threads are set by its environment variables before it is imported
-        (`OPENBLAS_NUM_THREADS=1` where other processes hold the cores)."""
-        if int(n) < 1:
-            raise ValueError(f"set_cpu_math_library_num_threads: need at least 1 thread, got {n}")
-        self._cpu_math_threads = int(n)
-
-    def cpu_math_library_num_threads(self) -> int:
-        return self._cpu_math_threads
-
-    def enable_profile(self) -> None:
-        """Profile every run: the predictor's `profiler` (executor/profiler.py) then sums up
-        its runs per op type and per op, and exports Chrome traces."""
-        self._profile = True
-
-    def profile_enabled(self) -> bool:
-        return self._profile
-
-    def set_max_loop_iterations(self, n: int | None) -> None:
-        """Stop any `while` of the model that runs more than `n` iterations, with an error
-        naming it (Keel's own switch, for serving untrusted files whose loops may never
-        end; default None: no limit, as in PaddlePaddle)."""
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise ValueError(f"set_max_loop_iterations: need a positive int or None, got {n!r}")
-        self._max_loop_iterations = n
-
-    def max_loop_iterations(self) -> int | None:
-        return self._max_loop_iterations
-
-    def enable_mkldnn(self) -> None:
-        """Accepted for compatibility; does nothing (no oneDNN in Keel)."""
-        self._mkldnn = True
-
-    def mkldnn_enabled(self) -> bool:
-        return self._mkldnn
-
-    def summary(self) -> str:
-        """The settings as a table, like PaddlePaddle's `Config.summary()`."""
-        rows = [("model_file", self._model_file), ("params_file", self._params_file),
-                ("cpu_math_thread", self._cpu_math_threads),
-                ("enable_mkldnn", f"{str(self._mkldnn).lower()} (no-op)"),
-                ("use_gpu", self._use_gpu), ("enable_profile", self._profile)]
-        if self._use_gpu:
-            rows += [("gpu_device_id", self._gpu_device_id),
-                     ("memory_pool_init_size_mb", self._memory_pool_init_size_mb)]
-        rows += [("precision", self._precision.name), ("low_precision_io", self._low_precision_io),
-                 ("ir_optim", self._ir_optim),
-                 ("deleted_passes", ", ".join(self._deleted_passes) or "-")]
-        cells = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in rows]
-        wk = max(len("Option"), *(len(k) for k, _ in cells))
-        wv = max(len("Value"), *(len(v) for _, v in cells))
-        rule = f"+{'-' * (wk + 2)}+{'-' * (wv + 2)}+"
-        lines = [rule, f"| {'Option':<{wk}} | {'Value':<{wv}} |", rule]
-        lines += [f"| {k:<{wk}} | {v:<{wv}} |" for k, v in cells]
-        return "\n".join(lines + [rule])
-
-    def _place(self):
-        """The place to run on; a PredictorError names what a GPU run lacks."""
-        if not self._use_gpu:
-            return CPUPlace()
-        try:
-            import cupy
-        except ImportError:
-            raise PredictorError("Config.enable_use_gpu(): GPU inference needs cupy, which is not "
-                                 'installed (pip install -e ".[gpu]" in the Keel checkout); or call '
-                                 "config.disable_gpu()") from None
-        try:
-            count = cupy.cuda.runtime.getDeviceCount()
-        except Exception:  # cupy without a driver or a device
-            count = 0
-        if self._gpu_device_id >= count:
-            raise PredictorError(f"Config.enable_use_gpu(): GPU {self._gpu_device_id} requested, but cupy "
-                                 f"finds {count} CUDA device(s); or call config.disable_gpu()")
-        return CUDAPlace(self._gpu_device_id)
 
 
 class Tensor:
@@ -320,6 +147,18 @@ class Tensor:
         host = self._predictor._executor.to_host(self._value)
         return host.copy() if host is self._value else host
 
+    def share_external_data(self, data) -> None:
+        """Use `data` (a numpy array on the CPU, a cupy array on the predictor's GPU) as this
+        input without a copy when it already has the declared dtype; it is read at each
+        `run()`, so later changes to it are seen. Checked as `copy_from_cpu` checks."""
+        self._require_input("share_external_data")
+        self._value = self._predictor._executor.check_feed(self.name, self._feed_spec, data)
+        self._shape = None
+
+    def share_external_data_by_ptr_name(self, *args, **kwargs):
+        raise PredictorError(f"share_external_data_by_ptr_name: Keel takes arrays, not raw device "
+                             f"pointers; pass the array to {self.name!r}.share_external_data(array)")
+
     def _require_input(self, method: str) -> None:
         if not self._is_input:
             raise PredictorError(f"{method}: {self.name!r} is an output; run() writes it")
@@ -337,8 +176,10 @@ class Predictor:
         # config.enable_profile(): a Profiler recording every run (shared with the clones)
         self.profiler = _profiler or (Profiler() if config.profile_enabled() else None)
         self._executor = Executor(config._place(), num_threads=config.cpu_math_library_num_threads(),
-                                  profiler=self.profiler, max_loop_iterations=config.max_loop_iterations())
+                                  profiler=self.profiler, reuse_buffers=config._memory_optim,
+                                  max_loop_iterations=config.max_loop_iterations())
         self._report = None  # the inference passes' report, when they ran at load
+        self._hooks = {"input": [], "output": []}  # register_input_hook / register_output_hook
         if _shared is None:
             _shared = self._load()
         self._program, self._params, self._input_names, self._output_names = _shared
@@ -352,13 +193,20 @@ class Predictor:
         self._stored_outputs = {n for n in self._output_names
                                 if n not in computed and block.var(n).persistable}
         self._computed_outputs = [n for n in self._output_names if n not in self._stored_outputs]
+        self._prepare()
+
+    def _prepare(self) -> None:
         # the input handles check what they are given, so the run does not check again
         self._run_program = self._executor.prepare(self._program, self._input_names, self._computed_outputs,
                                                    self._scope, return_numpy=False, check_feed=False)
 
     def _load(self):
         config = self._config
-        if config.prog_file() is None:
+        if config.model_from_memory():
+            raise PredictorError("create_predictor: Config.set_model_buffer() was called, but Keel loads "
+                                 "models from files only; write the buffers to .pdmodel/.pdiparams files "
+                                 "and call config.set_model(model_file, params_file)")
+        if not config.prog_file():
             raise PredictorError("create_predictor: the Config names no model: Config(prefix), "
                                  "Config(model_file, params_file) or config.set_model(...)")
         params = Scope()
@@ -375,10 +223,10 @@ class Predictor:
         (alone when `ir_optim` is off). Returns the program to run; the passes' report is
         kept as `_report` (None when no pass ran)."""
         config = self._config
-        half = config._precision is PrecisionType.Half
+        half = config._run_precision() is PrecisionType.Half
         if not config.ir_optim() and not half:
             return program
-        disabled = set(config._deleted_passes)
+        disabled = config._disabled_passes()
         if not config.ir_optim():
             disabled |= set(PASSES) - {"convert_to_fp16"}
         exe = self._executor
@@ -387,7 +235,8 @@ class Predictor:
         program, params, self._report = optimize_inference(
             program, params, evaluate=call_kernel, disabled=tuple(sorted(disabled)), fp16=half,
             keep_io_types=not config._low_precision_io, cpu=exe.place.device == "cpu",
-            fuse_conv=True, in_memory=True)  # fused_conv2d never reaches a file from here
+            fuse_conv=True, in_memory=True,  # fused_conv2d never reaches a file from here
+            keep_fp32=(DEFAULT_KEEP_FP32 | config._fp32_ops) - config._fp16_ops)
         scope.erase(names)
         for name, value in params.items():
             scope.set(name, exe.to_device(value))
@@ -436,11 +285,18 @@ class Predictor:
             missing = [n for n, value in feed.items() if value is None]
             raise PredictorError(f"run(): input(s) {missing} not set; call "
                                  f"get_input_handle(name).copy_from_cpu(array) first, or run([arrays])")
-        outs = self._run_program(feed)
+        threads = self._config.cpu_math_library_num_threads()
+        if threads > 1:
+            with parallel.using_threads(threads):
+                outs = self._run_program(feed)
+        else:
+            outs = self._run_program(feed)
         for name, value in zip(self._computed_outputs, outs):
             self._outputs[name]._value = value
         for name in self._stored_outputs:
             self._outputs[name]._value = self._scope.get(name)
+        if self._hooks["input"] or self._hooks["output"]:
+            self._call_hooks(feed)
         if inputs is not None:
             return [self._outputs[n].copy_to_cpu() for n in self._output_names]
         return None
@@ -450,6 +306,74 @@ class Predictor:
         its own executor and handles: use one per thread."""
         return Predictor(self._config, (self._program, self._params, self._input_names, self._output_names),
                          self.profiler)
+
+    # -- memory and hooks -------------------------------------------------------------------
+    def clear_intermediate_tensor(self) -> None:
+        """Drop every value the last run left in this predictor's scope but the parameters
+        (kept intermediates, when hooks asked for them; outputs stay in their handles)."""
+        self._scope.erase(self._scope.local_var_names())  # the parameters live in the parent scope
+
+    def try_shrink_memory(self) -> int:
+        """Give the GPU memory pool's free blocks back to the device; returns the bytes the
+        pool held before (0 on the CPU, whose freed memory malloc keeps: executor/memory.py)."""
+        if self._executor.place.device == "cpu":
+            return 0
+        pool = self._executor.xp.get_default_memory_pool()
+        held = int(pool.total_bytes())
+        pool.free_all_blocks()
+        return held
+
+    def register_input_hook(self, hook) -> None:
+        """After each run, `hook(op_type, variable_name, tensor)` for every input of every op
+        that ran, in op order (`tensor`: a Tensor handle holding the value). While a hook is
+        registered the run keeps its intermediates (they are freed at last use otherwise)."""
+        self._register_hook("input", hook)
+
+    def register_output_hook(self, hook) -> None:
+        """As `register_input_hook`, for every output of every op that ran."""
+        self._register_hook("output", hook)
+
+    def _register_hook(self, kind, hook) -> None:
+        if not callable(hook):
+            raise PredictorError(f"register_{kind}_hook: expected a callable (op_type, name, tensor), got "
+                                 f"{type(hook).__name__}")
+        self._hooks[kind].append(hook)
+        if not self._executor.keep_intermediates:  # the hooks read every value after the run
+            self._executor.keep_intermediates = True
+            self._executor._plans.clear()
+            self._prepare()
+
+    def _call_hooks(self, feed) -> None:
+        block = self._program.global_block()
+        for op in block.ops:
+            if op.type in ("feed", "fetch"):
+                continue
+            for kind, names in (("input", op.input_arg_names), ("output", op.output_arg_names)):
+                for name in names:
+                    value = feed.get(name) if name in feed else self._scope.get(name)
+                    if value is None or not self._hooks[kind]:
+                        continue
+                    handle = Tensor(self, block.var(name), is_input=False)
+                    handle._value = value
+                    for hook in self._hooks[kind]:
+                        hook(op.type, name, handle)
+
+
+class PredictorPool:
+    """`PredictorPool(config, size)`: `size` predictors sharing one loaded model (the first
+    made by create_predictor, the rest its clones); `retrieve(i)` gives the i-th."""
+
+    def __init__(self, config: Config, size: int = 1):
+        if int(size) < 1:
+            raise PredictorError(f"PredictorPool: size must be at least 1, got {size}")
+        first = create_predictor(config)
+        self._predictors = [first] + [first.clone() for _ in range(int(size) - 1)]
+
+    def retrieve(self, idx: int) -> Predictor:
+        if not 0 <= idx < len(self._predictors):
+            raise PredictorError(f"PredictorPool.retrieve({idx}): the pool holds {len(self._predictors)} "
+                                 f"predictor(s)")
+        return self._predictors[idx]
 
 
 def create_predictor(config: Config) -> Predictor:
@@ -481,6 +405,92 @@ def create_predictor(config: Config) -> Predictor:
         raise NotImplementedError(f"precision {config._precision.name} needs {_PRECISION_PASS[config._precision]}, "
                                   f"which Keel does not have yet; use PrecisionType.Float32")
     return Predictor(config)
+
+
+def get_version() -> str:
+    """Keel's version, in Paddle Inference's layout ("version: ...")."""
+    from keel import __version__
+    return f"version: {__version__}\ncommit: keel\nbranch: keel\n"
+
+
+def get_trt_compile_version() -> tuple[int, int, int]:
+    """(0, 0, 0): Keel is not built with TensorRT (PaddlePaddle's CPU builds answer the same)."""
+    return (0, 0, 0)
+
+
+get_trt_runtime_version = get_trt_compile_version
+
+_DATA_TYPE_BYTES = {DataType.BFLOAT16: 2}
+
+
+def get_num_bytes_of_data_type(dtype: DataType) -> int:
+    """Bytes per element of a `DataType`."""
+    dtype = DataType(dtype)
+    return _DATA_TYPE_BYTES.get(dtype) or np.dtype(dtype.value).itemsize
+
+
+def convert_to_mixed_precision(model_file, params_file, mixed_model_file, mixed_params_file,
+                               mixed_precision=PrecisionType.Half, backend=PlaceType.GPU,
+                               keep_io_types: bool = True, black_list=frozenset(), **kwargs) -> None:
+    """Write a float16 copy of a model (the convert_to_fp16 pass: PaddlePaddle's
+    auto_mixed_precision_pass), keeping the ops of `black_list` (and the pass's own keep
+    list) in float32; `white_list=` ops are converted even where the keep list would keep
+    them. Both files are written as one atomic pair."""
+    if PrecisionType(mixed_precision) is not PrecisionType.Half:
+        raise NotImplementedError(f"convert_to_mixed_precision: {PrecisionType(mixed_precision).name} is not "
+                                  f"implemented; Keel converts to PrecisionType.Half")
+    unknown = sorted(set(kwargs) - {"white_list"})
+    if unknown:
+        raise TypeError(f"convert_to_mixed_precision: unexpected argument(s) {unknown}")
+    exe = Executor()
+    params = Scope()
+    program, _, _ = load_inference_model("", exe, scope=params, model_filename=os.fspath(model_file),
+                                         params_filename=os.fspath(params_file))
+    names = [name for name, _, _ in persistable_specs(program)]
+    keep = (DEFAULT_KEEP_FP32 | set(black_list)) - set(kwargs.get("white_list", ()))
+    program, values, _ = optimize_inference(program, {n: params.get(n) for n in names}, fuse=False,
+                                            disabled=tuple(sorted(set(PASSES) - {"convert_to_fp16"})),
+                                            fp16=True, keep_io_types=keep_io_types, keep_fp32=keep)
+    write_model_pair(program, os.fspath(mixed_model_file), os.fspath(mixed_params_file),
+                     {n: exe.to_host(v) for n, v in values.items()})
+
+
+class XpuConfig:
+    """PaddlePaddle's XPU settings object, for `Config.set_xpu_config` (recorded: Keel has
+    no XPU backend). Its fields, PaddlePaddle's defaults."""
+
+    def __init__(self):
+        self.device_id, self.l3_size, self.l3_ptr, self.l3_autotune_size = 0, 0, None, 0
+        self.context_gm_size, self.context, self.stream = 0, None, None
+        self.conv_autotune_level, self.conv_autotune_file, self.conv_autotune_file_writeback = 0, "", False
+        self.fc_autotune_level, self.fc_autotune_file, self.fc_autotune_file_writeback = 0, "", False
+        self.gemm_compute_precision, self.transformer_softmax_optimize_level = 1, 0
+        self.transformer_encoder_adaptive_seqlen = True
+        self.quant_post_static_gelu_out_threshold = 10.0
+        self.quant_post_dynamic_activation_method = 0
+        self.quant_post_dynamic_weight_precision = 1
+        self.quant_post_dynamic_op_types: list[str] = []
+
+
+class InternalUtils:
+    """PaddlePaddle's TensorRT helpers on a Config; recorded (Keel has no TensorRT)."""
+
+    @staticmethod
+    def set_transformer_posid(config: Config, tensor_name: str) -> None:
+        config._recorded["transformer_posid"] = tensor_name
+
+    @staticmethod
+    def set_transformer_maskid(config: Config, tensor_name: str) -> None:
+        config._recorded["transformer_maskid"] = tensor_name
+
+    @staticmethod
+    def disable_tensorrt_half_ops(config: Config, ops) -> None:
+        config._recorded["tensorrt_half_ops_disabled"] = set(ops)
+
+
+# PaddlePaddle's `paddle.inference.wrapper` is the module that adds Python methods to its
+# C++ Tensor and Config; Keel's classes are Python already, so that module is this one.
+wrapper = sys.modules[__name__]
 
 
 def _describe(value) -> str:

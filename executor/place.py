@@ -74,3 +74,41 @@ def place_of_device(device) -> CPUPlace | CUDAPlace:
         return CUDAPlace(int(text[4:]))
     raise ValueError(f"unknown device {device!r}: Keel runs on \"cpu\", \"gpu\" or \"gpu:N\" "
                      "(or a CPUPlace / CUDAPlace)")
+
+
+# -- the default place: paddle.set_device / paddle.get_device ----------------------------------
+_default_place = None  # None: CPUPlace()
+
+
+def default_place():
+    """The place `Executor()` and `to_tensor` use when given none, and where eager ops of
+    no input (parameters' initializers, zeros, rand) put their results (`set_device`)."""
+    return _default_place or CPUPlace()
+
+
+def set_device(device: str):
+    """PaddlePaddle's `paddle.set_device`: "cpu", "gpu" (GPU 0) or "gpu:N" (or a place)
+    becomes the place `Executor()` and `to_tensor` use when given none; returns that place.
+    A GPU needs cupy and that device: a ValueError says how many devices there are."""
+    place = place_of_device(device)
+    if place.device != "cpu" and place.device_id >= device_count():
+        raise ValueError(f"set_device({device!r}): Keel finds {device_count()} usable CUDA device(s) (a GPU "
+                         f'needs cupy and a driver: pip install -e ".[gpu]" in the Keel checkout)')
+    global _default_place
+    _default_place = place
+    return place
+
+
+def get_device() -> str:
+    """"cpu" or "gpu:N": the default place `set_device` chose."""
+    place = default_place()
+    return "cpu" if place.device == "cpu" else f"gpu:{place.device_id}"
+
+
+def device_count() -> int:
+    """How many CUDA devices cupy finds (0 without cupy or a driver)."""
+    try:
+        import cupy
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no cupy, no driver, or no device
+        return 0

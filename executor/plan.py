@@ -402,9 +402,11 @@ def _define(source: str, namespace: dict, name: str):
 
 
 def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_source,
-                 free_intermediates: bool = True, ops=None) -> Plan:
+                 free_intermediates: bool = True, ops=None, reuse_buffers: bool = True) -> Plan:
     """`ops`: the ops to run instead of the block's own (a conditional_block_grad runs its
-    forward block's ops, then its gradient block's; names resolve from `block_idx`)."""
+    forward block's ops, then its gradient block's; names resolve from `block_idx`).
+    `reuse_buffers`: an op may write its result into an input that dies with it (`donated`
+    below; Config.enable_memory_optim in the Predictor); off, every result is a new buffer."""
     block = program.block(block_idx)
     ops = block.ops if ops is None else ops
     fetch_set = set(fetch_names)
@@ -466,7 +468,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         op = ops[i]
         if op.type in CONTROL_FLOW_OPS:
             step = _control_step(program, i, op, io[i], produced, fetch_set, frees_at.get(pos, ()),
-                                 xp, rng_source, free_intermediates, persistable)
+                                 xp, rng_source, free_intermediates, persistable, reuse_buffers)
             read(step.reads)
             produced.update(step.writes)
             p_writes.extend(n for n in step.writes if persistable(n) and n not in p_writes)
@@ -502,7 +504,7 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         # a specialized callable gives the first output only: for ops that bind just that one
         elif kdef.specialize is not None and all(spec is None for spec in out_specs[1:]):
             first = in_specs[0] if in_specs else None
-            donated = (free_intermediates and isinstance(first, str) and first in produced
+            donated = (reuse_buffers and free_intermediates and isinstance(first, str) and first in produced
                        and last_use.get(first) == pos and first not in fetch_set
                        and first not in feed_set and first not in writes and not persistable(first))
             present = tuple(_declared_dtype(block, s) for s in in_specs)
@@ -555,7 +557,7 @@ def _op_io(program, op, lod_bound=None) -> tuple[list, list]:
 
 
 def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source, free_intermediates,
-                  persistable) -> Step:
+                  persistable, reuse_buffers) -> Step:
     """The step of a conditional_block / while op: its sub-block compiled to a plan fetching
     what the block writes outside itself."""
     loop = op.type == "while"
@@ -570,7 +572,8 @@ def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source
         slot = "Input" if op.type == "conditional_block_grad" else "X"
         pairs = [(n, g) for n, g in zip(op.input(slot), op.output(slot + "@GRAD")) if g != EMPTY]
         sub = compile_plan(program, idx, (), [_grad(n) for n, _ in pairs], xp, rng_source,
-                           free_intermediates, ops=_recomputed(program, forward) + list(grad.ops))
+                           free_intermediates, ops=_recomputed(program, forward) + list(grad.ops),
+                           reuse_buffers=reuse_buffers)
         results = tuple(g for _, g in pairs)
         locals_ |= set(forward.vars)
         if op.type == "conditional_block_grad":
@@ -580,7 +583,8 @@ def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source
                 op.input("StepScopes")[0]
     else:
         outer = [n for n in io[1] if not (loop and n in op.output("StepScopes"))]
-        sub = compile_plan(program, idx, (), outer, xp, rng_source, free_intermediates)
+        sub = compile_plan(program, idx, (), outer, xp, rng_source, free_intermediates,
+                           reuse_buffers=reuse_buffers)
         if loop and any(_read_by_while_grad(op.block, o) for o in op.output("StepScopes")):
             record = op.output("StepScopes")[0]
     local = [n for n in sub.inputs if n in locals_]

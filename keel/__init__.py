@@ -26,7 +26,7 @@ from keel.program import *  # noqa: F401,F403  (Program, data, nn, io, jit, stat
 # The star import copied keel.program's module `program` (where Program is defined) over the
 # package's own name here: put the package back, before anything below imports keel.program.
 program = _sys.modules["keel.program"]
-from keel.program import incubate, io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
+from keel.program import incubate, io, jit, linalg, lr, nn, optimizer, regularizer, static  # noqa: F401
 from keel.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
 from keel.executor import LoDTensor, create_lod_tensor  # noqa: F401  (feeds with a LoD: executor/lod.py)
 from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
@@ -36,11 +36,17 @@ from keel.hapi import metrics as metric  # noqa: F401
 from keel import distributed  # noqa: F401,E402  (paddle.distributed: init_parallel_env, fleet, ...; mpi4py only when used)
 
 from keel.program import vision  # noqa: E402,F401
+from keel import device, utils, version  # noqa: E402,F401  (paddle.device, paddle.utils.run_check, paddle.version)
+from keel.device import get_device, is_compiled_with_cuda, set_device  # noqa: E402,F401
+from keel.executor.flags import get_flags, set_flags  # noqa: E402,F401
+from keel.hapi.flops import flops  # noqa: E402,F401
+from keel.hapi.model_summary import summary  # noqa: E402,F401
 
 # `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
 # packages' own modules under a second name (the same objects, not copies)
 for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
                        "regularizer": regularizer, "vision": vision, "inference": inference,
-                       "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
+                       "metric": metric, "callbacks": callbacks, "optimizer.lr": lr, "linalg": linalg,
+                       "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module

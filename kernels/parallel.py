@@ -15,12 +15,17 @@ shared with other processes, alternating blocks in one process: at load average 
 depthwise convolutions split in 2 ran 1.3-2x faster (wall time); at load 10-15 the
 mobile CNNs' per-op medians summed to 0.55x of serial, each op waiting for a core the
 other processes held. A machine of its own should enable it; that was not measured.
+`using_threads(n)` sets the count for the calling thread while it runs a block (the
+inference Predictor's `set_cpu_math_library_num_threads`, as PaddlePaddle sets its math
+library's threads per running thread); the executor's pool threads keep their own count,
+so ops already running side by side do not split further.
 """
 from __future__ import annotations
 
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -30,6 +35,7 @@ MIN_WORK_PER_PART = 600_000
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
+_local = threading.local()  # .threads: this thread's count from using_threads (None: the environment's)
 
 
 def _cores() -> int:
@@ -43,8 +49,25 @@ _CORES = max(1, min(_cores(), 8))  # read once: a system call costs ~1 us per ke
 
 
 def threads() -> int:
+    """The calling thread's count (using_threads), else KEEL_KERNEL_THREADS's."""
+    count = getattr(_local, "threads", None)
+    if count is not None:
+        return count
     env = os.environ.get("KEEL_KERNEL_THREADS", "1")
     return _CORES if env == "auto" else max(1, int(env))
+
+
+@contextmanager
+def using_threads(count: int):
+    """`with using_threads(n):` kernels called from this thread split into up to n parts."""
+    if int(count) < 1:
+        raise ValueError(f"using_threads: need at least 1 thread, got {count}")
+    previous = getattr(_local, "threads", None)
+    _local.threads = int(count)
+    try:
+        yield
+    finally:
+        _local.threads = previous
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:

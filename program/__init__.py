@@ -36,5 +36,6 @@ from keel.program import io
 from keel.program.backward import append_backward, gradients
 from keel.program import lr, optimizer, regularizer
 from keel.program import static, jit
+from keel.program import linalg
 from keel.program.control_flow import array_length, array_read, array_write, create_array
 from keel.program.io.state_file import load, save

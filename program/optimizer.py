@@ -20,6 +20,7 @@ from keel.program.errors import ProgramError
 from keel.program.ops.registry import grad_name
 from keel.program.gradient_clip import ClipGradBase
 from keel.program.lr import LRScheduler
+from keel.program import lr  # noqa: F401,E402  (paddle.optimizer.lr: the schedules' module)
 from keel.program.regularizer import append_regularization, as_regularizer
 from keel.program.tensor import Tensor
 

@@ -77,6 +77,10 @@ def _samples():
         Case("truncated_gaussian_random", {}, {"shape": [2, 3], "dtype": SWEPT, "seed": 1}),
         Case("randint", {}, {"low": -3, "high": 5, "shape": [2, 3], "dtype": SWEPT, "seed": 1}),
     ]
+    # cholesky and eigh: gradient-checked by hand along symmetric directions (test_grad_linalg.py);
+    # eigh on a diagonal matrix, whose eigenvectors (the unit columns) have no sign to choose
+    samples += [Case("cholesky", {"X": x.T @ x + 3 * np.eye(3)}, {"upper": False}),
+                Case("eigh", {"X": np.diag([3.0, 1.0, 2.0])}, {"UPLO": "L"})]
     return samples + _optimizer_samples(x, y) + _detection_samples()
 
 

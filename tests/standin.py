@@ -25,6 +25,7 @@ MODULES = {
     "cupy.cuda": fake_cupy.cuda,
     "cupy.cuda.runtime": fake_cupy.cuda.runtime,
     "cupy.lib": fake_cupy.lib,
+    "cupy.linalg": fake_cupy.linalg,
     "cupy.lib.stride_tricks": fake_cupy.lib.stride_tricks,
     "cupyx": fake_cupyx,
 }

@@ -71,7 +71,7 @@ def test_gpu_install_hint_is_the_same_everywhere():
 
 def test_gpu_errors_give_the_hint(monkeypatch, tmp_path):
     import keel.program as pg
-    from keel.executor import Config, Executor, PredictorError, Scope, create_predictor
+    from keel.executor import Config, Executor, Scope, create_predictor
     from keel.kernels.array_module import get_array_module
     main, startup = pg.Program(), pg.Program()
     with pg.unique_name.guard(), pg.program_guard(main, startup):
@@ -87,6 +87,6 @@ def test_gpu_errors_give_the_hint(monkeypatch, tmp_path):
     assert GPU_HINT in str(e.value)
     cfg = Config(str(tmp_path / "m.pdmodel"), str(tmp_path / "m.pdiparams"))
     cfg.enable_use_gpu(100, 0)
-    with pytest.raises(PredictorError) as e:
+    with pytest.warns(RuntimeWarning) as caught:   # Paddle Inference's fallback: the CPU, with a warning
         create_predictor(cfg)
-    assert GPU_HINT in str(e.value)
+    assert GPU_HINT in str(caught[0].message)

@@ -40,6 +40,7 @@ import test_grad_added_ops
 import test_grad_collective
 import test_grad_detection
 import test_grad_elementwise
+import test_grad_linalg
 import test_grad_loss
 import test_grad_manip
 import test_grad_math
@@ -53,6 +54,7 @@ import test_kernels_adam_chunked
 import test_kernels_detection
 import test_kernels_in_place
 import test_kernels_lars_momentum
+import test_kernels_linalg
 import test_kernels_manip
 import test_kernels_math
 import test_kernels_multiclass_nms
@@ -73,10 +75,10 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_conv_grad_paths, test_fuse_conv, test_kernels_control_flow, test_grad_collective,
                        test_grad_sum_paths, test_kernel_plans, test_kernels_adam_chunked, test_kernels_in_place,
                        test_fused_conv_plans, test_kernels_rows, test_grad_added_ops, test_kernels_lars_momentum,
-                       test_kernels_multiclass_nms, test_grad_set_value]
+                       test_kernels_multiclass_nms, test_grad_set_value, test_kernels_linalg]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
-                test_grad_collective, test_grad_added_ops, test_grad_set_value]
+                test_grad_collective, test_grad_added_ops, test_grad_set_value, test_grad_linalg]
 
 # Kernels that never run on the device here, and why.
 _NO_NCCL = ("communicates through NCCL, which has no stand-in: on a device it is untested without a GPU "

@@ -38,7 +38,7 @@ import types as _types
 
 import numpy as _np
 
-from . import _core, _names, cuda, lib, random  # noqa: F401
+from . import _core, _names, cuda, lib, linalg, random  # noqa: F401
 from ._core import (array, asanyarray, asarray, asnumpy, ascontiguousarray, asfortranarray,  # noqa: F401
                     argsort, fuse, get_array_module, ndarray, nonzero, put, put_along_axis, sort, take,
                     take_along_axis, ufunc, where)
@@ -52,7 +52,7 @@ def _namespace():
     ns = {}
     own = {"array", "asanyarray", "asarray", "asnumpy", "ascontiguousarray", "asfortranarray", "argsort",
            "fuse", "get_array_module", "ndarray", "nonzero", "put", "put_along_axis", "sort", "take",
-           "take_along_axis", "ufunc", "where", "cuda", "lib", "random"}
+           "take_along_axis", "ufunc", "where", "cuda", "lib", "linalg", "random"}
     for name in _names.CUPY:
         if name in own or name in _NOT_IMITATED or name.startswith("_"):
             continue
@@ -93,3 +93,4 @@ __name__ = "cupy"
 ndarray.__module__ = ufunc.__module__ = "cupy"
 random.__name__, cuda.__name__, cuda.runtime.__name__ = "cupy.random", "cupy.cuda", "cupy.cuda.runtime"
 lib.__name__, lib.stride_tricks.__name__ = "cupy.lib", "cupy.lib.stride_tricks"
+linalg.__name__ = "cupy.linalg"

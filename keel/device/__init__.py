@@ -1,0 +1,32 @@
+"""`paddle.device`: which device Keel runs on by default, and what devices there are.
+
+    import keel as paddle
+    paddle.device.set_device("gpu:0")     # Executor() and to_tensor use GPU 0 from now on
+    paddle.device.get_device()            # 'gpu:0'
+    paddle.device.cuda.device_count()     # CUDA devices cupy finds (0 without cupy)
+
+The default place lives in keel.executor.place; this package only gathers the names.
+"""
+from keel.device import cuda  # noqa: F401
+from keel.executor.place import get_device, set_device  # noqa: F401
+from keel.kernels.array_module import cupy_available as is_compiled_with_cuda  # noqa: F401
+
+
+def is_compiled_with_rocm() -> bool:
+    """False: Keel's GPU path is CUDA's, through cupy."""
+    return False
+
+
+def is_compiled_with_xpu() -> bool:
+    """False: Keel has no XPU backend."""
+    return False
+
+
+def get_all_device_type() -> list[str]:
+    """The device types Keel can run on here: 'cpu', and 'gpu' when cupy finds a device."""
+    return ["cpu"] + (["gpu"] if is_compiled_with_cuda() else [])
+
+
+def get_available_device() -> list[str]:
+    """'cpu' and 'gpu:N' for each CUDA device cupy finds."""
+    return ["cpu"] + [f"gpu:{i}" for i in range(cuda.device_count())]

@@ -1,0 +1,55 @@
+"""`paddle.device.cuda`: the CUDA devices, through cupy (none without it)."""
+from keel.executor.place import device_count  # noqa: F401
+
+
+def _cupy():
+    from keel.kernels.array_module import get_array_module
+    return get_array_module("gpu")
+
+
+def synchronize(device=None) -> None:
+    """Wait for every kernel queued on the device (the current one by default)."""
+    cupy = _cupy()
+    with cupy.cuda.Device(_index(device)):
+        cupy.cuda.runtime.deviceSynchronize()
+
+
+def empty_cache() -> None:
+    """Give the memory pool's free blocks back to the device (cupy keeps freed blocks)."""
+    if device_count():
+        _cupy().get_default_memory_pool().free_all_blocks()
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes of device memory Keel's arrays hold (cupy's pool, in use)."""
+    return int(_cupy().get_default_memory_pool().used_bytes()) if device_count() else 0
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes the memory pool holds from the device, in use or free."""
+    return int(_cupy().get_default_memory_pool().total_bytes()) if device_count() else 0
+
+
+def get_device_name(device=None) -> str:
+    cupy = _cupy()
+    name = cupy.cuda.runtime.getDeviceProperties(_index(device))["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    props = _cupy().cuda.runtime.getDeviceProperties(_index(device))
+    return int(props["major"]), int(props["minor"])
+
+
+def _index(device) -> int:
+    """A device index from None (the current), an int, "gpu:N" or a CUDAPlace."""
+    if device is None:
+        return int(_cupy().cuda.runtime.getDevice())
+    if isinstance(device, int):
+        return device
+    if hasattr(device, "device_id"):
+        return int(device.device_id)
+    text = str(device)
+    if text.startswith(("gpu:", "cuda:")) and text.split(":", 1)[1].isdigit():
+        return int(text.split(":", 1)[1])
+    raise ValueError(f"expected a GPU index, 'gpu:N' or a CUDAPlace, got {device!r}")
