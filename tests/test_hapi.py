@@ -96,7 +96,7 @@ def test_metrics_against_independent_computations():
     labels = rng.integers(0, 5, 200)
     acc = metrics.Accuracy(topk=(1, 3))
     for part in np.array_split(np.arange(200), 3):
-        acc.update(scores[part], labels[part, None])
+        acc.update(acc.compute(scores[part], labels[part, None]))
     top1 = (scores.argmax(1) == labels).mean()
     top3 = np.mean([labels[i] in np.argsort(-scores[i])[:3] for i in range(200)])
     assert acc.accumulate() == pytest.approx([top1, top3]) and acc.name() == ["acc_top1", "acc_top3"]
@@ -108,3 +108,44 @@ def test_metrics_against_independent_computations():
     auc = metrics.Auc()
     auc.update(np.stack([1 - prob, prob], 1), truth)
     assert auc.accumulate() == pytest.approx(roc_auc_score(truth, prob), abs=1e-3)
+
+
+def test_metrics_follow_paddles_protocol_and_thresholds():
+    """Accuracy's compute gives the hit matrix that update sums (labels as ids or one-hot);
+    at p = 0.5 Precision counts a positive (floor(p + 0.5)) and Recall a negative (rint), as
+    PaddlePaddle's metrics do."""
+    scores = np.array([[0.1, 0.2, 0.3, 0.4], [0.1, 0.4, 0.3, 0.2], [0.1, 0.2, 0.4, 0.3], [0.1, 0.2, 0.3, 0.4]])
+    acc = metrics.Accuracy(topk=(1, 2))
+    correct = acc.compute(scores, np.array([[0], [1], [2], [3]]))
+    assert correct.tolist() == [[0, 0], [1, 0], [1, 0], [1, 0]]
+    assert acc.update(correct) == [0.75, 0.75]
+    assert acc.update(acc.compute(scores, np.eye(4)[[3, 3, 3, 3]])) == [0.5, 0.75]    # one-hot labels
+    assert acc.accumulate() == pytest.approx([5 / 8, 6 / 8])
+    prob, truth = np.array([0.5, 0.5, 0.7, 0.2]), np.array([1, 0, 1, 1])
+    precision, recall = metrics.Precision(), metrics.Recall()
+    precision.update(prob, truth)
+    recall.update(prob, truth)
+    assert (precision.tp, precision.fp) == (2, 1) and precision.accumulate() == pytest.approx(2 / 3)
+    assert (recall.tp, recall.fn) == (1, 2) and recall.accumulate() == pytest.approx(1 / 3)
+
+
+def test_model_calls_a_paddle_style_metric_through_compute():
+    """A metric written for PaddlePaddle (compute -> update) works with Model.evaluate."""
+    class Seen(metrics.Metric):
+        def reset(self):
+            self.rows = 0
+
+        def compute(self, pred, label):           # one array back: update gets it alone
+            return np.asarray(pred).argmax(-1) == np.asarray(label).reshape(-1)
+
+        def update(self, hits):
+            self.rows += hits.size
+
+        def accumulate(self):
+            return self.rows
+
+    seen = Seen()
+    with pg.unique_name.guard():
+        m = Model(Net(), inputs=[InputSpec([None, 4], "float32", "x")], labels=[InputSpec([None, 1], "int64")])
+        m.prepare(None, pg.nn.CrossEntropyLoss(), seen)
+    assert m.evaluate(dataset(20), batch_size=8, verbose=0)["seen"] == 20

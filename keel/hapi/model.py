@@ -171,6 +171,13 @@ class Model:
         labels = fields[len(self._inputs):len(self._inputs) + len(self._labels)]
         return loss, values, labels, len(fields[0])
 
+    def _update_metrics(self, outputs, labels):
+        """PaddlePaddle's protocol: a metric's `compute` sees every output and label of the
+        batch, its `update` what compute returned (a metric written for PaddlePaddle runs)."""
+        for m in self._metrics:
+            computed = m.compute(*outputs, *labels)
+            m.update(*(computed if isinstance(computed, (list, tuple)) else [computed]))
+
     def _logs(self, losses, batch_size):
         logs = {}
         if losses:
@@ -223,8 +230,7 @@ class Model:
                     c.on_train_batch_begin(step, {})
                 loss, outputs, labels, size = self._run_batch("train", batch)
                 losses.append(loss)
-                for m in self._metrics:
-                    m.update(outputs[0], labels[0] if labels else None)
+                self._update_metrics(outputs, labels)
                 logs = self._logs(losses, size)
                 for c in items:
                     c.on_train_batch_end(step, logs)
@@ -254,8 +260,7 @@ class Model:
             if loss is not None:
                 total += float(np.mean(loss)) * size
             count += size
-            for m in self._metrics:
-                m.update(outputs[0], labels[0] if labels else None)
+            self._update_metrics(outputs, labels)
         logs = {"loss": total / max(count, 1)} if self._modes["eval"].loss is not None else {}
         for m in self._metrics:
             value, names = m.accumulate(), m.name()
