@@ -208,7 +208,30 @@ class Model:
             callbacks=None):
         """Train for `epochs` over `train_data` (a Dataset, a DataLoader or an iterable of
         batches: inputs then labels), evaluating on `eval_data` every `eval_freq` epochs.
-        Returns the history: a list of each epoch's logs."""
+        Returns the history: a list of each epoch's logs.
+
+        Examples:
+            >>> import numpy as np
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> rng = np.random.default_rng(0)
+            >>> x = rng.standard_normal((64, 4)).astype("float32")
+            >>> y = (x[:, :1] + x[:, 1:2] > 0).astype("int64")           # a separable task
+            >>> train_data = paddle.io.TensorDataset([x, y])
+            >>> net = paddle.nn.Sequential(paddle.nn.Linear(4, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 2))
+            >>> model = paddle.Model(net, inputs=[InputSpec([None, 4], "float32", "x")],
+            ...                      labels=[InputSpec([None, 1], "int64", "label")])
+            >>> model.prepare(paddle.optimizer.Adam(0.05, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+            ...               paddle.metric.Accuracy())
+            >>> history = model.fit(train_data, eval_data=train_data, batch_size=16, epochs=5, verbose=0)
+            >>> len(history), sorted(history[-1])                      # one record per epoch
+            (5, ['acc', 'batch_size', 'eval_acc', 'eval_loss', 'loss'])
+            >>> bool(history[-1]["loss"] < history[0]["loss"])
+            True
+            >>> _ = model.fit(train_data, batch_size=32, epochs=1, verbose=1)   # verbose=1: a line per epoch
+            Epoch 1/1
+            epoch 1 - loss: ... - acc: ... - samples/s: ...
+        """
         self._require("train")
         loader = self._loader(train_data, batch_size, shuffle, drop_last, num_workers)
         steps = len(loader) if hasattr(loader, "__len__") else None
@@ -250,7 +273,26 @@ class Model:
         return history
 
     def evaluate(self, eval_data, batch_size=1, log_freq=10, verbose=2, num_workers=0, callbacks=None):
-        """The mean loss over `eval_data` (weighted by batch size) and the metrics."""
+        """The mean loss over `eval_data` (weighted by batch size) and the metrics.
+
+        Examples:
+            >>> import numpy as np
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> rng = np.random.default_rng(0)
+            >>> x = rng.standard_normal((64, 4)).astype("float32")
+            >>> y = (x[:, :1] + x[:, 1:2] > 0).astype("int64")           # a separable task
+            >>> train_data = paddle.io.TensorDataset([x, y])
+            >>> net = paddle.nn.Sequential(paddle.nn.Linear(4, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 2))
+            >>> model = paddle.Model(net, inputs=[InputSpec([None, 4], "float32", "x")],
+            ...                      labels=[InputSpec([None, 1], "int64", "label")])
+            >>> model.prepare(paddle.optimizer.Adam(0.05, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+            ...               paddle.metric.Accuracy())
+            >>> _ = model.fit(train_data, batch_size=16, epochs=5, verbose=0)
+            >>> logs = model.evaluate(train_data, batch_size=32, verbose=0)
+            >>> sorted(logs), bool(logs["acc"] > 0.8)
+            (['acc', 'loss'], True)
+        """
         loader = self._loader(eval_data, batch_size, False, False, num_workers)
         for m in self._metrics:
             m.reset()
@@ -272,7 +314,29 @@ class Model:
 
     def predict(self, test_data, batch_size=1, num_workers=0, stack_outputs=False, verbose=1, callbacks=None):
         """The network's outputs over `test_data`: one list per output of per-batch arrays
-        (concatenated with stack_outputs=True). Batches may carry labels; they are ignored."""
+        (concatenated with stack_outputs=True). Batches may carry labels; they are ignored.
+
+        Examples:
+            >>> import numpy as np
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> rng = np.random.default_rng(0)
+            >>> x = rng.standard_normal((64, 4)).astype("float32")
+            >>> y = (x[:, :1] + x[:, 1:2] > 0).astype("int64")           # a separable task
+            >>> train_data = paddle.io.TensorDataset([x, y])
+            >>> net = paddle.nn.Sequential(paddle.nn.Linear(4, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 2))
+            >>> model = paddle.Model(net, inputs=[InputSpec([None, 4], "float32", "x")],
+            ...                      labels=[InputSpec([None, 1], "int64", "label")])
+            >>> model.prepare(paddle.optimizer.Adam(0.05, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+            ...               paddle.metric.Accuracy())
+            >>> test_data = paddle.io.TensorDataset([x[:10]])           # inputs only
+            >>> outputs = model.predict(test_data, batch_size=4, verbose=0)
+            >>> len(outputs), [batch.shape for batch in outputs[0]]      # one list per output, one array per batch
+            (1, [(4, 2), (4, 2), (2, 2)])
+            >>> logits, = model.predict(test_data, batch_size=4, stack_outputs=True, verbose=0)
+            >>> logits.shape
+            (10, 2)
+        """
         loader = self._loader(test_data, batch_size, False, False, num_workers)
         per_output = None
         for batch in loader:
