@@ -6,6 +6,7 @@ import pytest
 
 import keel.program as pg
 from keel.executor import Config, create_predictor
+from keel.executor.eager import to_tensor
 from keel.hapi import Model, callbacks, metrics
 from keel.program.static import InputSpec
 
@@ -149,3 +150,38 @@ def test_model_calls_a_paddle_style_metric_through_compute():
         m = Model(Net(), inputs=[InputSpec([None, 4], "float32", "x")], labels=[InputSpec([None, 1], "int64")])
         m.prepare(None, pg.nn.CrossEntropyLoss(), seen)
     assert m.evaluate(dataset(20), batch_size=8, verbose=0)["seen"] == 20
+
+
+def test_summary_counts_every_parameter_and_the_shapes_of_an_eager_run(capsys):
+    """paddle.summary's rows: each called layer's output shape equals what that layer gives
+    when the network runs eagerly on one sample; the totals are every parameter's size (an
+    LSTM's cells included), BatchNorm's running statistics counted but not trainable."""
+    from keel.hapi import summary
+    net = pg.nn.Sequential(pg.nn.Conv2D(3, 4, 3, padding=1), pg.nn.BatchNorm2D(4), pg.nn.ReLU(), pg.nn.Flatten(2),
+                           pg.nn.LSTM(64, 5))
+    seen = {}
+    handles = [layer.register_forward_post_hook(
+        lambda layer, inputs, outputs: seen.setdefault(type(layer).__name__, outputs)) for layer in net.sublayers()]
+    net(to_tensor(np.ones((1, 3, 8, 8), np.float32)))
+    for handle in handles:
+        handle.remove()
+    with pg.unique_name.guard():
+        totals = summary(net, (None, 3, 8, 8))
+    table = capsys.readouterr().out
+    sizes = {p.name: int(np.prod(p.shape)) for p in net.parameters()}
+    frozen = sum(size for p, size in zip(net.parameters(), sizes.values()) if not p.trainable)
+    assert frozen == 8 and totals == {"total_params": sum(sizes.values()),
+                                      "trainable_params": sum(sizes.values()) - frozen}
+    for name in ("Conv2D", "BatchNorm2D", "ReLU", "Flatten"):
+        row = next(line for line in table.splitlines() if line.strip().startswith(name))
+        assert str(list(seen[name].shape)) in row
+    lstm_out, (h, c) = seen["LSTM"]
+    assert str([list(lstm_out.shape), [list(h.shape), list(c.shape)]]) in table
+    assert f"Total params: {sum(sizes.values()):,}" in table
+
+
+def test_summary_refuses_two_free_dims_and_takes_tensors():
+    from keel.hapi import summary
+    with pytest.raises(ValueError, match="only the batch dim"):
+        summary(pg.nn.Linear(4, 2), (None, -1))
+    assert summary(pg.nn.Linear(4, 2), input=to_tensor(np.ones((3, 4), np.float32)))["total_params"] == 10

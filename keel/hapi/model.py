@@ -15,6 +15,7 @@ import keel.program as pg
 from keel.executor import Executor, Scope, load_checkpoint, save_checkpoint
 from keel.hapi import callbacks as cbks
 from keel.hapi.metrics import Metric
+from keel.hapi.summary import summary
 from keel.program.static import InputSpec
 
 __all__ = ["Model"]
@@ -348,6 +349,36 @@ class Model:
         return [np.concatenate(v) for v in per_output] if stack_outputs else per_output
 
     # -- files -------------------------------------------------------------------------------
+    def summary(self, input_size=None, dtype=None):
+        """Print the network's layer table (paddle.summary) for the Model's input specs, or
+        for `input_size`/`dtype` when given; returns {'total_params', 'trainable_params'}.
+
+        Examples:
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> net = paddle.nn.Sequential(paddle.nn.Linear(784, 64), paddle.nn.ReLU(), paddle.nn.Linear(64, 10))
+            >>> model = paddle.Model(net, inputs=[InputSpec([None, 784], "float32", "image")])
+            >>> model.summary()
+            -------------------------------------------------------------------------
+             Layer (type)       Input Shape          Output Shape         Param #
+            =========================================================================
+               Linear-1          [[1, 784]]             [1, 64]            50,240
+                ReLU-1           [[1, 64]]              [1, 64]               0
+               Linear-2          [[1, 64]]              [1, 10]              650
+            =========================================================================
+            Total params: 50,890
+            Trainable params: 50,890
+            Non-trainable params: 0
+            -------------------------------------------------------------------------
+            Input size (MB): 0.00
+            Forward/backward pass size (MB): 0.00
+            Params size (MB): 0.19
+            Estimated Total Size (MB): 0.20
+            -------------------------------------------------------------------------
+            {'total_params': 50890, 'trainable_params': 50890}
+        """
+        return summary(self.network, input_size or self._inputs, dtype)
+
     def save(self, path, training=True):
         """training=True: a checkpoint `path.ckpt` (parameters, optimizer state, random state,
         LR schedules), for `load`. training=False: the inference files `path.pdmodel` +
