@@ -107,7 +107,7 @@ PADDLE_NAMES = [
     "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "maximum", "minimum", "pow", "matmul",
     "scale", "clip", "cast", "add_n", "sum", "mean", "max", "min", "prod", "all", "any", "equal", "not_equal",
     "less_than", "greater_than", "logical_and", "logical_not", "isnan", "exp", "log", "sqrt", "abs", "square",
-    "cumsum", "argmax", "argmin", "argsort", "topk", "where", "norm",
+    "cumsum", "argmax", "argmin", "argsort", "sort", "topk", "where", "norm",
 ]
 # ... and by their full names: hapi's Model methods, keel.distributed's single-process entry points
 QUALIFIED_NAMES = ["keel.hapi.model.Model.fit", "keel.hapi.model.Model.evaluate", "keel.hapi.model.Model.predict",

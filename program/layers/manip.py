@@ -8,7 +8,7 @@ from keel.program.variable import Variable
 from keel.proto import pb
 
 __all__ = [
-    "tril", "triu", "argsort", "flip", "index_select", "roll", "take_along_axis", "put_along_axis",
+    "tril", "triu", "argsort", "sort", "flip", "index_select", "roll", "take_along_axis", "put_along_axis",
     "einsum", "dist", "maxout", "l2_normalize", "scatter_nd_add", "shuffle_channel", "numel",
     "unfold", "acos", "asin", "atan", "brelu", "stanh",
 ]
@@ -77,6 +77,22 @@ def argsort(x, axis=-1, descending=False, stable=False, name=None, return_values
     helper.append_op("argsort", {"X": x}, {"Out": values, "Indices": indices},
                      {"axis": int(axis), "descending": bool(descending), "stable": bool(stable)})
     return (values, indices) if return_values else indices
+
+
+def sort(x, axis=-1, descending=False, stable=False, name=None):
+    """x's values sorted along `axis` (op argsort's Out, as PaddlePaddle's paddle.sort builds it).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[5.0, 1.0, 3.0], [2.0, 6.0, 4.0]])
+        >>> print(paddle.sort(x).numpy())
+        [[1. 3. 5.]
+         [2. 4. 6.]]
+        >>> print(paddle.sort(x, axis=0, descending=True).numpy())
+        [[5. 6. 4.]
+         [2. 1. 3.]]
+    """
+    return argsort(x, axis, descending, stable, name, return_values=True)[0]
 
 
 def flip(x, axis, name=None):
