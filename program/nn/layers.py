@@ -21,7 +21,7 @@ from keel.program.param_attr import ParamAttr
 __all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "GroupNorm", "InstanceNorm2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
            "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",
            "ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LeakyReLU", "Hardswish",
-           "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict",
+           "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict", "ParameterList",
            "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss"]
 
 
@@ -714,6 +714,55 @@ class LayerDict(Layer):
 
     def items(self):
         return self._sub_layers.items()
+
+
+class ParameterList(Layer):
+    """A list of parameters that belong to the owner (named "0", "1", ... in its state dict).
+
+    Examples:
+        >>> import keel as paddle
+        >>> class Stacked(paddle.nn.Layer):
+        ...     def __init__(self, num_stacked_param):
+        ...         super().__init__()
+        ...         self.params = paddle.nn.ParameterList(
+        ...             [self.create_parameter([2, 2]) for _ in range(num_stacked_param)])
+        ...     def forward(self, x):
+        ...         for p in self.params:
+        ...             x = paddle.matmul(x, p)
+        ...         return x
+        >>> layer = Stacked(3)
+        >>> len(layer.parameters()), layer(paddle.ones([4, 2])).shape
+        (3, [4, 2])
+        >>> _ = layer.params.append(layer.create_parameter([2, 3]))
+        >>> len(layer.params), layer(paddle.ones([4, 2])).shape
+        (4, [4, 3])
+        >>> list(layer.state_dict())
+        ['params.0', 'params.1', 'params.2', 'params.3']
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        for parameter in parameters or ():
+            self.append(parameter)
+
+    def append(self, parameter):
+        self.add_parameter(str(len(self._parameters)), parameter)
+        return self
+
+    def __getitem__(self, index):       # as attribute access: the Parameter of the program being built
+        params = list(self._parameters.values())[index]
+        return [p.in_mode() for p in params] if isinstance(index, slice) else params.in_mode()
+
+    def __setitem__(self, index, parameter):
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"ParameterList: index {index} out of range for {len(self)} parameters")
+        self.add_parameter(str(index % len(self)), parameter)
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter([p.in_mode() for p in self._parameters.values()])
 
 
 # -- losses ------------------------------------------------------------------------------------
