@@ -66,7 +66,8 @@ class Accuracy(Metric):
 
     Examples:
         >>> import keel as paddle
-        >>> x = paddle.to_tensor([[0.1, 0.2, 0.3, 0.4], [0.1, 0.4, 0.3, 0.2], [0.1, 0.2, 0.4, 0.3], [0.1, 0.2, 0.3, 0.4]])
+        >>> x = paddle.to_tensor([[0.1, 0.2, 0.3, 0.4], [0.1, 0.4, 0.3, 0.2],
+        ...                       [0.1, 0.2, 0.4, 0.3], [0.1, 0.2, 0.3, 0.4]])
         >>> y = paddle.to_tensor([[0], [1], [2], [3]])
         >>> m = paddle.metric.Accuracy()
         >>> correct = m.compute(x, y)                 # 1.0 where the label is the top score

@@ -67,8 +67,9 @@ def _input_specs(input_size, dtypes, input) -> list[InputSpec]:
         return [InputSpec(list(t.shape), t.numpy().dtype.name) for t in tensors]
     if input_size is None:
         raise ValueError("summary: give input_size (a shape, an InputSpec or a list of them) or input")
+    is_dim = lambda d: d is None or isinstance(d, (int, np.integer))  # noqa: E731
     single = isinstance(input_size, InputSpec) or (
-        isinstance(input_size, (list, tuple)) and all(d is None or isinstance(d, (int, np.integer)) for d in input_size))
+        isinstance(input_size, (list, tuple)) and all(is_dim(d) for d in input_size))
     sizes = [input_size] if single else list(input_size)
     kinds = dtypes if isinstance(dtypes, (list, tuple)) else [dtypes] * len(sizes)
     if len(kinds) != len(sizes):
