@@ -184,6 +184,17 @@ class Engine:
             return CPUPlace()
         return CUDAPlace(int(array.device.id))
 
+    @staticmethod
+    def to_place(array, device):
+        """`array` on `device` ("cpu", "gpu", "gpu:N" or a place): itself when it is there
+        already, else a copy there."""
+        from keel.executor.place import place_of_device
+        place = place_of_device(device)
+        if place.xp is np:
+            return array if isinstance(array, np.ndarray) else array.get()
+        with place.device_context():
+            return place.xp.asarray(array)
+
     def as_array(self, data, like=None, dtype=None):
         xp = np if like is None else self.array_module(like)
         if isinstance(data, Tensor):
@@ -210,8 +221,9 @@ class Engine:
             inputs = cast_inputs(op_type, inputs, dygraph.autocast_state, self._cast)
         ins = {slot: _tensors(op_type, slot, v) for slot, v in inputs.items()}
         outs = {slot: _tensors(op_type, slot, v) for slot, v in outputs.items()}
-        first = next((ts[0].value for ts in ins.values() if ts), None)
-        xp = np if first is None or type(first) is np.ndarray else self.array_module(first)
+        device = next((t._value for ts in ins.values() for t in ts
+                       if t._value is not None and type(t._value) is not np.ndarray), None)
+        xp = np if device is None or np.isscalar(device) else self.array_module(device)
         layout = tuple((slot, len(ts)) for slot, ts in outs.items())
         call, key = None, (op_type, tuple(attrs.items()), xp, layout)
         try:
@@ -239,6 +251,8 @@ class Engine:
                 args.append([t.value if t._value is None else t._value for t in ts])
             else:  # .value: a parameter's first read runs its initializer; an empty tensor is an error
                 args.append(ts[0].value if ts[0]._value is None else ts[0]._value)
+        if xp is not np:  # host inputs of a GPU op (constants, labels) go to its device, as in PaddlePaddle
+            args = [_to_device(xp, a) for a in args]
         try:
             result = call.fn(*args)
         except Exception as e:  # noqa: BLE001 - every kernel failure gets the op and the user's line
@@ -556,6 +570,14 @@ def _release(node: _Node, names: _Names, grads: dict, keep_names) -> None:
     node.inputs = node.outputs = {}
 
 
+def _to_device(xp, arg):
+    if isinstance(arg, np.ndarray):
+        return xp.asarray(arg)
+    if isinstance(arg, list):
+        return [_to_device(xp, a) for a in arg]
+    return arg
+
+
 def _accumulate(grads: dict, name: str, value) -> None:
     """A gradient written by several ops is their sum, in the order backward wrote them
     (the `sum` op a static program appends adds its parts in that order)."""
@@ -684,6 +706,6 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
         array = array.astype(dtypes.to_numpy(dtypes.to_code(dtype)))    # a copy
     elif array is data or isinstance(data, Tensor):
         array = array.copy()                                            # never the caller's buffer
-    if place is not None and place.xp() is not np:
-        array = place.xp().asarray(array)
+    if place is not None:
+        array = dygraph.engine().to_place(array, place)
     return Tensor(array, stop_gradient=stop_gradient)

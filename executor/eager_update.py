@@ -12,6 +12,7 @@ static program) and takes the new values back.
 from __future__ import annotations
 
 from keel.executor.executor import Executor
+from keel.program import dygraph
 from keel.executor.scope import Scope
 from keel.program.default import program_guard
 from keel.program.ops.registry import grad_name
@@ -63,10 +64,25 @@ class EagerUpdater:
 
     def __init__(self):
         self.scope = Scope()
-        self.executor = Executor()
+        self.executor: Executor | None = None
         self.plan: _Plan | None = None
 
+    def _run_on(self, params) -> None:
+        """The executor of the parameters' place (a GPU's when they live there); the state
+        kept so far (accumulators) moves with them when they move."""
+        engine = dygraph.engine()
+        places = {p.name: engine.place_of(p.value) for p in params}
+        place = places[params[0].name]
+        if any(q != place for q in places.values()):
+            raise ValueError("optimizer.step: the parameters live on different places "
+                             f"({', '.join(f'{n}: {q}' for n, q in places.items())}); move them to one")
+        if self.executor is None or self.executor.place != place:
+            self.executor = Executor(place)
+            for name in list(self.scope):
+                self.scope.set(name, engine.to_place(self.scope.get(name), place))
+
     def step(self, optimizer, params) -> None:
+        self._run_on(params)
         names = tuple(p.name for p in params)
         if self.plan is None or self.plan.names != names:
             plan = _Plan(optimizer, params, self.scope)

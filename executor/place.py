@@ -58,3 +58,19 @@ class CUDAPlace:
         return isinstance(other, CUDAPlace) and other.device_id == self.device_id
 
     __hash__ = object.__hash__
+
+
+def place_of_device(device) -> CPUPlace | CUDAPlace:
+    """A place from PaddlePaddle's device names: "cpu", "gpu" (device 0), "gpu:N", or a
+    place itself."""
+    if isinstance(device, (CPUPlace, CUDAPlace)):
+        return device
+    text = str(device).strip().lower() if isinstance(device, str) else None
+    if text == "cpu":
+        return CPUPlace()
+    if text == "gpu":
+        return CUDAPlace(0)
+    if text and text.startswith("gpu:") and text[4:].isdigit():
+        return CUDAPlace(int(text[4:]))
+    raise ValueError(f"unknown device {device!r}: Keel runs on \"cpu\", \"gpu\" or \"gpu:N\" "
+                     "(or a CPUPlace / CUDAPlace)")

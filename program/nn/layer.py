@@ -283,6 +283,26 @@ class Layer:
         """The parameters, for an optimizer's `parameters=` (they are taken by name)."""
         return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
 
+    def to(self, device=None, dtype=None, blocking=None):
+        """Move the parameters (and their gradients) to `device` ("cpu", "gpu", "gpu:N" or a
+        place) and/or cast the floating ones to `dtype`, in place (the same parameter objects, so an optimizer
+        made before keeps them), as PaddlePaddle's Layer.to; returns the layer. `blocking`
+        is accepted for compatibility (copies here complete before it returns)."""
+        engine = dygraph.engine()
+        for param in self.parameters():
+            value = param.value
+            if device is not None:
+                value = engine.to_place(value, device)
+            if dtype is not None and dtypes.is_floating(param.dtype):
+                value = value.astype(dtypes.to_numpy(dtypes.to_code(dtype)))
+                param._dtype = dtypes.to_code(dtype)
+            if value is not param._value:
+                param._value = value
+                param._version += 1
+            if param.grad is not None and device is not None:  # its gradient goes along (as in PaddlePaddle)
+                param.grad._value = engine.to_place(param.grad.value, device)
+        return self
+
     # -- modes -------------------------------------------------------------------------------
     def train(self):
         """Training mode (the default): dropout drops, batch_norm uses batch statistics."""
