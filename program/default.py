@@ -27,7 +27,22 @@ def seed(value: int) -> None:
     """paddle.seed: the default programs' `random_seed` (their random initializers and the
     executor's random stream) becomes `value`, and so does that of the programs the
     high-level API builds (hapi.Model) and the eager engine's stream (eager initializers,
-    dropout, keel.rand), so a run is repeatable."""
+    dropout, keel.rand), so a run is repeatable.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.seed(102)
+        >>> a = paddle.rand([2, 2]).numpy()
+        >>> paddle.seed(102)
+        >>> b = paddle.rand([2, 2]).numpy()
+        >>> bool((a == b).all())                      # the same seed, the same draws
+        True
+        >>> paddle.seed(102)
+        >>> w1 = paddle.nn.Linear(3, 3).weight.numpy()    # initializers draw from it too
+        >>> paddle.seed(102)
+        >>> bool((paddle.nn.Linear(3, 3).weight.numpy() == w1).all())
+        True
+    """
     global _global_seed
     _global_seed = int(value)
     _main.random_seed = _startup.random_seed = _global_seed

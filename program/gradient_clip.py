@@ -9,6 +9,21 @@ __all__ = ["ClipGradBase", "ClipGradByValue", "ClipGradByNorm", "ClipGradByGloba
 
 
 class ClipGradBase:
+    """Base class of the gradient clips an optimizer takes as `grad_clip`; a parameter
+    made with ParamAttr(need_clip=False) is left unclipped.
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const, bias_attr=paddle.ParamAttr(need_clip=False))
+        >>> clip = paddle.nn.ClipGradByValue(max=0.5)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters(), grad_clip=clip)
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))   # gradients w [1, 2], b [1]
+        >>> loss.backward()
+        >>> opt.step()
+        >>> print(linear.weight.numpy().ravel().round(4), linear.bias.numpy().round(4))   # the bias is not clipped
+        [0.45 0.45] [-0.1]
+    """
     def __call__(self, params_grads, block):
         """Append the clipping ops; return params_grads with the clipped gradients."""
         raise NotImplementedError
@@ -23,7 +38,20 @@ def _clips(param, grad) -> bool:
 
 
 class ClipGradByValue(ClipGradBase):
-    """Clamp every gradient element to [min, max] (min defaults to -max)."""
+    """Clamp every gradient element to [min, max] (min defaults to -max).
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> clip = paddle.nn.ClipGradByValue(max=0.5, min=-0.5)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters(), grad_clip=clip)
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))   # gradients w [1, 2], b [1]
+        >>> loss.backward()
+        >>> opt.step()
+        >>> print(linear.weight.numpy().ravel().round(4), linear.bias.numpy().round(4))   # every gradient in [-0.5, 0.5]
+        [0.45 0.45] [-0.05]
+    """
 
     def __init__(self, max: float, min: float | None = None):
         self.max = float(max)
@@ -43,7 +71,20 @@ class ClipGradByValue(ClipGradBase):
 
 
 class ClipGradByNorm(ClipGradBase):
-    """Rescale each gradient whose L2 norm exceeds clip_norm to norm clip_norm."""
+    """Rescale each gradient whose L2 norm exceeds clip_norm to norm clip_norm.
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> clip = paddle.nn.ClipGradByNorm(clip_norm=1.0)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters(), grad_clip=clip)
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))   # gradients w [1, 2], b [1]
+        >>> loss.backward()
+        >>> opt.step()
+        >>> print(linear.weight.numpy().ravel().round(4), linear.bias.numpy().round(4))   # w's gradient scaled to norm 1
+        [0.4553 0.4106] [-0.1]
+    """
 
     def __init__(self, clip_norm: float):
         self.clip_norm = float(clip_norm)
@@ -61,7 +102,20 @@ class ClipGradByNorm(ClipGradBase):
 
 class ClipGradByGlobalNorm(ClipGradBase):
     """Rescale all gradients together by clip_norm / max(global_norm, clip_norm), where
-    global_norm = sqrt(sum of every gradient's squared L2 norm)."""
+    global_norm = sqrt(sum of every gradient's squared L2 norm).
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> clip = paddle.nn.ClipGradByGlobalNorm(clip_norm=1.0)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters(), grad_clip=clip)
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))   # gradients w [1, 2], b [1]
+        >>> loss.backward()
+        >>> opt.step()
+        >>> print(linear.weight.numpy().ravel().round(4), linear.bias.numpy().round(4))   # all scaled by 1 / sqrt(1 + 4 + 1)
+        [0.4592 0.4184] [-0.0408]
+    """
 
     def __init__(self, clip_norm: float, ring_id: int | None = None):
         self.clip_norm = float(clip_norm)

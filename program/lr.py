@@ -24,7 +24,25 @@ __all__ = ["LRScheduler", "StepDecay", "MultiStepDecay", "ExponentialDecay", "Na
 
 
 class LRScheduler:
-    """Base class: `get_lr()` computes the rate for `last_epoch`; `step()` advances it."""
+    """Base class: `get_lr()` computes the rate for `last_epoch`; `step()` advances it.
+
+    Examples:
+        >>> import keel as paddle
+        >>> linear = paddle.nn.Linear(10, 10)
+        >>> scheduler = paddle.optimizer.lr.StepDecay(learning_rate=0.5, step_size=2, gamma=0.1)
+        >>> sgd = paddle.optimizer.SGD(learning_rate=scheduler, parameters=linear.parameters())
+        >>> for epoch in range(3):
+        ...     for batch_id in range(2):
+        ...         loss = paddle.mean(linear(paddle.uniform([10, 10])))
+        ...         loss.backward()
+        ...         sgd.step()
+        ...         sgd.clear_grad()
+        ...     scheduler.step()                  # once an epoch (or once a batch, if the schedule counts steps)
+        >>> round(sgd.get_lr(), 6), scheduler.last_epoch
+        (0.05, 3)
+        >>> scheduler.state_dict()["last_epoch"]
+        3
+    """
 
     def __init__(self, learning_rate: float = 0.1, last_epoch: int = -1, verbose: bool = False):
         self.base_lr = float(learning_rate)
@@ -57,7 +75,18 @@ class LRScheduler:
 
 
 class StepDecay(LRScheduler):
-    """lr = learning_rate * gamma ** (epoch // step_size)."""
+    """lr = learning_rate * gamma ** (epoch // step_size).
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.StepDecay(learning_rate=0.5, step_size=2, gamma=0.1)
+        >>> rates = []
+        >>> for epoch in range(5):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.5, 0.5, 0.05, 0.05, 0.005]
+    """
 
     def __init__(self, learning_rate, step_size, gamma=0.1, last_epoch=-1, verbose=False):
         if int(step_size) <= 0:
@@ -70,7 +99,18 @@ class StepDecay(LRScheduler):
 
 
 class MultiStepDecay(LRScheduler):
-    """lr = learning_rate * gamma ** (number of milestones <= epoch)."""
+    """lr = learning_rate * gamma ** (number of milestones <= epoch).
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.MultiStepDecay(learning_rate=0.5, milestones=[2, 4], gamma=0.1)
+        >>> rates = []
+        >>> for epoch in range(6):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.5, 0.5, 0.05, 0.05, 0.005, 0.005]
+    """
 
     def __init__(self, learning_rate, milestones, gamma=0.1, last_epoch=-1, verbose=False):
         if list(milestones) != sorted(milestones):
@@ -83,7 +123,18 @@ class MultiStepDecay(LRScheduler):
 
 
 class ExponentialDecay(LRScheduler):
-    """lr = learning_rate * gamma ** epoch."""
+    """lr = learning_rate * gamma ** epoch.
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.ExponentialDecay(learning_rate=0.5, gamma=0.9)
+        >>> rates = []
+        >>> for epoch in range(4):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.5, 0.45, 0.405, 0.3645]
+    """
 
     def __init__(self, learning_rate, gamma, last_epoch=-1, verbose=False):
         self.gamma = float(gamma)
@@ -94,7 +145,18 @@ class ExponentialDecay(LRScheduler):
 
 
 class NaturalExpDecay(LRScheduler):
-    """lr = learning_rate * exp(-gamma * epoch)."""
+    """lr = learning_rate * exp(-gamma * epoch).
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.NaturalExpDecay(learning_rate=0.5, gamma=0.1)
+        >>> rates = []
+        >>> for epoch in range(4):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.5, 0.452419, 0.409365, 0.370409]
+    """
 
     def __init__(self, learning_rate, gamma, last_epoch=-1, verbose=False):
         self.gamma = float(gamma)
@@ -105,7 +167,18 @@ class NaturalExpDecay(LRScheduler):
 
 
 class InverseTimeDecay(LRScheduler):
-    """lr = learning_rate / (1 + gamma * epoch)."""
+    """lr = learning_rate / (1 + gamma * epoch).
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.InverseTimeDecay(learning_rate=0.5, gamma=0.1)
+        >>> rates = []
+        >>> for epoch in range(4):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.5, 0.454545, 0.416667, 0.384615]
+    """
 
     def __init__(self, learning_rate, gamma, last_epoch=-1, verbose=False):
         self.gamma = float(gamma)
@@ -116,7 +189,18 @@ class InverseTimeDecay(LRScheduler):
 
 
 class CosineAnnealingDecay(LRScheduler):
-    """lr = eta_min + (learning_rate - eta_min) * (1 + cos(pi * epoch / T_max)) / 2."""
+    """lr = eta_min + (learning_rate - eta_min) * (1 + cos(pi * epoch / T_max)) / 2.
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.CosineAnnealingDecay(learning_rate=0.5, T_max=4)
+        >>> rates = []
+        >>> for epoch in range(5):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.5, 0.426777, 0.25, 0.073223, 0.0]
+    """
 
     def __init__(self, learning_rate, T_max, eta_min=0.0, last_epoch=-1, verbose=False):
         if int(T_max) <= 0:
@@ -133,7 +217,18 @@ CosineDecay = CosineAnnealingDecay
 
 class PolynomialDecay(LRScheduler):
     """lr = (learning_rate - end_lr) * (1 - epoch / decay_steps) ** power + end_lr; with
-    `cycle`, decay_steps grows to the next multiple past the epoch."""
+    `cycle`, decay_steps grows to the next multiple past the epoch.
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.PolynomialDecay(learning_rate=0.5, decay_steps=4, end_lr=0.1)
+        >>> rates = []
+        >>> for epoch in range(6):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.5, 0.4, 0.3, 0.2, 0.1, 0.1]
+    """
 
     def __init__(self, learning_rate, decay_steps, end_lr=0.0001, power=1.0, cycle=False,
                  last_epoch=-1, verbose=False):
@@ -153,7 +248,18 @@ class PolynomialDecay(LRScheduler):
 
 
 class PiecewiseDecay(LRScheduler):
-    """lr = values[i] for the first boundary i that the epoch has not reached."""
+    """lr = values[i] for the first boundary i that the epoch has not reached.
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.PiecewiseDecay(boundaries=[2, 4], values=[0.1, 0.05, 0.01])
+        >>> rates = []
+        >>> for epoch in range(5):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.1, 0.1, 0.05, 0.05, 0.01]
+    """
 
     def __init__(self, boundaries, values, last_epoch=-1, verbose=False):
         if len(values) != len(boundaries) + 1:
@@ -167,7 +273,18 @@ class PiecewiseDecay(LRScheduler):
 
 
 class LambdaDecay(LRScheduler):
-    """lr = learning_rate * lr_lambda(epoch)."""
+    """lr = learning_rate * lr_lambda(epoch).
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.LambdaDecay(learning_rate=0.5, lr_lambda=lambda epoch: 0.95 ** epoch)
+        >>> rates = []
+        >>> for epoch in range(3):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.5, 0.475, 0.45125]
+    """
 
     def __init__(self, learning_rate, lr_lambda, last_epoch=-1, verbose=False):
         if not callable(lr_lambda):
@@ -180,20 +297,53 @@ class LambdaDecay(LRScheduler):
 
 
 class NoamDecay(LRScheduler):
-    """lr = learning_rate * d_model ** -0.5 * min(epoch ** -0.5, epoch * warmup_steps ** -1.5)."""
+    """lr = learning_rate * d_model ** -0.5 * min(epoch ** -0.5, epoch * warmup_steps ** -1.5)
+    (0 at epoch 0, as PaddlePaddle's).
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.NoamDecay(d_model=64, warmup_steps=4)
+        >>> rates = []
+        >>> for epoch in range(7):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates            # up for 4 epochs, then down as epoch ** -0.5
+        [0.0, 0.015625, 0.03125, 0.046875, 0.0625, 0.055902, 0.051031]
+    """
 
     def __init__(self, d_model, warmup_steps, learning_rate=1.0, last_epoch=-1, verbose=False):
         self.d_model, self.warmup_steps = float(d_model), float(warmup_steps)
         super().__init__(learning_rate, last_epoch, verbose)
 
     def get_lr(self):
-        epoch = max(self.last_epoch, 1)
-        return self.base_lr * self.d_model ** -0.5 * min(epoch ** -0.5, epoch * self.warmup_steps ** -1.5)
+        # PaddlePaddle's rule: epoch 0 takes 1 for epoch ** -0.5 (undefined there), so the
+        # warm-up term, 0, wins and the first rate is 0
+        decay = 1.0 if self.last_epoch == 0 else self.last_epoch ** -0.5
+        return self.base_lr * self.d_model ** -0.5 * min(decay, self.last_epoch * self.warmup_steps ** -1.5)
 
 
 class LinearWarmup(LRScheduler):
     """Ramp linearly from start_lr to end_lr over `warmup_steps`, then follow
-    `learning_rate` (a number, or another scheduler that starts counting then)."""
+    `learning_rate` (a number, or another scheduler that starts counting then).
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.LinearWarmup(learning_rate=0.5, warmup_steps=4, start_lr=0.0, end_lr=0.5)
+        >>> rates = []
+        >>> for epoch in range(6):
+        ...     rates.append(round(scheduler(), 6))     # the rate of this epoch
+        ...     scheduler.step()
+        >>> rates
+        [0.0, 0.125, 0.25, 0.375, 0.5, 0.5]
+        >>> after = paddle.optimizer.lr.StepDecay(learning_rate=0.5, step_size=2, gamma=0.1)
+        >>> scheduler = paddle.optimizer.lr.LinearWarmup(after, warmup_steps=2, start_lr=0.1, end_lr=0.5)
+        >>> rates = []
+        >>> for epoch in range(6):
+        ...     rates.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> rates                                     # warm-up, then StepDecay counting from 0
+        [0.1, 0.3, 0.5, 0.5, 0.05, 0.05]
+    """
 
     def __init__(self, learning_rate, warmup_steps, start_lr, end_lr, last_epoch=-1, verbose=False):
         if int(warmup_steps) <= 0:

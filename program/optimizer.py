@@ -15,6 +15,7 @@ name order, with `op_role = 2` and `op_role_var = [param, grad]`.
 from __future__ import annotations
 
 from keel.program import callsite, default, dtypes, dygraph, op_role, unique_name
+from keel.program import lr  # noqa: F401  (paddle.optimizer.lr.StepDecay, ... as PaddlePaddle spells them)
 from keel.program.backward import append_backward
 from keel.program.errors import ProgramError
 from keel.program.ops.registry import grad_name
@@ -32,7 +33,23 @@ __all__ = ["Optimizer", "SGD", "Momentum", "Adam", "AdamW", "Lamb", "RMSProp", "
 class Optimizer:
     """Base class. `learning_rate`: a float or an LRScheduler. `weight_decay`: a float
     (L2) or an L1Decay/L2Decay. `grad_clip`: a ClipGradBy* object. `parameters`: the
-    parameters to train (default: every trainable parameter the loss depends on)."""
+    parameters to train (default: every trainable parameter the loss depends on).
+
+    Examples:
+        >>> import keel as paddle
+        >>> linear = paddle.nn.Linear(10, 10)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters())
+        >>> for _ in range(3):                         # the eager training step every optimizer shares
+        ...     loss = paddle.mean(linear(paddle.rand([4, 10])))
+        ...     loss.backward()
+        ...     opt.step()
+        ...     opt.clear_grad()
+        >>> opt.get_lr()
+        0.1
+        >>> opt.set_lr(0.01)
+        >>> opt.get_lr()
+        0.01
+    """
 
     _op_type = ""
     # Set by program.amp.decorate (PaddlePaddle's `_set_multi_precision`): a float16/bfloat16
@@ -269,6 +286,19 @@ class SGD(Optimizer):
         >>> losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(20)]
         >>> losses[-1] < losses[0]
         True
+
+        Eagerly, on a layer's parameters:
+
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters())
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))
+        >>> loss.backward()
+        >>> opt.step()
+        >>> opt.clear_grad()
+        >>> print(linear.weight.numpy().ravel().round(4))      # 0.5 - 0.1 * [1, 2]
+        [0.4 0.3]
     """
 
     def _append_update(self, block, param, grad, lr):
@@ -278,7 +308,22 @@ class SGD(Optimizer):
 
 class Momentum(Optimizer):
     """velocity = momentum * velocity + grad; param -= lr * velocity (Nesterov:
-    param -= lr * (grad + momentum * velocity))."""
+    param -= lr * (grad + momentum * velocity)).
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)     # w = [[0.5], [0.5]], b = [0]
+        >>> x = paddle.to_tensor([[1.0, 2.0]])                     # d mean(linear(x)) / dw = [1, 2]
+        >>> opt = paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=linear.parameters())
+        >>> for _ in range(2):
+        ...     loss = paddle.mean(linear(x))
+        ...     loss.backward()
+        ...     opt.step()
+        ...     opt.clear_grad()
+        >>> print(linear.weight.numpy().ravel().round(4))      # velocity g, then 1.9 g
+        [ 0.21 -0.08]
+    """
 
     def __init__(self, learning_rate=0.001, momentum=0.9, parameters=None, use_nesterov=False,
                  weight_decay=None, grad_clip=None, rescale_grad=1.0, name=None):
@@ -320,6 +365,19 @@ class Adam(Optimizer):
         ...     schedule.step()
         >>> bool(losses[-1] < losses[0])
         True
+
+        Eagerly, on a layer's parameters:
+
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> opt = paddle.optimizer.Adam(learning_rate=0.1, parameters=linear.parameters())
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))
+        >>> loss.backward()
+        >>> opt.step()
+        >>> opt.clear_grad()
+        >>> print(linear.weight.numpy().ravel().round(4))      # Adam's first step is lr * sign(grad)
+        [0.4 0.4]
     """
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, parameters=None,
@@ -356,7 +414,21 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay: param *= 1 - lr * coeff before the Adam step.
     `weight_decay` is that coeff (default 0.01), not an L2 term added to the gradient;
-    `apply_decay_param_fun(name) -> bool` picks the parameters that decay."""
+    `apply_decay_param_fun(name) -> bool` picks the parameters that decay.
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)     # w = [[0.5], [0.5]], b = [0]
+        >>> x = paddle.to_tensor([[1.0, 2.0]])                     # d mean(linear(x)) / dw = [1, 2]
+        >>> opt = paddle.optimizer.AdamW(learning_rate=0.1, weight_decay=0.01, parameters=linear.parameters())
+        >>> loss = paddle.mean(linear(x))
+        >>> loss.backward()
+        >>> opt.step()
+        >>> opt.clear_grad()
+        >>> print(linear.weight.numpy().ravel().round(4))      # 0.5 * (1 - 0.1 * 0.01) - 0.1
+        [0.3995 0.3995]
+    """
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, parameters=None,
                  weight_decay=0.01, lr_ratio=None, apply_decay_param_fun=None, grad_clip=None,
@@ -379,7 +451,21 @@ class AdamW(Adam):
 
 class Lamb(Optimizer):
     """LAMB: Adam's update scaled per parameter by the trust ratio ||param|| / ||update||,
-    with decoupled weight decay `lamb_weight_decay`."""
+    with decoupled weight decay `lamb_weight_decay`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)     # w = [[0.5], [0.5]], b = [0]
+        >>> x = paddle.to_tensor([[1.0, 2.0]])                     # d mean(linear(x)) / dw = [1, 2]
+        >>> opt = paddle.optimizer.Lamb(learning_rate=0.1, lamb_weight_decay=0.01, parameters=linear.parameters())
+        >>> loss = paddle.mean(linear(x))
+        >>> loss.backward()
+        >>> opt.step()
+        >>> opt.clear_grad()
+        >>> print(linear.weight.numpy().ravel().round(4))      # the step scaled by ||w|| / ||update||
+        [0.45 0.45]
+    """
 
     def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999,
                  epsilon=1e-6, parameters=None, grad_clip=None, exclude_from_weight_decay_fn=None,
@@ -408,7 +494,21 @@ class Lamb(Optimizer):
 
 
 class RMSProp(Optimizer):
-    """RMSProp with optional momentum and centering."""
+    """RMSProp with optional momentum and centering.
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)     # w = [[0.5], [0.5]], b = [0]
+        >>> x = paddle.to_tensor([[1.0, 2.0]])                     # d mean(linear(x)) / dw = [1, 2]
+        >>> opt = paddle.optimizer.RMSProp(learning_rate=0.1, rho=0.95, parameters=linear.parameters())
+        >>> loss = paddle.mean(linear(x))
+        >>> loss.backward()
+        >>> opt.step()
+        >>> opt.clear_grad()
+        >>> print(linear.weight.numpy().ravel().round(4))      # 0.5 - 0.1 * g / sqrt(0.05 * g * g)
+        [0.0528 0.0528]
+    """
 
     def __init__(self, learning_rate, rho=0.95, epsilon=1e-6, momentum=0.0, centered=False,
                  parameters=None, weight_decay=None, grad_clip=None, name=None):
@@ -432,7 +532,21 @@ class RMSProp(Optimizer):
 
 
 class Adagrad(Optimizer):
-    """Adagrad: moment += grad^2; param -= lr * grad / (sqrt(moment) + epsilon)."""
+    """Adagrad: moment += grad^2; param -= lr * grad / (sqrt(moment) + epsilon).
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)     # w = [[0.5], [0.5]], b = [0]
+        >>> x = paddle.to_tensor([[1.0, 2.0]])                     # d mean(linear(x)) / dw = [1, 2]
+        >>> opt = paddle.optimizer.Adagrad(learning_rate=0.1, parameters=linear.parameters())
+        >>> loss = paddle.mean(linear(x))
+        >>> loss.backward()
+        >>> opt.step()
+        >>> opt.clear_grad()
+        >>> print(linear.weight.numpy().ravel().round(4))      # 0.5 - 0.1 * g / sqrt(g * g)
+        [0.4 0.4]
+    """
 
     def __init__(self, learning_rate, epsilon=1e-6, parameters=None, weight_decay=None, grad_clip=None,
                  initial_accumulator_value=0.0, name=None):

@@ -11,7 +11,22 @@ class ParamAttr:
     `initializer`: an initializer from program.initializer. `learning_rate`: a multiplier
     on the optimizer's rate. `regularizer`: a per-parameter regularizer (overrides the
     optimizer's). `trainable=False` freezes the parameter. `need_clip=False` exempts it
-    from gradient clipping."""
+    from gradient clipping.
+
+    Examples:
+        >>> import keel as paddle
+        >>> weight_attr = paddle.ParamAttr(name="weight", learning_rate=0.5,
+        ...                                regularizer=paddle.regularizer.L2Decay(1.0),
+        ...                                initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(3, 4, weight_attr=weight_attr, bias_attr=paddle.ParamAttr(trainable=False))
+        >>> linear.weight.name, float(linear.weight.numpy()[0, 0])
+        ('weight', 0.5)
+        >>> linear.bias.stop_gradient                 # not trained
+        True
+        >>> no_bias = paddle.nn.Linear(3, 4, bias_attr=False)
+        >>> no_bias.bias is None
+        True
+    """
     name: str | None = None
     initializer: Any = None
     learning_rate: float = 1.0

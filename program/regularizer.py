@@ -13,6 +13,21 @@ __all__ = ["L1Decay", "L2Decay", "WeightDecayRegularizer"]
 
 
 class WeightDecayRegularizer:
+    """Base class of L1Decay and L2Decay: `coeff` scales the term each adds to a
+    parameter's gradient. An optimizer's `weight_decay` given as a float means L2Decay(float).
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters(),
+        ...                            weight_decay=0.1)
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))   # d loss / dw = [1, 2]
+        >>> loss.backward()
+        >>> opt.step()
+        >>> print(linear.weight.numpy().ravel().round(4))     # 0.5 - 0.1 * ([1, 2] + 0.1 * 0.5)
+        [0.395 0.295]
+    """
     def __init__(self, coeff: float = 0.0):
         self.coeff = float(coeff)
 
@@ -25,7 +40,20 @@ class WeightDecayRegularizer:
 
 
 class L2Decay(WeightDecayRegularizer):
-    """Adds coeff * param to the gradient (the gradient of coeff/2 * ||param||^2)."""
+    """Adds coeff * param to the gradient (the gradient of coeff/2 * ||param||^2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters(),
+        ...                            weight_decay=paddle.regularizer.L2Decay(0.1))
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))   # d loss / dw = [1, 2]
+        >>> loss.backward()
+        >>> opt.step()
+        >>> print(linear.weight.numpy().ravel().round(4))     # 0.5 - 0.1 * ([1, 2] + 0.1 * 0.5)
+        [0.395 0.295]
+    """
 
     def __call__(self, param, grad, block):
         decay = block.create_var(unique_name.generate(f"{param.name}_l2_decay"), param.shape, param.dtype)
@@ -35,7 +63,34 @@ class L2Decay(WeightDecayRegularizer):
 
 
 class L1Decay(WeightDecayRegularizer):
-    """Adds coeff * sign(param) to the gradient (the gradient of coeff * ||param||_1)."""
+    """Adds coeff * sign(param) to the gradient (the gradient of coeff * ||param||_1).
+
+    Examples:
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters(),
+        ...                            weight_decay=paddle.regularizer.L1Decay(0.1))
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))   # d loss / dw = [1, 2]
+        >>> loss.backward()
+        >>> opt.step()
+        >>> print(linear.weight.numpy().ravel().round(4))     # 0.5 - 0.1 * ([1, 2] + 0.1 * sign(0.5))
+        [0.39 0.29]
+
+        A parameter's own regularizer (ParamAttr) takes precedence over the optimizer's:
+
+        >>> import keel as paddle
+        >>> const = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5),
+        ...                          regularizer=paddle.regularizer.L1Decay(0.1))
+        >>> linear = paddle.nn.Linear(2, 1, weight_attr=const)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=linear.parameters(),
+        ...                            weight_decay=paddle.regularizer.L2Decay(0.1))
+        >>> loss = paddle.mean(linear(paddle.to_tensor([[1.0, 2.0]])))   # d loss / dw = [1, 2]
+        >>> loss.backward()
+        >>> opt.step()
+        >>> print(linear.weight.numpy().ravel().round(4))     # L1Decay(0.1) applied, not L2Decay(0.1)
+        [0.39 0.29]
+    """
 
     def __call__(self, param, grad, block):
         sign = block.create_var(unique_name.generate(f"{param.name}_sign"), param.shape, param.dtype)

@@ -6,6 +6,7 @@ reaches first must have such an example. (The pages' own ```python blocks run in
 tests/test_readme.py.)"""
 import doctest
 import importlib
+import inspect
 import pkgutil
 import subprocess
 import sys
@@ -63,6 +64,63 @@ EXAMPLES = _examples()
 
 def test_first_names_have_examples():
     missing = [name for name in FIRST_NAMES if name not in EXAMPLES]
+    assert not missing, f"docstrings without a runnable Examples section: {missing}"
+
+
+def _qualified(obj) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def _public_subclasses(namespace, base) -> set[str]:
+    """The classes a user reaches as `namespace.Name` that derive from `base` (base too)."""
+    return {_qualified(value) for name, value in vars(namespace).items()
+            if not name.startswith("_") and inspect.isclass(value) and issubclass(value, base)}
+
+
+def _documented_names() -> set[str]:
+    """The names that must each have an example: every public class of these families (a new
+    layer, optimizer, scheduler, ... joins by being exported), and the functions and
+    classes named below, wherever they are defined."""
+    import keel as paddle
+    from keel.program import gradient_clip, initializer, regularizer
+    families = [(paddle.nn, paddle.nn.Layer), (paddle.optimizer, paddle.optimizer.Optimizer),
+                (paddle.lr, paddle.lr.LRScheduler), (initializer, initializer.Initializer),
+                (gradient_clip, gradient_clip.ClipGradBase), (regularizer, regularizer.WeightDecayRegularizer),
+                (paddle.metric, paddle.metric.Metric), (paddle.callbacks, paddle.callbacks.Callback)]
+    names = set().union(*(_public_subclasses(namespace, base) for namespace, base in families))
+    return names | {_qualified(getattr(paddle, name)) for name in PADDLE_NAMES} | set(QUALIFIED_NAMES)
+
+
+# Functions and classes reached as `keel.NAME` that must have an example. (keel.to_tensor,
+# no_grad and grad are defined in keel.executor.eager, the io classes in keel.program.io.data:
+# not yet listed.)
+PADDLE_NAMES = [
+    "seed", "ParamAttr",
+    # creation and random
+    "zeros", "ones", "full", "full_like", "zeros_like", "ones_like", "assign", "arange", "linspace", "rand",
+    "randn", "uniform", "normal", "randint", "one_hot",
+    # shape and indexing
+    "reshape", "transpose", "flatten", "squeeze", "unsqueeze", "concat", "split", "stack", "unstack", "slice",
+    "strided_slice", "gather", "gather_nd", "scatter", "nonzero", "expand", "expand_as", "tile", "shape", "pad",
+    "flip", "roll", "index_select", "take_along_axis", "tril", "triu", "numel",
+    # math
+    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "maximum", "minimum", "pow", "matmul",
+    "scale", "clip", "cast", "add_n", "sum", "mean", "max", "min", "prod", "all", "any", "equal", "not_equal",
+    "less_than", "greater_than", "logical_and", "logical_not", "isnan", "exp", "log", "sqrt", "abs", "square",
+    "cumsum", "argmax", "argmin", "argsort", "sort", "topk", "where", "norm",
+]
+# ... and by their full names: hapi's Model methods, keel.distributed's single-process entry points
+QUALIFIED_NAMES = ["keel.hapi.model.Model.fit", "keel.hapi.model.Model.evaluate", "keel.hapi.model.Model.predict",
+                   "keel.hapi.model.Model.summary", "keel.hapi.summary.summary", "keel.distributed.parallel.get_rank",
+                   "keel.distributed.parallel.get_world_size", "keel.distributed.collective.all_reduce",
+                   "keel.distributed.collective.reduce", "keel.distributed.collective.broadcast",
+                   "keel.distributed.collective.all_gather", "keel.distributed.strategy.DistributedStrategy"]
+
+
+def test_public_names_have_examples():
+    """No layer, optimizer, scheduler, initializer, clip, regularizer, metric or callback class,
+    nor any listed function, lacks a runnable Examples section."""
+    missing = sorted(name for name in _documented_names() if name not in EXAMPLES)
     assert not missing, f"docstrings without a runnable Examples section: {missing}"
 
 

@@ -6,6 +6,7 @@ import pytest
 
 import keel.program as pg
 from keel.executor import Config, create_predictor
+from keel.executor.eager import to_tensor
 from keel.hapi import Model, callbacks, metrics
 from keel.program.static import InputSpec
 
@@ -96,7 +97,7 @@ def test_metrics_against_independent_computations():
     labels = rng.integers(0, 5, 200)
     acc = metrics.Accuracy(topk=(1, 3))
     for part in np.array_split(np.arange(200), 3):
-        acc.update(scores[part], labels[part, None])
+        acc.update(acc.compute(scores[part], labels[part, None]))
     top1 = (scores.argmax(1) == labels).mean()
     top3 = np.mean([labels[i] in np.argsort(-scores[i])[:3] for i in range(200)])
     assert acc.accumulate() == pytest.approx([top1, top3]) and acc.name() == ["acc_top1", "acc_top3"]
@@ -108,3 +109,79 @@ def test_metrics_against_independent_computations():
     auc = metrics.Auc()
     auc.update(np.stack([1 - prob, prob], 1), truth)
     assert auc.accumulate() == pytest.approx(roc_auc_score(truth, prob), abs=1e-3)
+
+
+def test_metrics_follow_paddles_protocol_and_thresholds():
+    """Accuracy's compute gives the hit matrix that update sums (labels as ids or one-hot);
+    at p = 0.5 Precision counts a positive (floor(p + 0.5)) and Recall a negative (rint), as
+    PaddlePaddle's metrics do."""
+    scores = np.array([[0.1, 0.2, 0.3, 0.4], [0.1, 0.4, 0.3, 0.2], [0.1, 0.2, 0.4, 0.3], [0.1, 0.2, 0.3, 0.4]])
+    acc = metrics.Accuracy(topk=(1, 2))
+    correct = acc.compute(scores, np.array([[0], [1], [2], [3]]))
+    assert correct.tolist() == [[0, 0], [1, 0], [1, 0], [1, 0]]
+    assert acc.update(correct) == [0.75, 0.75]
+    assert acc.update(acc.compute(scores, np.eye(4)[[3, 3, 3, 3]])) == [0.5, 0.75]    # one-hot labels
+    assert acc.accumulate() == pytest.approx([5 / 8, 6 / 8])
+    prob, truth = np.array([0.5, 0.5, 0.7, 0.2]), np.array([1, 0, 1, 1])
+    precision, recall = metrics.Precision(), metrics.Recall()
+    precision.update(prob, truth)
+    recall.update(prob, truth)
+    assert (precision.tp, precision.fp) == (2, 1) and precision.accumulate() == pytest.approx(2 / 3)
+    assert (recall.tp, recall.fn) == (1, 2) and recall.accumulate() == pytest.approx(1 / 3)
+
+
+def test_model_calls_a_paddle_style_metric_through_compute():
+    """A metric written for PaddlePaddle (compute -> update) works with Model.evaluate."""
+    class Seen(metrics.Metric):
+        def reset(self):
+            self.rows = 0
+
+        def compute(self, pred, label):           # one array back: update gets it alone
+            return np.asarray(pred).argmax(-1) == np.asarray(label).reshape(-1)
+
+        def update(self, hits):
+            self.rows += hits.size
+
+        def accumulate(self):
+            return self.rows
+
+    seen = Seen()
+    with pg.unique_name.guard():
+        m = Model(Net(), inputs=[InputSpec([None, 4], "float32", "x")], labels=[InputSpec([None, 1], "int64")])
+        m.prepare(None, pg.nn.CrossEntropyLoss(), seen)
+    assert m.evaluate(dataset(20), batch_size=8, verbose=0)["seen"] == 20
+
+
+def test_summary_counts_every_parameter_and_the_shapes_of_an_eager_run(capsys):
+    """paddle.summary's rows: each called layer's output shape equals what that layer gives
+    when the network runs eagerly on one sample; the totals are every parameter's size (an
+    LSTM's cells included), BatchNorm's running statistics counted but not trainable."""
+    from keel.hapi import summary
+    net = pg.nn.Sequential(pg.nn.Conv2D(3, 4, 3, padding=1), pg.nn.BatchNorm2D(4), pg.nn.ReLU(), pg.nn.Flatten(2),
+                           pg.nn.LSTM(64, 5))
+    seen = {}
+    handles = [layer.register_forward_post_hook(
+        lambda layer, inputs, outputs: seen.setdefault(type(layer).__name__, outputs)) for layer in net.sublayers()]
+    net(to_tensor(np.ones((1, 3, 8, 8), np.float32)))
+    for handle in handles:
+        handle.remove()
+    with pg.unique_name.guard():
+        totals = summary(net, (None, 3, 8, 8))
+    table = capsys.readouterr().out
+    sizes = {p.name: int(np.prod(p.shape)) for p in net.parameters()}
+    frozen = sum(size for p, size in zip(net.parameters(), sizes.values()) if not p.trainable)
+    assert frozen == 8 and totals == {"total_params": sum(sizes.values()),
+                                      "trainable_params": sum(sizes.values()) - frozen}
+    for name in ("Conv2D", "BatchNorm2D", "ReLU", "Flatten"):
+        row = next(line for line in table.splitlines() if line.strip().startswith(name))
+        assert str(list(seen[name].shape)) in row
+    lstm_out, (h, c) = seen["LSTM"]
+    assert str([list(lstm_out.shape), [list(h.shape), list(c.shape)]]) in table
+    assert f"Total params: {sum(sizes.values()):,}" in table
+
+
+def test_summary_refuses_two_free_dims_and_takes_tensors():
+    from keel.hapi import summary
+    with pytest.raises(ValueError, match="only the batch dim"):
+        summary(pg.nn.Linear(4, 2), (None, -1))
+    assert summary(pg.nn.Linear(4, 2), input=to_tensor(np.ones((3, 4), np.float32)))["total_params"] == 10

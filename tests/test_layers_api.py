@@ -312,3 +312,38 @@ def test_mode_builds_in_one_mode_and_restores_each_sublayers_own():
     with pytest.raises(RuntimeError), model.mode(training=False):
         raise RuntimeError("a failing build")
     assert not model.drop.training and model.fc1.training   # restored on error too
+
+
+def test_parameter_list_belongs_to_its_owner_and_trains():
+    """ParameterList's parameters are the owner's (state dict `params.i`), replaceable by
+    index, and a program built from the owner reads and updates them."""
+    class Chain(pg.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.params = pg.nn.ParameterList([self.create_parameter([3, 3]) for _ in range(2)])
+
+        def forward(self, x):
+            for p in self.params:
+                x = pg.matmul(x, p)
+            return x
+
+    net = Chain()
+    assert list(net.state_dict()) == ["params.0", "params.1"]
+    replacement = net.create_parameter([3, 2])
+    net.params[-1] = replacement
+    assert net.params[1] is replacement and len(net.parameters()) == 2 and net.params[:1][0] is not replacement
+    with pytest.raises(IndexError, match="out of range"):
+        net.params[2] = replacement
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        x = pg.data("x", [-1, 3])
+        loss = pg.mean(net(x))
+        pg.optimizer.SGD(0.5).minimize(loss)
+    scope, exe = Scope(), Executor()
+    exe.run(startup, scope=scope)
+    before = {p.name: np.array(scope.get(p.name)) for p in net.parameters()}
+    feed = np.ones((4, 3), np.float32)
+    got, = exe.run(main, feed={"x": feed}, fetch_list=[loss], scope=scope)
+    np.testing.assert_allclose(got, np.mean(feed @ before[net.params[0].name] @ before[net.params[1].name]),
+                               rtol=1e-5)
+    assert all(not np.array_equal(scope.get(name), value) for name, value in before.items())

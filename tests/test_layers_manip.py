@@ -89,3 +89,18 @@ def test_inference_model_round_trip(tmp_path):
     np.testing.assert_array_equal(got, want)
     einsum_op = next(op for op in prog.global_block().ops if op.type == "einsum")
     assert not einsum_op.output("XShape") and not einsum_op.output("InnerCache")
+
+
+def test_sort_is_argsorts_values_as_paddle_builds_it():
+    """paddle.sort appends one argsort op and returns its Out: numpy's sort, either way round,
+    along any axis."""
+    m = np.random.default_rng(2).uniform(-1, 1, (4, 5)).astype(np.float32)
+
+    def build():
+        mv = pg.data("m", [4, 5], "float32")
+        return [pg.sort(mv), pg.sort(mv, axis=0, descending=True)]
+
+    main, _, got = _run(build, {"m": m})
+    assert [op.type for op in main.global_block().ops] == ["argsort", "argsort"]
+    np.testing.assert_array_equal(got[0], np.sort(m, axis=-1))
+    np.testing.assert_array_equal(got[1], -np.sort(-m, axis=0))

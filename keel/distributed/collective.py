@@ -48,27 +48,76 @@ def _reduction(api: str, op) -> str:
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, sync_op=True):
-    """Replace `tensor` by its reduction over the ranks (c_allreduce_<op>)."""
+    """Replace `tensor` by its reduction over the ranks (c_allreduce_<op>).
+
+    Examples:
+        >>> import keel.program as pg
+        >>> import keel.distributed as dist
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     y = pg.scale(x, 2.0)
+        ...     dist.all_reduce(y, op=dist.ReduceOp.SUM)   # y becomes the sum over the ranks
+        >>> [op.type for op in main.global_block().ops]   # runs on every rank after dist.init_parallel_env()
+        ['scale', 'c_allreduce_sum']
+    """
     _block("all_reduce", group).append_op(f"c_allreduce_{_reduction('all_reduce', op)}", {"X": [tensor]},
                                           {"Out": [tensor]}, {"ring_id": RING, "use_calc_stream": bool(sync_op)})
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, sync_op=True):
     """On rank `dst`, replace `tensor` by its reduction over the ranks; elsewhere it keeps
-    its value (c_reduce_<op>)."""
+    its value (c_reduce_<op>).
+
+    Examples:
+        >>> import keel.program as pg
+        >>> import keel.distributed as dist
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     y = pg.scale(x, 2.0)
+        ...     dist.reduce(y, dst=0, op=dist.ReduceOp.MAX)   # rank 0 gets the maximum
+        >>> [op.type for op in main.global_block().ops]   # runs on every rank after dist.init_parallel_env()
+        ['scale', 'c_reduce_max']
+    """
     _block("reduce", group).append_op(f"c_reduce_{_reduction('reduce', op)}", {"X": [tensor]}, {"Out": [tensor]},
                                       {"ring_id": RING, "root_id": int(dst), "use_calc_stream": bool(sync_op)})
 
 
 def broadcast(tensor, src, group=None, sync_op=True):
-    """Replace `tensor` by rank `src`'s (c_broadcast)."""
+    """Replace `tensor` by rank `src`'s (c_broadcast).
+
+    Examples:
+        >>> import keel.program as pg
+        >>> import keel.distributed as dist
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     dist.broadcast(x, src=0)              # every rank gets rank 0's x
+        >>> [op.type for op in main.global_block().ops]   # runs on every rank after dist.init_parallel_env()
+        ['c_broadcast']
+    """
     _block("broadcast", group).append_op("c_broadcast", {"X": [tensor]}, {"Out": [tensor]},
                                          {"ring_id": RING, "root": int(src), "use_calc_stream": bool(sync_op)})
 
 
 def all_gather(tensor_list, tensor, group=None, sync_op=True):
     """Fill `tensor_list` (emptied first) with every rank's `tensor`, in rank order
-    (c_allgather along axis 0, then split)."""
+    (c_allgather along axis 0, then split).
+
+    Examples:
+        >>> import keel.program as pg
+        >>> import keel.distributed as dist
+        >>> main, startup = pg.Program(), pg.Program()
+        >>> with pg.program_guard(main, startup):
+        ...     x = pg.data("x", [-1, 4])
+        ...     parts = []
+        ...     dist.all_gather(parts, x)             # parts[r] is rank r's x
+        >>> [op.type for op in main.global_block().ops]   # runs on every rank after dist.init_parallel_env()
+        ['c_allgather']
+        >>> len(parts)                                      # one part per rank (a split op for several)
+        1
+    """
     nranks = get_world_size()
     block = _block("all_gather", group)
     out = block.create_var(None, None, tensor.dtype)

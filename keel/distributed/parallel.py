@@ -119,12 +119,24 @@ def is_initialized() -> bool:
 
 
 def get_rank() -> int:
-    """This process's rank: MPI's once init_parallel_env ran, else PADDLE_TRAINER_ID (0)."""
+    """This process's rank: MPI's once init_parallel_env ran, else PADDLE_TRAINER_ID (0).
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> dist.get_rank()            # a single process; under `python -m keel.distributed.launch` its rank
+        0
+    """
     return _ENV.rank if _ENV is not None else int(os.environ.get("PADDLE_TRAINER_ID", "0"))
 
 
 def get_world_size() -> int:
-    """The number of ranks: MPI's once init_parallel_env ran, else PADDLE_TRAINERS_NUM (1)."""
+    """The number of ranks: MPI's once init_parallel_env ran, else PADDLE_TRAINERS_NUM (1).
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> dist.get_world_size()      # a single process; under the launcher, the number of ranks
+        1
+    """
     return _ENV.world_size if _ENV is not None else int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
 
 

@@ -59,7 +59,23 @@ _NO_EFFECT = {"a_sync": True, "nccl_comm_num": 1, "use_hierarchical_allreduce": 
 
 class DistributedStrategy:
     """PaddlePaddle's DistributedStrategy (collective mode). Keyword arguments set options
-    at construction (`DistributedStrategy(sharding=True)`), a Keel convenience."""
+    at construction (`DistributedStrategy(sharding=True)`), a Keel convenience.
+
+    Examples:
+        >>> from keel.distributed import fleet
+        >>> strategy = fleet.DistributedStrategy()
+        >>> strategy.amp = True
+        >>> strategy.amp_configs = {"init_loss_scaling": 1024}    # merged into the defaults
+        >>> strategy.sharding = True
+        >>> strategy
+        DistributedStrategy(fuse_all_reduce_ops, sharding, amp)
+        >>> strategy.amp_configs["init_loss_scaling"], strategy.amp_configs["use_dynamic_loss_scaling"]
+        (1024, True)
+        >>> strategy.pipeline = True                                # what Keel's fleet does not do is refused
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: DistributedStrategy.pipeline: not supported by Keel's fleet ...
+    """
 
     def __init__(self, **options):
         for name, default in {**_OPTIONS, **_NO_EFFECT}.items():

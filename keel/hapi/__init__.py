@@ -11,5 +11,6 @@ a fit loop over a Layer. It sits above `program` and `executor` and uses both.
 """
 from keel.hapi import callbacks, metrics
 from keel.hapi.model import Model
+from keel.hapi.summary import summary
 
-__all__ = ["Model", "callbacks", "metrics"]
+__all__ = ["Model", "callbacks", "metrics", "summary"]

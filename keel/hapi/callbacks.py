@@ -16,6 +16,29 @@ __all__ = ["Callback", "ProgBarLogger", "ModelCheckpoint", "EarlyStopping", "LRS
 
 
 class Callback:
+    """Base class of the fit loop's callbacks: override the hooks you need; `self.model`
+    is the Model being trained and `self.params` holds epochs, steps, save_dir.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> rng = np.random.default_rng(0)
+        >>> data = paddle.io.TensorDataset([rng.random((32, 4), dtype="float32"), rng.integers(0, 2, (32, 1))])
+        >>> model = paddle.Model(paddle.nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> model.prepare(paddle.optimizer.SGD(0.1, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+        ...               paddle.metric.Accuracy())
+        >>> class LossHistory(paddle.callbacks.Callback):
+        ...     def on_train_begin(self, logs=None):
+        ...         self.losses = []
+        ...     def on_train_batch_end(self, step, logs=None):
+        ...         self.losses.append(logs["loss"])
+        >>> history = LossHistory()
+        >>> _ = model.fit(data, batch_size=8, epochs=2, verbose=0, callbacks=[history])
+        >>> len(history.losses), history.params["epochs"]          # 4 steps in each of 2 epochs
+        (8, 2)
+    """
     def __init__(self):
         self.model = None
         self.params: dict = {}
@@ -56,7 +79,25 @@ def _format(logs: dict) -> str:
 
 class ProgBarLogger(Callback):
     """Prints `Epoch e/E`, then every `log_freq` steps `step s/S - loss: ... - acc: ... -
-    samples/s: ...` (verbose 2: one line per log; 1: one line per epoch; 0: silent)."""
+    samples/s: ...` (verbose 2: one line per log; 1: one line per epoch; 0: silent).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> rng = np.random.default_rng(0)
+        >>> data = paddle.io.TensorDataset([rng.random((32, 4), dtype="float32"), rng.integers(0, 2, (32, 1))])
+        >>> model = paddle.Model(paddle.nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> model.prepare(paddle.optimizer.SGD(0.1, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+        ...               paddle.metric.Accuracy())
+        >>> logger = paddle.callbacks.ProgBarLogger(log_freq=2, verbose=2)
+        >>> _ = model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[logger])
+        Epoch 1/1
+        step 2/4 - loss: ... - acc: ... - samples/s: ...
+        step 4/4 - loss: ... - acc: ... - samples/s: ...
+        epoch 1 - loss: ... - acc: ... - samples/s: ...
+    """
 
     def __init__(self, log_freq=10, verbose=2, file=None):
         super().__init__()
@@ -91,7 +132,24 @@ class ProgBarLogger(Callback):
 
 class ModelCheckpoint(Callback):
     """Saves a training checkpoint to `save_dir/<epoch>` every `save_freq` epochs and to
-    `save_dir/final` at the end."""
+    `save_dir/final` at the end.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> rng = np.random.default_rng(0)
+        >>> data = paddle.io.TensorDataset([rng.random((32, 4), dtype="float32"), rng.integers(0, 2, (32, 1))])
+        >>> model = paddle.Model(paddle.nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> model.prepare(paddle.optimizer.SGD(0.1, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+        ...               paddle.metric.Accuracy())
+        >>> checkpoint = paddle.callbacks.ModelCheckpoint(save_freq=1, save_dir="checkpoints")
+        >>> _ = model.fit(data, batch_size=8, epochs=2, verbose=0, callbacks=[checkpoint])
+        >>> import os
+        >>> sorted(os.listdir("checkpoints"))          # epochs 0 and 1, and the end (Model.save's files)
+        ['0.ckpt', '1.ckpt', 'final.ckpt']
+    """
 
     def __init__(self, save_freq=1, save_dir=None):
         super().__init__()
@@ -109,7 +167,24 @@ class ModelCheckpoint(Callback):
 class EarlyStopping(Callback):
     """Stops training when the evaluated `monitor` has not improved by `min_delta` for
     `patience` evaluations; with `save_best_model`, the best model is saved to
-    `save_dir/best_model` (the fit's save_dir)."""
+    `save_dir/best_model` (the fit's save_dir).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> rng = np.random.default_rng(0)
+        >>> data = paddle.io.TensorDataset([rng.random((32, 4), dtype="float32"), rng.integers(0, 2, (32, 1))])
+        >>> model = paddle.Model(paddle.nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> model.prepare(paddle.optimizer.SGD(0.1, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+        ...               paddle.metric.Accuracy())
+        >>> stop = paddle.callbacks.EarlyStopping(monitor="loss", mode="min", patience=0, min_delta=10.0,
+        ...                                       verbose=0, save_best_model=False)
+        >>> history = model.fit(data, eval_data=data, batch_size=8, epochs=5, verbose=0, callbacks=[stop])
+        >>> len(history), model.stop_training           # no eval loss 10 below the best: stopped after 2
+        (2, True)
+    """
 
     def __init__(self, monitor="loss", mode="auto", patience=0, verbose=1, min_delta=0, baseline=None,
                  save_best_model=True):
@@ -152,7 +227,23 @@ class EarlyStopping(Callback):
 
 
 class LRScheduler(Callback):
-    """Steps the optimizer's LRScheduler after every batch (`by_step`) or epoch (`by_epoch`)."""
+    """Steps the optimizer's LRScheduler after every batch (`by_step`) or epoch (`by_epoch`).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> rng = np.random.default_rng(0)
+        >>> data = paddle.io.TensorDataset([rng.random((32, 4), dtype="float32"), rng.integers(0, 2, (32, 1))])
+        >>> model = paddle.Model(paddle.nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> scheduler = paddle.optimizer.lr.StepDecay(learning_rate=0.1, step_size=1, gamma=0.5)
+        >>> model.prepare(paddle.optimizer.SGD(scheduler, parameters=model.parameters()), paddle.nn.CrossEntropyLoss())
+        >>> by_epoch = paddle.callbacks.LRScheduler(by_step=False, by_epoch=True)
+        >>> _ = model.fit(data, batch_size=8, epochs=3, verbose=0, callbacks=[by_epoch])
+        >>> scheduler.last_epoch, scheduler()
+        (3, 0.0125)
+    """
 
     def __init__(self, by_step=True, by_epoch=False):
         super().__init__()
@@ -204,6 +295,26 @@ def _plain(value):
 
 
 class CSVLogger(_FileLogger):
+    """Writes one row per epoch (the training logs, and `eval_` columns after an evaluation)
+    to a CSV file when training ends.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> rng = np.random.default_rng(0)
+        >>> data = paddle.io.TensorDataset([rng.random((32, 4), dtype="float32"), rng.integers(0, 2, (32, 1))])
+        >>> model = paddle.Model(paddle.nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> model.prepare(paddle.optimizer.SGD(0.1, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+        ...               paddle.metric.Accuracy())
+        >>> _ = model.fit(data, eval_data=data, batch_size=8, epochs=2, verbose=0,
+        ...               callbacks=[paddle.callbacks.CSVLogger("logs/train.csv")])
+        >>> import csv
+        >>> rows = list(csv.DictReader(open("logs/train.csv")))
+        >>> len(rows), list(rows[0])
+        (2, ['epoch', 'loss', 'acc', 'eval_loss', 'eval_acc'])
+    """
     def write(self):
         keys = list(dict.fromkeys(k for r in self.records for k in r))
         with open(self.path, "w", newline="") as f:
@@ -213,6 +324,26 @@ class CSVLogger(_FileLogger):
 
 
 class JSONLogger(_FileLogger):
+    """Writes the list of per-epoch records (as CSVLogger's rows) to a JSON file when
+    training ends.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> rng = np.random.default_rng(0)
+        >>> data = paddle.io.TensorDataset([rng.random((32, 4), dtype="float32"), rng.integers(0, 2, (32, 1))])
+        >>> model = paddle.Model(paddle.nn.Linear(4, 2), inputs=[InputSpec([None, 4], "float32", "x")],
+        ...                      labels=[InputSpec([None, 1], "int64", "label")])
+        >>> model.prepare(paddle.optimizer.SGD(0.1, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+        ...               paddle.metric.Accuracy())
+        >>> _ = model.fit(data, batch_size=8, epochs=2, verbose=0,
+        ...               callbacks=[paddle.callbacks.JSONLogger("logs/train.json")])
+        >>> import json
+        >>> records = json.load(open("logs/train.json"))
+        >>> [r["epoch"] for r in records], sorted(records[0])
+        ([1, 2], ['acc', 'epoch', 'loss'])
+    """
     def write(self):
         with open(self.path, "w") as f:
             json.dump(self.records, f, indent=1)

@@ -15,6 +15,7 @@ import keel.program as pg
 from keel.executor import Executor, Scope, load_checkpoint, save_checkpoint
 from keel.hapi import callbacks as cbks
 from keel.hapi.metrics import Metric
+from keel.hapi.summary import summary
 from keel.program.static import InputSpec
 
 __all__ = ["Model"]
@@ -171,6 +172,13 @@ class Model:
         labels = fields[len(self._inputs):len(self._inputs) + len(self._labels)]
         return loss, values, labels, len(fields[0])
 
+    def _update_metrics(self, outputs, labels):
+        """PaddlePaddle's protocol: a metric's `compute` sees every output and label of the
+        batch, its `update` what compute returned (a metric written for PaddlePaddle runs)."""
+        for m in self._metrics:
+            computed = m.compute(*outputs, *labels)
+            m.update(*(computed if isinstance(computed, (list, tuple)) else [computed]))
+
     def _logs(self, losses, batch_size):
         logs = {}
         if losses:
@@ -201,7 +209,30 @@ class Model:
             callbacks=None):
         """Train for `epochs` over `train_data` (a Dataset, a DataLoader or an iterable of
         batches: inputs then labels), evaluating on `eval_data` every `eval_freq` epochs.
-        Returns the history: a list of each epoch's logs."""
+        Returns the history: a list of each epoch's logs.
+
+        Examples:
+            >>> import numpy as np
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> rng = np.random.default_rng(0)
+            >>> x = rng.standard_normal((64, 4)).astype("float32")
+            >>> y = (x[:, :1] + x[:, 1:2] > 0).astype("int64")           # a separable task
+            >>> train_data = paddle.io.TensorDataset([x, y])
+            >>> net = paddle.nn.Sequential(paddle.nn.Linear(4, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 2))
+            >>> model = paddle.Model(net, inputs=[InputSpec([None, 4], "float32", "x")],
+            ...                      labels=[InputSpec([None, 1], "int64", "label")])
+            >>> model.prepare(paddle.optimizer.Adam(0.05, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+            ...               paddle.metric.Accuracy())
+            >>> history = model.fit(train_data, eval_data=train_data, batch_size=16, epochs=5, verbose=0)
+            >>> len(history), sorted(history[-1])                      # one record per epoch
+            (5, ['acc', 'batch_size', 'eval_acc', 'eval_loss', 'loss'])
+            >>> bool(history[-1]["loss"] < history[0]["loss"])
+            True
+            >>> _ = model.fit(train_data, batch_size=32, epochs=1, verbose=1)   # verbose=1: a line per epoch
+            Epoch 1/1
+            epoch 1 - loss: ... - acc: ... - samples/s: ...
+        """
         self._require("train")
         loader = self._loader(train_data, batch_size, shuffle, drop_last, num_workers)
         steps = len(loader) if hasattr(loader, "__len__") else None
@@ -223,8 +254,7 @@ class Model:
                     c.on_train_batch_begin(step, {})
                 loss, outputs, labels, size = self._run_batch("train", batch)
                 losses.append(loss)
-                for m in self._metrics:
-                    m.update(outputs[0], labels[0] if labels else None)
+                self._update_metrics(outputs, labels)
                 logs = self._logs(losses, size)
                 for c in items:
                     c.on_train_batch_end(step, logs)
@@ -244,7 +274,26 @@ class Model:
         return history
 
     def evaluate(self, eval_data, batch_size=1, log_freq=10, verbose=2, num_workers=0, callbacks=None):
-        """The mean loss over `eval_data` (weighted by batch size) and the metrics."""
+        """The mean loss over `eval_data` (weighted by batch size) and the metrics.
+
+        Examples:
+            >>> import numpy as np
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> rng = np.random.default_rng(0)
+            >>> x = rng.standard_normal((64, 4)).astype("float32")
+            >>> y = (x[:, :1] + x[:, 1:2] > 0).astype("int64")           # a separable task
+            >>> train_data = paddle.io.TensorDataset([x, y])
+            >>> net = paddle.nn.Sequential(paddle.nn.Linear(4, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 2))
+            >>> model = paddle.Model(net, inputs=[InputSpec([None, 4], "float32", "x")],
+            ...                      labels=[InputSpec([None, 1], "int64", "label")])
+            >>> model.prepare(paddle.optimizer.Adam(0.05, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+            ...               paddle.metric.Accuracy())
+            >>> _ = model.fit(train_data, batch_size=16, epochs=5, verbose=0)
+            >>> logs = model.evaluate(train_data, batch_size=32, verbose=0)
+            >>> sorted(logs), bool(logs["acc"] > 0.8)
+            (['acc', 'loss'], True)
+        """
         loader = self._loader(eval_data, batch_size, False, False, num_workers)
         for m in self._metrics:
             m.reset()
@@ -254,8 +303,7 @@ class Model:
             if loss is not None:
                 total += float(np.mean(loss)) * size
             count += size
-            for m in self._metrics:
-                m.update(outputs[0], labels[0] if labels else None)
+            self._update_metrics(outputs, labels)
         logs = {"loss": total / max(count, 1)} if self._modes["eval"].loss is not None else {}
         for m in self._metrics:
             value, names = m.accumulate(), m.name()
@@ -267,7 +315,29 @@ class Model:
 
     def predict(self, test_data, batch_size=1, num_workers=0, stack_outputs=False, verbose=1, callbacks=None):
         """The network's outputs over `test_data`: one list per output of per-batch arrays
-        (concatenated with stack_outputs=True). Batches may carry labels; they are ignored."""
+        (concatenated with stack_outputs=True). Batches may carry labels; they are ignored.
+
+        Examples:
+            >>> import numpy as np
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> rng = np.random.default_rng(0)
+            >>> x = rng.standard_normal((64, 4)).astype("float32")
+            >>> y = (x[:, :1] + x[:, 1:2] > 0).astype("int64")           # a separable task
+            >>> train_data = paddle.io.TensorDataset([x, y])
+            >>> net = paddle.nn.Sequential(paddle.nn.Linear(4, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 2))
+            >>> model = paddle.Model(net, inputs=[InputSpec([None, 4], "float32", "x")],
+            ...                      labels=[InputSpec([None, 1], "int64", "label")])
+            >>> model.prepare(paddle.optimizer.Adam(0.05, parameters=model.parameters()), paddle.nn.CrossEntropyLoss(),
+            ...               paddle.metric.Accuracy())
+            >>> test_data = paddle.io.TensorDataset([x[:10]])           # inputs only
+            >>> outputs = model.predict(test_data, batch_size=4, verbose=0)
+            >>> len(outputs), [batch.shape for batch in outputs[0]]      # one list per output, one array per batch
+            (1, [(4, 2), (4, 2), (2, 2)])
+            >>> logits, = model.predict(test_data, batch_size=4, stack_outputs=True, verbose=0)
+            >>> logits.shape
+            (10, 2)
+        """
         loader = self._loader(test_data, batch_size, False, False, num_workers)
         per_output = None
         for batch in loader:
@@ -279,6 +349,36 @@ class Model:
         return [np.concatenate(v) for v in per_output] if stack_outputs else per_output
 
     # -- files -------------------------------------------------------------------------------
+    def summary(self, input_size=None, dtype=None):
+        """Print the network's layer table (paddle.summary) for the Model's input specs, or
+        for `input_size`/`dtype` when given; returns {'total_params', 'trainable_params'}.
+
+        Examples:
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> net = paddle.nn.Sequential(paddle.nn.Linear(784, 64), paddle.nn.ReLU(), paddle.nn.Linear(64, 10))
+            >>> model = paddle.Model(net, inputs=[InputSpec([None, 784], "float32", "image")])
+            >>> model.summary()
+            -------------------------------------------------------------------------
+             Layer (type)       Input Shape          Output Shape         Param #
+            =========================================================================
+               Linear-1          [[1, 784]]             [1, 64]            50,240
+                ReLU-1           [[1, 64]]              [1, 64]               0
+               Linear-2          [[1, 64]]              [1, 10]              650
+            =========================================================================
+            Total params: 50,890
+            Trainable params: 50,890
+            Non-trainable params: 0
+            -------------------------------------------------------------------------
+            Input size (MB): 0.00
+            Forward/backward pass size (MB): 0.00
+            Params size (MB): 0.19
+            Estimated Total Size (MB): 0.20
+            -------------------------------------------------------------------------
+            {'total_params': 50890, 'trainable_params': 50890}
+        """
+        return summary(self.network, input_size or self._inputs, dtype)
+
     def save(self, path, training=True):
         """training=True: a checkpoint `path.ckpt` (parameters, optimizer state, random state,
         LR schedules), for `load`. training=False: the inference files `path.pdmodel` +

@@ -8,7 +8,7 @@ from keel.program.variable import Variable
 from keel.proto import pb
 
 __all__ = [
-    "tril", "triu", "argsort", "flip", "index_select", "roll", "take_along_axis", "put_along_axis",
+    "tril", "triu", "argsort", "sort", "flip", "index_select", "roll", "take_along_axis", "put_along_axis",
     "einsum", "dist", "maxout", "l2_normalize", "scatter_nd_add", "shuffle_channel", "numel",
     "unfold", "acos", "asin", "atan", "brelu", "stanh",
 ]
@@ -22,18 +22,55 @@ def _one(op_type, inputs, attrs=None, *, name=None, layer=None, dtype=None, out=
 
 
 def tril(x, diagonal=0, name=None):
-    """x with the elements above the `diagonal`-th diagonal zeroed (op tril_triu)."""
+    """x with the elements above the `diagonal`-th diagonal zeroed (op tril_triu).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.reshape(paddle.arange(1, 10), [3, 3])
+        >>> print(paddle.tril(x).numpy())
+        [[1 0 0]
+         [4 5 0]
+         [7 8 9]]
+        >>> print(paddle.tril(x, diagonal=-1).numpy())
+        [[0 0 0]
+         [4 0 0]
+         [7 8 0]]
+    """
     return _one("tril_triu", {"X": x}, {"diagonal": int(diagonal), "lower": True}, name=name, layer="tril")
 
 
 def triu(x, diagonal=0, name=None):
-    """x with the elements below the `diagonal`-th diagonal zeroed (op tril_triu)."""
+    """x with the elements below the `diagonal`-th diagonal zeroed (op tril_triu).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.reshape(paddle.arange(1, 10), [3, 3])
+        >>> print(paddle.triu(x, diagonal=1).numpy())
+        [[0 2 3]
+         [0 0 6]
+         [0 0 0]]
+    """
     return _one("tril_triu", {"X": x}, {"diagonal": int(diagonal), "lower": False}, name=name, layer="triu")
 
 
 def argsort(x, axis=-1, descending=False, stable=False, name=None, return_values=False):
     """int64 positions sorting x along `axis` (op argsort); with `return_values`, (values,
-    indices)."""
+    indices).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[5.0, 1.0, 3.0], [2.0, 6.0, 4.0]])
+        >>> print(paddle.argsort(x).numpy())
+        [[1 2 0]
+         [0 2 1]]
+        >>> print(paddle.argsort(x, axis=0, descending=True).numpy())
+        [[0 1 1]
+         [1 0 0]]
+        >>> values, indices = paddle.argsort(x, return_values=True)      # values sorted, as paddle.sort
+        >>> print(values.numpy())
+        [[1. 3. 5.]
+         [2. 4. 6.]]
+    """
     helper = LayerHelper("argsort", name)
     values = helper.create_tmp(x.dtype)
     indices = helper.create_tmp(pb.VarType.INT64, stop_gradient=True)
@@ -42,18 +79,75 @@ def argsort(x, axis=-1, descending=False, stable=False, name=None, return_values
     return (values, indices) if return_values else indices
 
 
+def sort(x, axis=-1, descending=False, stable=False, name=None):
+    """x's values sorted along `axis` (op argsort's Out, as PaddlePaddle's paddle.sort builds it).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[5.0, 1.0, 3.0], [2.0, 6.0, 4.0]])
+        >>> print(paddle.sort(x).numpy())
+        [[1. 3. 5.]
+         [2. 4. 6.]]
+        >>> print(paddle.sort(x, axis=0, descending=True).numpy())
+        [[5. 6. 4.]
+         [2. 1. 3.]]
+    """
+    return argsort(x, axis, descending, stable, name, return_values=True)[0]
+
+
 def flip(x, axis, name=None):
+    """x with the order of its elements reversed along each dim of `axis` (op flip).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.reshape(paddle.arange(6), [3, 2])
+        >>> print(paddle.flip(x, axis=0).numpy())
+        [[4 5]
+         [2 3]
+         [0 1]]
+        >>> print(paddle.flip(x, axis=[0, 1]).numpy())
+        [[5 4]
+         [3 2]
+         [1 0]]
+    """
     axes = [axis] if isinstance(axis, int) else [int(a) for a in axis]
     return _one("flip", {"X": x}, {"axis": axes}, name=name)
 
 
 def index_select(x, index, axis=0, name=None):
-    """x's slices at `index` along `axis` (op index_select)."""
+    """x's slices at `index` along `axis` (op index_select).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0]])
+        >>> index = paddle.to_tensor([0, 1, 1])
+        >>> print(paddle.index_select(x, index).numpy())
+        [[1. 2. 3. 4.]
+         [5. 6. 7. 8.]
+         [5. 6. 7. 8.]]
+        >>> print(paddle.index_select(x, index, axis=1).numpy())
+        [[ 1.  2.  2.]
+         [ 5.  6.  6.]
+         [ 9. 10. 10.]]
+    """
     return _one("index_select", {"X": x, "Index": index}, {"dim": int(axis)}, name=name)
 
 
 def roll(x, shifts, axis=None, name=None):
-    """x rolled by `shifts` (ints or a Variable) along `axis` (None: flattened; op roll)."""
+    """x rolled by `shifts` (ints or a Variable) along `axis` (None: flattened; op roll).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])
+        >>> print(paddle.roll(x, shifts=1).numpy())              # flattened, then rolled
+        [[9 1 2]
+         [3 4 5]
+         [6 7 8]]
+        >>> print(paddle.roll(x, shifts=1, axis=0).numpy())
+        [[7 8 9]
+         [1 2 3]
+         [4 5 6]]
+    """
     inputs, attrs = {"X": x}, {"axis": [] if axis is None else ([axis] if isinstance(axis, int) else list(axis))}
     if isinstance(shifts, Variable):
         inputs["ShiftsTensor"] = shifts
@@ -64,6 +158,16 @@ def roll(x, shifts, axis=None, name=None):
 
 
 def take_along_axis(arr, indices, axis, name=None):
+    """The elements of `arr` at `indices` along `axis` (op take_along_axis); `indices`
+    has arr's rank and broadcasts against it on the other dims.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])
+        >>> index = paddle.to_tensor([[0, 2, 1]])
+        >>> print(paddle.take_along_axis(x, index, axis=0).numpy())
+        [[1 8 6]]
+    """
     return _one("take_along_axis", {"Input": arr, "Index": indices}, {"Axis": int(axis)}, name=name, out="Result")
 
 
@@ -112,7 +216,13 @@ def shuffle_channel(x, group, name=None):
 
 
 def numel(x, name=None):
-    """The number of elements of x, an int64 0-d tensor (op size)."""
+    """The number of elements of x, an int64 0-d tensor (op size).
+
+    Examples:
+        >>> import keel as paddle
+        >>> int(paddle.numel(paddle.ones([3, 5])))
+        15
+    """
     return _one("size", {"Input": x}, name=name, layer="numel", dtype=pb.VarType.INT64)
 
 

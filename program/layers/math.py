@@ -65,42 +65,103 @@ def _elementwise(op_type, x, y, axis=-1, name=None):
 
 def add(x, y, axis=-1, name=None):
     """x + y (op elementwise_add). With axis=-1 shapes broadcast as in numpy; otherwise y's
-    dims align with x's starting at dimension `axis`."""
+    dims align with x's starting at dimension `axis`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> y = paddle.to_tensor([10.0, 20.0])                # broadcast over the rows
+        >>> print(paddle.add(x, y).numpy())
+        [[11. 22.]
+         [13. 24.]]
+    """
     return _elementwise("elementwise_add", x, y, axis, name)
 
 
 def subtract(x, y, axis=-1, name=None):
-    """x - y (op elementwise_sub)."""
+    """x - y (op elementwise_sub).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([5.0, 6.0, 7.0])
+        >>> print(paddle.subtract(x, paddle.to_tensor([1.0, 2.0, 3.0])).numpy())
+        [4. 4. 4.]
+    """
     return _elementwise("elementwise_sub", x, y, axis, name)
 
 
 def multiply(x, y, axis=-1, name=None):
-    """x * y (op elementwise_mul)."""
+    """x * y (op elementwise_mul).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2], [3, 4]])
+        >>> print(paddle.multiply(x, paddle.to_tensor([[5, 6], [7, 8]])).numpy())
+        [[ 5 12]
+         [21 32]]
+    """
     return _elementwise("elementwise_mul", x, y, axis, name)
 
 
 def divide(x, y, axis=-1, name=None):
-    """x / y (op elementwise_div)."""
+    """x / y (op elementwise_div).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([2.0, 3.0, 4.0])
+        >>> print(paddle.divide(x, paddle.to_tensor([1.0, 5.0, 2.0])).numpy())
+        [2.  0.6 2. ]
+    """
     return _elementwise("elementwise_div", x, y, axis, name)
 
 
 def floor_divide(x, y, axis=-1, name=None):
-    """floor(x / y) for integers (op elementwise_floordiv)."""
+    """floor(x / y) for integers (op elementwise_floordiv).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([2, 3, 8, 7])
+        >>> print(paddle.floor_divide(x, paddle.to_tensor([1, 5, 3, 3])).numpy())
+        [2 0 2 2]
+    """
     return _elementwise("elementwise_floordiv", x, y, axis, name)
 
 
 def remainder(x, y, axis=-1, name=None):
-    """x mod y with the sign of y (op elementwise_mod)."""
+    """x mod y with the sign of y (op elementwise_mod).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([2, 3, 8, 7])
+        >>> print(paddle.remainder(x, paddle.to_tensor([1, 5, 3, 3])).numpy())
+        [0 3 2 1]
+    """
     return _elementwise("elementwise_mod", x, y, axis, name)
 
 
 def maximum(x, y, axis=-1, name=None):
-    """max(x, y) elementwise (op elementwise_max)."""
+    """max(x, y) elementwise (op elementwise_max).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2], [7, 8]])
+        >>> print(paddle.maximum(x, paddle.to_tensor([[3, 4], [5, 6]])).numpy())
+        [[3 4]
+         [7 8]]
+    """
     return _elementwise("elementwise_max", x, y, axis, name)
 
 
 def minimum(x, y, axis=-1, name=None):
-    """min(x, y) elementwise (op elementwise_min)."""
+    """min(x, y) elementwise (op elementwise_min).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2], [7, 8]])
+        >>> print(paddle.minimum(x, paddle.to_tensor([[3, 4], [5, 6]])).numpy())
+        [[1 2]
+         [5 6]]
+    """
     return _elementwise("elementwise_min", x, y, axis, name)
 
 
@@ -109,7 +170,16 @@ elementwise_add, elementwise_sub, elementwise_mul, elementwise_div = add, subtra
 
 
 def pow(x, y, name=None):
-    """x ** y: op `pow` (attr factor) for a number y, op elementwise_pow for a Variable y."""
+    """x ** y: op `pow` (attr factor) for a number y, op elementwise_pow for a Variable y.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0, 3.0])
+        >>> print(paddle.pow(x, 2).numpy())
+        [1. 4. 9.]
+        >>> print(paddle.pow(x, paddle.to_tensor([2.0, 3.0, 0.5])).numpy().round(4))
+        [1.     8.     1.7321]
+    """
     if isinstance(y, Variable):
         return _elementwise("elementwise_pow", x, y, -1, name)
     helper = LayerHelper("pow", name)
@@ -119,7 +189,19 @@ def pow(x, y, name=None):
 # -- matrix products ---------------------------------------------------------------------------
 def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
     """x @ y with numpy's matmul rules (op matmul_v2); transpose_x/transpose_y transpose the
-    last two dims of that operand first."""
+    last two dims of that operand first.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([10, 2, 3])
+        >>> y = paddle.rand([3, 4])
+        >>> paddle.matmul(x, y).shape                          # batched, y broadcast
+        [10, 2, 4]
+        >>> a = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> print(paddle.matmul(a, a, transpose_y=True).numpy())
+        [[ 5. 11.]
+         [11. 25.]]
+    """
     helper = LayerHelper("matmul_v2", name)
     out = helper.create_tmp(x.dtype)
     helper.append_op("matmul_v2", {"X": x, "Y": y}, {"Out": out},
@@ -147,7 +229,16 @@ def bmm(x, y, name=None):
 # -- scale, clip, cast -------------------------------------------------------------------------------
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
     """scale * x + bias (or scale * (x + bias) unless bias_after_scale); op scale. `scale`
-    may be a 1-element Variable."""
+    may be a 1-element Variable.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0, 3.0])
+        >>> print(paddle.scale(x, scale=2.0, bias=1.0).numpy())              # 2 x + 1
+        [3. 5. 7.]
+        >>> print(paddle.scale(x, scale=2.0, bias=1.0, bias_after_scale=False).numpy())   # 2 (x + 1)
+        [4. 6. 8.]
+    """
     helper = LayerHelper("scale", name)
     inputs = {"X": x}
     attrs = {"bias": float(bias), "bias_after_scale": bool(bias_after_scale)}
@@ -165,7 +256,18 @@ _FLOAT32_MIN, _FLOAT32_MAX = float(np.finfo(np.float32).min), float(np.finfo(np.
 
 def clip(x, min=None, max=None, name=None):
     """Clamp x to [min, max] (op clip); a missing bound is float32's extreme, and a bound may
-    be a 1-element Variable (inputs Min/Max)."""
+    be a 1-element Variable (inputs Min/Max).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.2, 3.5], [4.5, 6.4]])
+        >>> print(paddle.clip(x, min=3.5, max=5.0).numpy())
+        [[3.5 3.5]
+         [4.5 5. ]]
+        >>> print(paddle.clip(x, min=2.0).numpy())
+        [[2.  3.5]
+         [4.5 6.4]]
+    """
     helper = LayerHelper("clip", name)
     inputs = {"X": x}
     attrs = {"min": _FLOAT32_MIN, "max": _FLOAT32_MAX}
@@ -180,7 +282,15 @@ def clip(x, min=None, max=None, name=None):
 
 
 def cast(x, dtype, name=None):
-    """x converted to `dtype` (op cast)."""
+    """x converted to `dtype` (op cast).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.7, -2.3, 3.0])
+        >>> y = paddle.cast(x, "int64")
+        >>> print(y.numpy(), y.numpy().dtype)                  # truncated toward 0
+        [ 1 -2  3] int64
+    """
     helper = LayerHelper("cast", name)
     code = dtypes.to_code(dtype)
     out = helper.create_tmp(code)
@@ -190,7 +300,14 @@ def cast(x, dtype, name=None):
 
 # -- sums, means and other reductions -----------------------------------------------------------
 def add_n(inputs, name=None):
-    """The elementwise sum of a list of tensors of one shape (op sum)."""
+    """The elementwise sum of a list of tensors of one shape (op sum).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0])
+        >>> print(paddle.add_n([x, x, paddle.to_tensor([0.5, 0.5])]).numpy())
+        [2.5 4.5]
+    """
     helper = LayerHelper("add_n", name)
     xs = [inputs] if isinstance(inputs, Variable) else list(inputs)
     if not xs:
@@ -218,14 +335,34 @@ def _reduce(op_type, layer, x, axis, keepdim, name, dtype=None, out_dtype=None):
 def sum(x, axis=None, dtype=None, keepdim=False, name=None):
     """A list of tensors -> their elementwise sum (op sum, like add_n). A tensor -> its sum
     over `axis` (all dims when None; op reduce_sum); `dtype` sets the result type (bool and
-    int32 sums are int64 unless given)."""
+    int32 sums are int64 unless given).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[0.2, 0.3, 0.5, 0.9], [0.1, 0.2, 0.6, 0.7]])
+        >>> round(float(paddle.sum(x)), 4)
+        3.5
+        >>> print(paddle.sum(x, axis=0).numpy().round(4))
+        [0.3 0.5 1.1 1.6]
+        >>> paddle.sum(x, axis=-1, keepdim=True).shape
+        [2, 1]
+    """
     if isinstance(x, (list, tuple)):
         return add_n(x, name)
     return _reduce("reduce_sum", "sum", x, axis, keepdim, name, dtype)
 
 
 def mean(x, axis=None, keepdim=False, name=None):
-    """The mean of all elements as a 0-d tensor (op mean), or over `axis` (op reduce_mean)."""
+    """The mean of all elements as a 0-d tensor (op mean), or over `axis` (op reduce_mean).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        >>> float(paddle.mean(x))
+        3.5
+        >>> print(paddle.mean(x, axis=1).numpy())
+        [2. 5.]
+    """
     if axis is None and not keepdim:
         helper = LayerHelper("mean", name)
         return helper.unary("mean", x)
@@ -233,27 +370,71 @@ def mean(x, axis=None, keepdim=False, name=None):
 
 
 def max(x, axis=None, keepdim=False, name=None):
-    """The maximum over `axis` (all dims when None; op reduce_max)."""
+    """The maximum over `axis` (all dims when None; op reduce_max).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[0.2, 0.3, 0.5, 0.9], [0.1, 0.2, 0.6, 0.7]])
+        >>> round(float(paddle.max(x)), 4)
+        0.9
+        >>> print(paddle.max(x, axis=0).numpy())
+        [0.2 0.3 0.6 0.9]
+        >>> print(paddle.max(x, axis=-1, keepdim=True).numpy())
+        [[0.9]
+         [0.7]]
+    """
     return _reduce("reduce_max", "max", x, axis, keepdim, name)
 
 
 def min(x, axis=None, keepdim=False, name=None):
-    """The minimum over `axis` (all dims when None; op reduce_min)."""
+    """The minimum over `axis` (all dims when None; op reduce_min).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[0.2, 0.3, 0.5, 0.9], [0.1, 0.2, 0.6, 0.7]])
+        >>> round(float(paddle.min(x)), 4)
+        0.1
+        >>> print(paddle.min(x, axis=0).numpy())
+        [0.1 0.2 0.5 0.7]
+    """
     return _reduce("reduce_min", "min", x, axis, keepdim, name)
 
 
 def prod(x, axis=None, keepdim=False, name=None):
-    """The product over `axis` (all dims when None; op reduce_prod)."""
+    """The product over `axis` (all dims when None; op reduce_prod).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> float(paddle.prod(x))
+        24.0
+        >>> print(paddle.prod(x, axis=1).numpy())
+        [ 2. 12.]
+    """
     return _reduce("reduce_prod", "reduce_prod", x, axis, keepdim, name)
 
 
 def all(x, axis=None, keepdim=False, name=None):
-    """Logical AND over `axis` (op reduce_all; bool result)."""
+    """Logical AND over `axis` (op reduce_all; bool result).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[True, False], [True, True]])
+        >>> bool(paddle.all(x)), paddle.all(x, axis=0).numpy().tolist()
+        (False, [True, False])
+    """
     return _reduce("reduce_all", "all", x, axis, keepdim, name, out_dtype=_T.BOOL)
 
 
 def any(x, axis=None, keepdim=False, name=None):
-    """Logical OR over `axis` (op reduce_any; bool result)."""
+    """Logical OR over `axis` (op reduce_any; bool result).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[True, False], [False, False]])
+        >>> bool(paddle.any(x)), paddle.any(x, axis=1).numpy().tolist()
+        (True, [True, False])
+    """
     return _reduce("reduce_any", "any", x, axis, keepdim, name, out_dtype=_T.BOOL)
 
 
@@ -289,15 +470,38 @@ def _compare(op_type, x, y, name):
 
 
 def equal(x, y, name=None):
-    """x == y elementwise, as bool (op equal)."""
+    """x == y elementwise, as bool (op equal).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.equal(x, paddle.to_tensor([1, 3, 2])).numpy())
+        [ True False False]
+    """
     return _compare("equal", x, y, name)
 
 
 def not_equal(x, y, name=None):
+    """x != y elementwise, as bool (op not_equal).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.not_equal(x, paddle.to_tensor([1, 3, 2])).numpy())
+        [False  True  True]
+    """
     return _compare("not_equal", x, y, name)
 
 
 def less_than(x, y, name=None):
+    """x < y elementwise, as bool (op less_than).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.less_than(x, paddle.to_tensor([1, 3, 2])).numpy())
+        [False  True False]
+    """
     return _compare("less_than", x, y, name)
 
 
@@ -306,6 +510,14 @@ def less_equal(x, y, name=None):
 
 
 def greater_than(x, y, name=None):
+    """x > y elementwise, as bool (op greater_than).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.greater_than(x, paddle.to_tensor([1, 3, 2])).numpy())
+        [False False  True]
+    """
     return _compare("greater_than", x, y, name)
 
 
@@ -322,6 +534,14 @@ def _logical(op_type, x, y=None, name=None):
 
 
 def logical_and(x, y, name=None):
+    """x AND y elementwise (op logical_and).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([True, True, False])
+        >>> print(paddle.logical_and(x, paddle.to_tensor([True, False, False])).numpy())
+        [ True False False]
+    """
     return _logical("logical_and", x, y, name)
 
 
@@ -334,10 +554,25 @@ def logical_xor(x, y, name=None):
 
 
 def logical_not(x, name=None):
+    """NOT x elementwise (op logical_not).
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.logical_not(paddle.to_tensor([True, False])).numpy())
+        [False  True]
+    """
     return _logical("logical_not", x, None, name)
 
 
 def isnan(x, name=None):
+    """Whether each element is NaN (op isnan_v2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([float("-inf"), -2.0, float("nan"), 3.0])
+        >>> print(paddle.isnan(x).numpy())
+        [False False  True False]
+    """
     return _logical("isnan_v2", x, None, name)
 
 
@@ -442,6 +677,14 @@ def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
 
 
 def exp(x, name=None):
+    """e ** x elementwise (op exp).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.exp(x).numpy().round(4))
+        [0.6703 0.8187 1.1052 1.3499]
+    """
     return _act("exp", x, name)
 
 
@@ -450,6 +693,14 @@ def expm1(x, name=None):
 
 
 def log(x, name=None):
+    """The natural logarithm elementwise (op log).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0, 10.0])
+        >>> print(paddle.log(x).numpy().round(4))
+        [0.     0.6931 2.3026]
+    """
     return _act("log", x, name)
 
 
@@ -466,6 +717,14 @@ def log1p(x, name=None):
 
 
 def sqrt(x, name=None):
+    """The square root elementwise (op sqrt).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([0.1, 0.2, 0.3, 0.4])
+        >>> print(paddle.sqrt(x).numpy().round(4))
+        [0.3162 0.4472 0.5477 0.6325]
+    """
     return _act("sqrt", x, name)
 
 
@@ -474,10 +733,26 @@ def rsqrt(x, name=None):
 
 
 def abs(x, name=None):
+    """|x| elementwise (op abs).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.abs(x).numpy().round(4))
+        [0.4 0.2 0.1 0.3]
+    """
     return _act("abs", x, name)
 
 
 def square(x, name=None):
+    """x * x elementwise (op square).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.square(x).numpy().round(4))
+        [0.16 0.04 0.01 0.09]
+    """
     return _act("square", x, name)
 
 
@@ -530,7 +805,18 @@ def log_softmax(x, axis=-1, dtype=None, name=None):
 
 # -- scans, search, selection, norms -------------------------------------------------------------------
 def cumsum(x, axis=None, dtype=None, name=None):
-    """Cumulative sum along `axis` (of x flattened to 1-D when None; op cumsum)."""
+    """Cumulative sum along `axis` (of x flattened to 1-D when None; op cumsum).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.reshape(paddle.arange(12), [3, 4])
+        >>> print(paddle.cumsum(x).numpy())                    # flattened
+        [ 0  1  3  6 10 15 21 28 36 45 55 66]
+        >>> print(paddle.cumsum(x, axis=0).numpy())
+        [[ 0  1  2  3]
+         [ 4  6  8 10]
+         [12 15 18 21]]
+    """
     if dtype is not None:
         x = cast(x, dtype)
     attrs = {"axis": -1, "flatten": True} if axis is None else {"axis": int(axis), "flatten": False}
@@ -550,18 +836,49 @@ def _arg(op_type, layer, x, axis, keepdim, dtype, name):
 
 
 def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
-    """Index of the largest element along `axis` (over all elements when None; op arg_max)."""
+    """Index of the largest element along `axis` (over all elements when None; op arg_max).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[5, 8, 9, 5], [0, 0, 1, 7], [6, 9, 2, 4]])
+        >>> int(paddle.argmax(x))                              # over all elements, flattened
+        2
+        >>> print(paddle.argmax(x, axis=1).numpy())
+        [2 3 1]
+        >>> paddle.argmax(x, axis=0, keepdim=True).shape
+        [1, 4]
+    """
     return _arg("arg_max", "arg_max", x, axis, keepdim, dtype, name)
 
 
 def argmin(x, axis=None, keepdim=False, dtype="int64", name=None):
-    """Index of the smallest element along `axis` (over all elements when None; op arg_min)."""
+    """Index of the smallest element along `axis` (over all elements when None; op arg_min).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[5, 8, 9, 5], [0, 0, 1, 7], [6, 9, 2, 4]])
+        >>> print(paddle.argmin(x, axis=1).numpy())            # the first of equal minima
+        [0 0 2]
+    """
     return _arg("arg_min", "arg_min", x, axis, keepdim, dtype, name)
 
 
 def topk(x, k, axis=None, largest=True, sorted=True, name=None):
     """(values, int64 indices) of the k largest (smallest unless `largest`) elements along
-    `axis` (default the last; op top_k_v2). `k` may be a 1-element Variable."""
+    `axis` (default the last; op top_k_v2). `k` may be a 1-element Variable.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 4, 5, 7], [2, 6, 2, 5]])
+        >>> values, indices = paddle.topk(x, k=2)
+        >>> print(values.numpy(), indices.numpy())
+        [[7 5]
+         [6 5]] [[3 2]
+         [1 3]]
+        >>> values, indices = paddle.topk(x, k=1, axis=0, largest=False)
+        >>> print(values.numpy())
+        [[1 4 2 5]]
+    """
     helper = LayerHelper("top_k_v2", name)
     inputs = {"X": x}
     attrs = {"axis": -1 if axis is None else int(axis), "largest": bool(largest), "sorted": bool(sorted)}
@@ -579,7 +896,18 @@ def where(condition, x=None, y=None, name=None):
     """x where condition else y (op where). Operands of different shapes are broadcast
     first (by adding zeros, as PaddlePaddle does); a number becomes a constant shaped like
 the other operand (op fill_any_like). With x and
-    y both None, the coordinates of the true elements (op where_index)."""
+    y both None, the coordinates of the true elements (op where_index).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([0.9383, 0.1983, 3.2, 1.2])
+        >>> y = paddle.to_tensor([1.0, 1.0, 1.0, 1.0])
+        >>> print(paddle.where(x > 1, x, y).numpy())
+        [1.  1.  3.2 1.2]
+        >>> print(paddle.where(x > 1).numpy())                 # with one argument: nonzero's coordinates
+        [[2]
+         [3]]
+    """
     if x is None and y is None:
         from keel.program.layers.tensor import nonzero
         return nonzero(condition, name)
@@ -602,7 +930,16 @@ the other operand (op fill_any_like). With x and
 
 
 def norm(x, p=2.0, axis=None, keepdim=False, name=None):
-    """The p-norm of x along `axis` (of all elements when None; op p_norm)."""
+    """The p-norm of x along `axis` (of all elements when None; op p_norm).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[3.0, 4.0], [6.0, 8.0]])
+        >>> print(paddle.norm(x, p=2, axis=1).numpy())
+        [ 5. 10.]
+        >>> round(float(paddle.norm(x)), 4)                    # the Frobenius norm
+        11.1803
+    """
     helper = LayerHelper("p_norm", name)
     attrs = {"porder": float(p), "axis": -1 if axis is None else int(axis), "keepdim": bool(keepdim),
              "asvector": axis is None, "epsilon": 1e-12}

@@ -90,21 +90,58 @@ def fill_constant(shape, dtype, value, force_cpu=False, out=None, name=None):
 
 
 def full(shape, fill_value, dtype=None, name=None):
-    """A tensor of `shape` filled with `fill_value` (float32 unless `dtype`)."""
+    """A tensor of `shape` filled with `fill_value` (float32 unless `dtype`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.full([2, 3], 2.5).numpy())
+        [[2.5 2.5 2.5]
+         [2.5 2.5 2.5]]
+        >>> print(paddle.full([2], 7, dtype="int64").numpy())
+        [7 7]
+    """
     return fill_constant(shape, "float32" if dtype is None else dtype, fill_value, name=name)
 
 
 def zeros(shape, dtype="float32", name=None):
+    """A tensor of `shape` filled with 0 (float32 unless `dtype`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.zeros([2, 3]).numpy())
+        [[0. 0. 0.]
+         [0. 0. 0.]]
+        >>> print(paddle.zeros([2], dtype="int64").numpy())
+        [0 0]
+    """
     return fill_constant(shape, dtype, 0.0, name=name)
 
 
 def ones(shape, dtype="float32", name=None):
+    """A tensor of `shape` filled with 1 (float32 unless `dtype`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.ones([2, 2]).numpy())
+        [[1. 1.]
+         [1. 1.]]
+        >>> paddle.ones([3], dtype="int32").numpy().dtype
+        dtype('int32')
+    """
     return fill_constant(shape, dtype, 1.0, name=name)
 
 
 def full_like(x, fill_value, dtype=None, name=None):
     """A tensor of x's shape filled with `fill_value` (op fill_any_like), of x's dtype
-    unless `dtype`."""
+    unless `dtype`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> print(paddle.full_like(x, 5.0).numpy())
+        [[5. 5.]
+         [5. 5.]]
+    """
     helper = LayerHelper("full_like", name)
     code = x.dtype if dtype is None else dtypes.to_code(dtype)
     out = helper.create_tmp(code, stop_gradient=True)
@@ -114,16 +151,44 @@ def full_like(x, fill_value, dtype=None, name=None):
 
 
 def zeros_like(x, dtype=None, name=None):
+    """A tensor of x's shape filled with 0 (x's dtype unless `dtype`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.zeros_like(x).numpy(), paddle.zeros_like(x, dtype="float32").numpy())
+        [0 0 0] [0. 0. 0.]
+    """
     return full_like(x, 0.0, dtype, name)
 
 
 def ones_like(x, dtype=None, name=None):
+    """A tensor of x's shape filled with 1 (x's dtype unless `dtype`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.5, 2.5])
+        >>> print(paddle.ones_like(x).numpy())
+        [1. 1.]
+    """
     return full_like(x, 1.0, dtype, name)
 
 
 def assign(x, output=None, name=None):
     """Copy a Variable (op assign) or make a constant tensor from a numpy array, a list or a
-    number (op assign_value; Python floats become float32)."""
+    number (op assign_value; Python floats become float32).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> y = paddle.assign(np.array([[1.0, 2.0], [3.0, 4.0]], "float32"))
+        >>> print(y.numpy())
+        [[1. 2.]
+         [3. 4.]]
+        >>> z = paddle.assign(y)                      # a copy
+        >>> print(z.numpy().sum())
+        10.0
+    """
     helper = LayerHelper("assign", name)
     if isinstance(x, Variable):
         if output is None:
@@ -150,7 +215,17 @@ def assign(x, output=None, name=None):
 def reshape(x, shape, name=None):
     """Out = x with a new shape (op reshape2, with its XShape output). In `shape`, 0 copies
     x's dim and one -1 is inferred. `shape` may be an int Variable or a list holding
-    1-element int Variables."""
+    1-element int Variables.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([2, 4, 6])
+        >>> paddle.reshape(x, [-1, 0, 3, 2]).shape     # 0 keeps x's dim, -1 is inferred
+        [2, 4, 3, 2]
+        >>> print(paddle.reshape(paddle.arange(6), [2, 3]).numpy())
+        [[0 1 2]
+         [3 4 5]]
+    """
     helper = LayerHelper("reshape2", name)
     inputs, attrs = {"X": x}, {}
     if isinstance(shape, Variable):
@@ -167,7 +242,18 @@ def reshape(x, shape, name=None):
 
 
 def transpose(x, perm, name=None):
-    """Out.shape[i] = x.shape[perm[i]] (op transpose2)."""
+    """Out.shape[i] = x.shape[perm[i]] (op transpose2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([2, 3, 4])
+        >>> paddle.transpose(x, perm=[1, 0, 2]).shape
+        [3, 2, 4]
+        >>> print(paddle.transpose(paddle.to_tensor([[1, 2, 3], [4, 5, 6]]), [1, 0]).numpy())
+        [[1 4]
+         [2 5]
+         [3 6]]
+    """
     helper = LayerHelper("transpose", name)
     out = helper.create_tmp(x.dtype)
     xshape = helper.create_tmp(x.dtype)
@@ -176,7 +262,16 @@ def transpose(x, perm, name=None):
 
 
 def flatten(x, start_axis=1, stop_axis=-1, name=None):
-    """Merge dims start_axis..stop_axis into one (op flatten_contiguous_range)."""
+    """Merge dims start_axis..stop_axis into one (op flatten_contiguous_range).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([2, 3, 4, 4])
+        >>> paddle.flatten(x, start_axis=1, stop_axis=2).shape
+        [2, 12, 4]
+        >>> paddle.flatten(x, start_axis=0, stop_axis=-1).shape
+        [96]
+    """
     helper = LayerHelper("flatten", name)
     nd = x.ndim
     if nd > 0:
@@ -192,7 +287,16 @@ def flatten(x, start_axis=1, stop_axis=-1, name=None):
 
 
 def squeeze(x, axis=None, name=None):
-    """Remove size-1 dims: those in `axis`, or all of them (op squeeze2)."""
+    """Remove size-1 dims: those in `axis`, or all of them (op squeeze2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([5, 1, 10])
+        >>> paddle.squeeze(x, axis=1).shape
+        [5, 10]
+        >>> paddle.squeeze(paddle.rand([1, 3, 1])).shape          # every size-1 dim
+        [3]
+    """
     helper = LayerHelper("squeeze", name)
     out = helper.create_tmp(x.dtype)
     xshape = helper.create_tmp(x.dtype)
@@ -202,7 +306,16 @@ def squeeze(x, axis=None, name=None):
 
 
 def unsqueeze(x, axis, name=None):
-    """Insert size-1 dims at `axis` (an int or a list, applied in order; op unsqueeze2)."""
+    """Insert size-1 dims at `axis` (an int or a list, applied in order; op unsqueeze2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([5, 10])
+        >>> paddle.unsqueeze(x, axis=0).shape
+        [1, 5, 10]
+        >>> paddle.unsqueeze(x, axis=[0, 2]).shape
+        [1, 5, 1, 10]
+    """
     helper = LayerHelper("unsqueeze2", name)
     out = helper.create_tmp(x.dtype)
     xshape = helper.create_tmp(x.dtype)
@@ -212,7 +325,18 @@ def unsqueeze(x, axis, name=None):
 
 # -- joining and splitting -----------------------------------------------------------------------
 def concat(x, axis=0, name=None):
-    """Join a list of tensors along `axis` (an int or a 1-element int Variable; op concat)."""
+    """Join a list of tensors along `axis` (an int or a 1-element int Variable; op concat).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x1 = paddle.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> x2 = paddle.to_tensor([[11, 12, 13], [14, 15, 16]])
+        >>> paddle.concat([x1, x2], axis=0).shape
+        [4, 3]
+        >>> print(paddle.concat([x1, x2], axis=1).numpy())
+        [[ 1  2  3 11 12 13]
+         [ 4  5  6 14 15 16]]
+    """
     helper = LayerHelper("concat", name)
     xs = list(x)
     if not xs:
@@ -229,7 +353,16 @@ def concat(x, axis=0, name=None):
 
 def split(x, num_or_sections, axis=0, name=None):
     """Split x along `axis` into `num_or_sections` equal pieces (an int) or pieces of the
-    given sizes (a list; one -1 takes the rest). Returns the list of pieces (op split)."""
+    given sizes (a list; one -1 takes the rest). Returns the list of pieces (op split).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([3, 9, 5])
+        >>> [part.shape for part in paddle.split(x, num_or_sections=3, axis=1)]
+        [[3, 3, 5], [3, 3, 5], [3, 3, 5]]
+        >>> [part.shape for part in paddle.split(x, num_or_sections=[2, 3, -1], axis=1)]   # -1: the rest
+        [[3, 2, 5], [3, 3, 5], [3, 4, 5]]
+    """
     helper = LayerHelper("split", name)
     inputs = {"X": x}
     if isinstance(axis, Variable):
@@ -253,7 +386,19 @@ def split(x, num_or_sections, axis=0, name=None):
 
 
 def stack(x, axis=0, name=None):
-    """Stack tensors of one shape along a new dim at `axis` (op stack)."""
+    """Stack tensors of one shape along a new dim at `axis` (op stack).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x1 = paddle.to_tensor([[1.0, 2.0]])
+        >>> x2 = paddle.to_tensor([[3.0, 4.0]])
+        >>> x3 = paddle.to_tensor([[5.0, 6.0]])
+        >>> paddle.stack([x1, x2, x3], axis=0).shape
+        [3, 1, 2]
+        >>> print(paddle.stack([x1, x2, x3], axis=-1).numpy())
+        [[[1. 3. 5.]
+          [2. 4. 6.]]]
+    """
     helper = LayerHelper("stack", name)
     xs = list(x)
     if not xs:
@@ -264,7 +409,14 @@ def stack(x, axis=0, name=None):
 
 
 def unstack(x, axis=0, num=None, name=None):
-    """Split x along `axis` into x.shape[axis] tensors without that dim (op unstack)."""
+    """Split x along `axis` into x.shape[axis] tensors without that dim (op unstack).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> [part.numpy().tolist() for part in paddle.unstack(x, axis=1)]
+        [[1, 4], [2, 5], [3, 6]]
+    """
     helper = LayerHelper("unstack", name)
     if num is None:
         if not -x.ndim <= axis < x.ndim or x.shape[axis] < 0:
@@ -295,7 +447,17 @@ def _slice_bounds(helper_attrs, inputs, starts, ends, flags):
 
 def slice(x, axes, starts, ends, name=None):
     """x[starts[i]:ends[i]] along each of `axes` (op slice). Indices count from the end when
-    negative and clamp like Python's; starts/ends may hold 1-element int Variables."""
+    negative and clamp like Python's; starts/ends may hold 1-element int Variables.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.reshape(paddle.arange(12), [3, 4])
+        >>> print(paddle.slice(x, axes=[0, 1], starts=[1, 0], ends=[3, 2]).numpy())
+        [[4 5]
+         [8 9]]
+        >>> paddle.slice(paddle.rand([4, 5, 6]), axes=[0, 1, 2], starts=[-3, 0, 2], ends=[3, 2, 4]).shape
+        [2, 2, 2]
+    """
     helper = LayerHelper("slice", name)
     axes = _ints(axes)
     inputs, attrs, flags = {"Input": x}, {"axes": axes}, [1] * len(axes)
@@ -307,7 +469,14 @@ def slice(x, axes, starts, ends, name=None):
 
 
 def strided_slice(x, axes, starts, ends, strides, name=None):
-    """x[starts[i]:ends[i]:strides[i]] along each of `axes` (op strided_slice)."""
+    """x[starts[i]:ends[i]:strides[i]] along each of `axes` (op strided_slice).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.arange(10)
+        >>> print(paddle.strided_slice(x, axes=[0], starts=[1], ends=[8], strides=[3]).numpy())
+        [1 4 7]
+    """
     helper = LayerHelper("strided_slice", name)
     axes = _ints(axes)
     inputs, attrs, flags = {"Input": x}, {"axes": axes}, [1] * len(axes)
@@ -319,7 +488,19 @@ def strided_slice(x, axes, starts, ends, strides, name=None):
 
 
 def gather(x, index, axis=None, name=None):
-    """Rows of x at the 1-D int `index` along `axis` (default 0; may be a Variable; op gather)."""
+    """Rows of x at the 1-D int `index` along `axis` (default 0; may be a Variable; op gather).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2], [3, 4], [5, 6]])
+        >>> print(paddle.gather(x, paddle.to_tensor([0, 2])).numpy())
+        [[1 2]
+         [5 6]]
+        >>> print(paddle.gather(x, paddle.to_tensor([1]), axis=1).numpy())
+        [[2]
+         [4]
+         [6]]
+    """
     helper = LayerHelper("gather", name)
     inputs, attrs = {"X": x, "Index": index}, {}
     if isinstance(axis, Variable):
@@ -332,7 +513,17 @@ def gather(x, index, axis=None, name=None):
 
 
 def gather_nd(x, index, name=None):
-    """out[i...] = x[index[i..., :]] (op gather_nd)."""
+    """out[i...] = x[index[i..., :]] (op gather_nd).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10], [11, 12]]])
+        >>> print(paddle.gather_nd(x, paddle.to_tensor([[0, 1], [1, 2]])).numpy())
+        [[ 3  4]
+         [11 12]]
+        >>> print(paddle.gather_nd(x, paddle.to_tensor([[1, 0, 1]])).numpy())
+        [8]
+    """
     helper = LayerHelper("gather_nd", name)
     out = helper.create_tmp(x.dtype)
     helper.append_op("gather_nd", {"X": x, "Index": index}, {"Out": out})
@@ -340,7 +531,22 @@ def gather_nd(x, index, name=None):
 
 
 def scatter(x, index, updates, overwrite=True, name=None):
-    """x with rows `index` replaced by (or, unless overwrite, summed with) `updates` (op scatter)."""
+    """x with rows `index` replaced by (or, unless overwrite, summed with) `updates` (op scatter).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+        >>> index = paddle.to_tensor([2, 1, 0, 1])
+        >>> updates = paddle.to_tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0]])
+        >>> print(paddle.scatter(x, index, updates, overwrite=False).numpy())   # rows 1 get 2 + 4
+        [[3. 3.]
+         [6. 6.]
+         [1. 1.]]
+        >>> print(paddle.scatter(x, index, updates, overwrite=True).numpy())    # the last write wins
+        [[3. 3.]
+         [4. 4.]
+         [1. 1.]]
+    """
     helper = LayerHelper("scatter", name)
     out = helper.create_tmp(x.dtype)
     helper.append_op("scatter", {"X": x, "Ids": index, "Updates": updates}, {"Out": out},
@@ -349,7 +555,16 @@ def scatter(x, index, updates, overwrite=True, name=None):
 
 
 def nonzero(x, name=None):
-    """The coordinates [N, rank] (int64) of the nonzero elements of x (op where_index)."""
+    """The coordinates [N, rank] (int64) of the nonzero elements of x (op where_index).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]])
+        >>> print(paddle.nonzero(x).numpy())
+        [[0 0]
+         [1 1]
+         [2 2]]
+    """
     helper = LayerHelper("where_index", name)
     out = helper.create_tmp(_T.INT64, stop_gradient=True)
     helper.append_op("where_index", {"Condition": x}, {"Out": out})
@@ -359,7 +574,15 @@ def nonzero(x, name=None):
 # -- broadcasting ---------------------------------------------------------------------------------
 def expand(x, shape, name=None):
     """Broadcast x to `shape` (-1 keeps x's dim; op expand_v2). `shape` may be an int
-    Variable or hold 1-element int Variables."""
+    Variable or hold 1-element int Variables.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.expand(x, shape=[2, 3]).numpy())
+        [[1 2 3]
+         [1 2 3]]
+    """
     helper = LayerHelper("expand", name)
     inputs, attrs = {"X": x}, {}
     if isinstance(shape, Variable):
@@ -375,7 +598,15 @@ def expand(x, shape, name=None):
 
 
 def expand_as(x, y, name=None):
-    """Broadcast x to y's shape (op expand_as_v2)."""
+    """Broadcast x to y's shape (op expand_as_v2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> y = paddle.zeros([2, 3], dtype="int64")
+        >>> paddle.expand_as(x, y).shape
+        [2, 3]
+    """
     helper = LayerHelper("expand_as", name)
     out = helper.create_tmp(x.dtype)
     helper.append_op("expand_as_v2", {"X": x, "Y": y}, {"Out": out},
@@ -384,7 +615,17 @@ def expand_as(x, y, name=None):
 
 
 def tile(x, repeat_times, name=None):
-    """Repeat x repeat_times[i] times along each dim (op tile)."""
+    """Repeat x repeat_times[i] times along each dim (op tile).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.tile(x, repeat_times=[2, 1]).numpy())
+        [[1 2 3]
+         [1 2 3]]
+        >>> print(paddle.tile(x, repeat_times=[2]).numpy())
+        [1 2 3 1 2 3]
+    """
     helper = LayerHelper("tile", name)
     inputs, attrs = {"X": x}, {}
     if isinstance(repeat_times, Variable):
@@ -412,7 +653,17 @@ def _bound(value, code):
 def arange(start=0, end=None, step=1, dtype=None, name=None):
     """[start, start + step, ...) up to `end` (op range; constant bounds become fill_constant
     ops). With one argument it is the end. The dtype defaults to int64 for int bounds,
-    float32 otherwise. The length is known when no bound is a Variable."""
+    float32 otherwise. The length is known when no bound is a Variable.
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.arange(5).numpy())
+        [0 1 2 3 4]
+        >>> print(paddle.arange(1, 2, 0.25).numpy())
+        [1.   1.25 1.5  1.75]
+        >>> paddle.arange(5).numpy().dtype, paddle.arange(5, dtype="float32").numpy().dtype
+        (dtype('int64'), dtype('float32'))
+    """
     if end is None:
         start, end = 0, start
     bounds = (start, end, step)
@@ -445,7 +696,15 @@ def _range_length(start, end, step, code) -> int:
 
 
 def linspace(start, stop, num, dtype="float32", name=None):
-    """`num` evenly spaced values from start to stop inclusive (op linspace)."""
+    """`num` evenly spaced values from start to stop inclusive (op linspace).
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.linspace(0, 1, 5).numpy())
+        [0.   0.25 0.5  0.75 1.  ]
+        >>> print(paddle.linspace(0, 10, 3, dtype="int32").numpy())
+        [ 0  5 10]
+    """
     code = dtypes.to_code(dtype)
     helper = LayerHelper("linspace", name)
     ins = {"Start": _bound(start, code), "Stop": _bound(stop, code), "Num": _bound(num, _T.INT32)}
@@ -457,7 +716,13 @@ def linspace(start, stop, num, dtype="float32", name=None):
 
 
 def shape(x, name=None):
-    """The run-time shape of x as an int32 tensor [rank] (op shape)."""
+    """The run-time shape of x as an int32 tensor [rank] (op shape).
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.shape(paddle.rand([3, 2])).numpy())
+        [3 2]
+    """
     helper = LayerHelper("shape", name)
     out = helper.create_tmp(_T.INT32, stop_gradient=True)
     helper.append_op("shape", {"Input": x}, {"Out": out})
@@ -465,7 +730,17 @@ def shape(x, name=None):
 
 
 def one_hot(x, num_classes, name=None):
-    """float32 x.shape + [num_classes]: 1 at each class id of int x (op one_hot_v2)."""
+    """float32 x.shape + [num_classes]: 1 at each class id of int x (op one_hot_v2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> label = paddle.to_tensor([1, 1, 3, 0])
+        >>> print(paddle.one_hot(label, num_classes=4).numpy())
+        [[0. 1. 0. 0.]
+         [0. 1. 0. 0.]
+         [0. 0. 0. 1.]
+         [1. 0. 0. 0.]]
+    """
     helper = LayerHelper("one_hot_v2", name)
     inputs, attrs = {"X": x}, {"allow_out_of_range": False}
     if isinstance(num_classes, Variable):
@@ -478,7 +753,16 @@ def one_hot(x, num_classes, name=None):
 
 
 def pad(x, paddings, pad_value=0.0, name=None):
-    """Pad x with pad_value: paddings[2i] before and paddings[2i+1] after dim i (op pad)."""
+    """Pad x with pad_value: paddings[2i] before and paddings[2i+1] after dim i (op pad).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> print(paddle.pad(x, paddings=[1, 0, 0, 1], pad_value=9.0).numpy())   # [before, after] per dim
+        [[9. 9. 9.]
+         [1. 2. 9.]
+         [3. 4. 9.]]
+    """
     helper = LayerHelper("pad", name)
     out = helper.create_tmp(x.dtype)
     helper.append_op("pad", {"X": x}, {"Out": out},

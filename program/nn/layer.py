@@ -112,6 +112,11 @@ class LayerParameter(Tensor):
         """The Parameter of the current main program (or, in eager mode, this tensor)."""
         return LayerHelper("parameter", self.name).create_parameter(self.attr, self._declared_shape, self._dtype)
 
+    def in_mode(self):
+        """What a layer's code reads for this parameter: itself when eager, else its Parameter
+        of the current program."""
+        return self if dygraph.in_dynamic_mode() else self.variable()
+
     def __repr__(self):
         return f"<LayerParameter {self.name}: {dtypes.name(self._dtype)}{self._declared_shape}>"
 
@@ -213,8 +218,8 @@ class Layer:
 
     def __getattr__(self, name):  # only for names normal lookup does not find
         params = self.__dict__.get("_parameters", {})
-        if name in params:  # the parameter itself when eager, else its Parameter of the current program
-            return params[name] if dygraph.in_dynamic_mode() else params[name].variable()
+        if name in params:
+            return params[name].in_mode()
         subs = self.__dict__.get("_sub_layers", {})
         if name in subs:
             return subs[name]

@@ -77,17 +77,45 @@ class _RNNBase(Layer):
 
 
 class LSTM(_RNNBase):
-    """Returns (outputs [batch, time, D*H], (h, c)), each state [num_layers * D, batch, H]."""
+    """Returns (outputs [batch, time, D*H], (h, c)), each state [num_layers * D, batch, H].
+
+    Examples:
+        >>> import keel as paddle
+        >>> lstm = paddle.nn.LSTM(16, 32, num_layers=2)
+        >>> x = paddle.rand([4, 23, 16])              # [batch, time, input_size]
+        >>> y, (h, c) = lstm(x)
+        >>> y.shape, h.shape, c.shape
+        ([4, 23, 32], [2, 4, 32], [2, 4, 32])
+        >>> y, (h, c) = paddle.nn.LSTM(16, 32, direction="bidirect")(x)
+        >>> y.shape, h.shape
+        ([4, 23, 64], [2, 4, 32])
+    """
     _mode, _cell = "LSTM", "lstm_cell"
 
 
 class GRU(_RNNBase):
-    """Returns (outputs, h)."""
+    """Returns (outputs, h).
+
+    Examples:
+        >>> import keel as paddle
+        >>> gru = paddle.nn.GRU(16, 32, num_layers=2)
+        >>> y, h = gru(paddle.rand([4, 23, 16]))
+        >>> y.shape, h.shape
+        ([4, 23, 32], [2, 4, 32])
+    """
     _mode, _cell = "GRU", "gru_cell"
 
 
 class SimpleRNN(_RNNBase):
-    """Elman network, activation tanh or relu; returns (outputs, h)."""
+    """Elman network, activation tanh or relu; returns (outputs, h).
+
+    Examples:
+        >>> import keel as paddle
+        >>> rnn = paddle.nn.SimpleRNN(16, 32, num_layers=2)
+        >>> y, h = rnn(paddle.rand([4, 23, 16]))
+        >>> y.shape, h.shape
+        ([4, 23, 32], [2, 4, 32])
+    """
     _cell = "simple_rnn_cell"
 
     def __init__(self, input_size, hidden_size, num_layers=1, direction="forward", time_major=False,

@@ -26,7 +26,16 @@ def _additive_mask(mask, dtype):
 
 class MultiHeadAttention(Layer):
     """Attention of `query` over `key`/`value` ([batch, seq, embed_dim]) with `num_heads`
-    heads: softmax(q k^T / sqrt(head_dim) + mask) v, projected by `out_proj`."""
+    heads: softmax(q k^T / sqrt(head_dim) + mask) v, projected by `out_proj`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> query = paddle.rand([2, 4, 128])          # [batch, seq, embed_dim]
+        >>> attn_mask = paddle.rand([2, 2, 4, 4])     # [batch, num_heads, query_len, key_len]
+        >>> attention = paddle.nn.MultiHeadAttention(128, 2)
+        >>> attention(query, None, None, attn_mask=attn_mask).shape
+        [2, 4, 128]
+    """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, kdim=None, vdim=None, need_weights=False,
                  weight_attr=None, bias_attr=None):
@@ -113,6 +122,18 @@ class _TransformerLayer(Layer):
 
 
 class TransformerEncoderLayer(_TransformerLayer):
+    """One encoder layer: self attention, then a feed-forward network
+    (linear1 -> activation -> linear2), each wrapped in dropout, a residual sum and layer
+    norm (before the body with normalize_before=True, after the sum otherwise).
+
+    Examples:
+        >>> import keel as paddle
+        >>> enc_input = paddle.rand([2, 4, 128])
+        >>> attn_mask = paddle.rand([2, 2, 4, 4])
+        >>> encoder_layer = paddle.nn.TransformerEncoderLayer(128, 2, 512)
+        >>> encoder_layer(enc_input, attn_mask).shape
+        [2, 4, 128]
+    """
     def forward(self, src, src_mask=None, cache=None):
         src = _residual(src, self.norm1, lambda x: self.self_attn(x, x, x, src_mask, cache), self.dropout1,
                         self.normalize_before)
@@ -120,7 +141,16 @@ class TransformerEncoderLayer(_TransformerLayer):
 
 
 class TransformerEncoder(Layer):
-    """`num_layers` layers made like `encoder_layer` (the first is that layer itself), then `norm`."""
+    """`num_layers` layers made like `encoder_layer` (the first is that layer itself), then `norm`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> enc_input = paddle.rand([2, 4, 128])
+        >>> encoder_layer = paddle.nn.TransformerEncoderLayer(128, 2, 512)
+        >>> encoder = paddle.nn.TransformerEncoder(encoder_layer, 2)
+        >>> encoder(enc_input).shape, len(encoder.layers)
+        ([2, 4, 128], 2)
+    """
 
     def __init__(self, encoder_layer, num_layers, norm=None):
         super().__init__()
@@ -135,6 +165,20 @@ class TransformerEncoder(Layer):
 
 
 class TransformerDecoderLayer(_TransformerLayer):
+    """One decoder layer: self attention over the target, cross attention over the
+    encoder's output (`memory`), then the feed-forward network; residual sums and layer
+    norms as in TransformerEncoderLayer.
+
+    Examples:
+        >>> import keel as paddle
+        >>> dec_input = paddle.rand([2, 4, 128])      # the target sequence
+        >>> enc_output = paddle.rand([2, 6, 128])     # the encoder's output
+        >>> self_attn_mask = paddle.rand([2, 2, 4, 4])
+        >>> cross_attn_mask = paddle.rand([2, 2, 4, 6])
+        >>> decoder_layer = paddle.nn.TransformerDecoderLayer(128, 2, 512)
+        >>> decoder_layer(dec_input, enc_output, self_attn_mask, cross_attn_mask).shape
+        [2, 4, 128]
+    """
     _cross_attention = True
     _norms = 3
 
@@ -147,6 +191,17 @@ class TransformerDecoderLayer(_TransformerLayer):
 
 
 class TransformerDecoder(Layer):
+    """`num_layers` layers made like `decoder_layer` (the first is that layer itself), then `norm`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> dec_input = paddle.rand([2, 4, 128])
+        >>> enc_output = paddle.rand([2, 6, 128])
+        >>> decoder_layer = paddle.nn.TransformerDecoderLayer(128, 2, 512)
+        >>> decoder = paddle.nn.TransformerDecoder(decoder_layer, 2, norm=paddle.nn.LayerNorm(128))
+        >>> decoder(dec_input, enc_output).shape
+        [2, 4, 128]
+    """
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
         self.layers = LayerList([decoder_layer if i == 0 else type(decoder_layer)(**decoder_layer._config)
