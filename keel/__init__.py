@@ -31,10 +31,12 @@ from keel.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, sc
 from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
 from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor  # noqa: F401
 from keel.hapi import Model, callbacks  # noqa: F401
-from keel.hapi import metrics as metric  # noqa: F401
+from keel import metric  # noqa: F401,E402  (keel.hapi.metrics' classes and accuracy)
 from keel import distributed  # noqa: F401,E402  (paddle.distributed: init_parallel_env, fleet, ...; mpi4py only when used)
 
 from keel.program import vision  # noqa: E402,F401
+from keel.program.dtype_names import *  # noqa: E402,F401,F403  (paddle.float32, paddle.int64, paddle.bool, ...)
+from keel.program.dtypes import get_default_dtype, set_default_dtype  # noqa: E402,F401
 
 # `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
 # packages' own modules under a second name (the same objects, not copies)
@@ -43,3 +45,6 @@ for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimi
                        "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
+# paddle.vision.transforms, paddle.DataParallel (a line each, apart from the table above)
+_sys.modules[f"{__name__}.vision.transforms"] = vision.transforms
+from keel.distributed.data_parallel import DataParallel  # noqa: E402,F401

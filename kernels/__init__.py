@@ -14,3 +14,4 @@ from keel.kernels import vision  # noqa: F401
 from keel.kernels import collective  # noqa: F401
 from keel.kernels import adam_chunked  # noqa: F401
 from keel.kernels import control_flow  # noqa: F401
+from keel.kernels import stat  # noqa: F401

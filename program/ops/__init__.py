@@ -11,3 +11,4 @@ from keel.program.ops import rnn  # noqa: F401
 from keel.program.ops import vision  # noqa: F401
 from keel.program.ops import collective  # noqa: F401
 from keel.program.ops import control_flow  # noqa: F401
+from keel.program.ops import stat  # noqa: F401
