@@ -32,16 +32,21 @@ def histogram(xp, x, weight, *, bins=100, min=0.0, max=0.0, density=False):  # n
 
 @kernel("unique", inputs=["X"], outputs=["Out", "Indices", "Index", "Counts"],
         attrs=["dtype", "axis", "is_sorted"])
-def unique(xp, x, *, dtype=3, axis=(), is_sorted=True):
+def unique(xp, x, *, dtype=3, axis=(), is_sorted=False):
     """Distinct values ascending (slices along `axis` in lexicographic order), with first
-    occurrences, inverse positions and counts, as numpy's unique computes them."""
-    if axis:
-        out, first, inverse, counts = xp.unique(x, return_index=True, return_inverse=True,
-                                                return_counts=True, axis=int(axis[0]))
-    else:
-        out, first, inverse, counts = xp.unique(x.reshape(-1), return_index=True, return_inverse=True,
-                                                return_counts=True)
-    return out, cast(xp, first, dtype), cast(xp, inverse.reshape(-1), dtype), cast(xp, counts, dtype)
+    occurrences, inverse positions and counts, as numpy's unique computes them; without
+    is_sorted (fluid's unique), the distinct values in the order they first occur."""
+    source, along = (x, int(axis[0])) if axis else (x.reshape(-1), 0)
+    out, first, inverse, counts = xp.unique(source, return_index=True, return_inverse=True,
+                                            return_counts=True, axis=along if axis else None)
+    inverse = inverse.reshape(-1)
+    if not is_sorted:
+        order = xp.argsort(first, kind="stable")      # sorted position of the k-th value to appear
+        rank = xp.empty_like(order)
+        rank[order] = xp.arange(order.size)
+        out, first, counts = xp.take(out, order, axis=along), first[order], counts[order]
+        inverse = rank[inverse]
+    return out, cast(xp, first, dtype), cast(xp, inverse, dtype), cast(xp, counts, dtype)
 
 
 @kernel("bitwise_not", inputs=["X"], outputs=["Out"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from keel.program import dtypes
+from keel.program.errors import AttrError
 from keel.program.layers.helper import LayerHelper
 from keel.program.layers.math import cast
 from keel.program.layers.manip import argsort
@@ -33,7 +34,7 @@ def eye(num_rows, num_columns=None, dtype=None, name=None):
     rows = int(num_rows)
     cols = rows if num_columns is None else int(num_columns)
     if rows < 0 or cols < 0:
-        _fail("eye", f"num_rows and num_columns must not be negative, got {rows} and {cols}", ValueError)
+        _fail("eye", f"num_rows and num_columns must not be negative, got {rows} and {cols}", AttrError)
     code = dtypes.default_float(dtype)
     ones = np.eye(rows, cols, dtype=np.float32)
     return cast(assign(ones), code, name=name) if code != dtypes.to_code("float32") else assign(ones, name=name)
@@ -62,7 +63,7 @@ def randperm(n, dtype="int64", name=None):
     """A random permutation of 0..n-1: the order that sorts n uniform draws (draws tie with
     probability ~0, and the sort is stable when they do), cast to `dtype`."""
     if int(n) < 1:
-        _fail("randperm", f"n must be at least 1, got {n}", ValueError)
+        _fail("randperm", f"n must be at least 1, got {n}", AttrError)
     order = argsort(rand([int(n)], "float64"), stable=True)
     code = dtypes.to_code(dtype)
     return order if code == dtypes.to_code("int64") else cast(order, code, name=name)
@@ -83,7 +84,7 @@ def randint_like(x, low=0, high=None, dtype=None, name=None):
 def clone(x, name=None):
     """A copy of x that gradients flow through (op assign)."""
     if not isinstance(x, Variable):
-        _fail("clone", f"expects a tensor, got {type(x).__name__}", TypeError)
+        raise TypeError(f"clone: expects a tensor, got {type(x).__name__}")
     helper = LayerHelper("clone", name)
     out = helper.create_tmp(x.dtype, stop_gradient=x.stop_gradient)
     helper.append_op("assign", {"X": x}, {"Out": out})

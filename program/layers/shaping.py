@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from keel.program import dygraph
+from keel.program.errors import AttrError
 from keel.program.layers.manip import index_select, scatter_nd_add, take_along_axis
 from keel.program.layers.math import cast
 from keel.program.layers.tensor import (_fail, assign, concat, expand, gather_nd, nonzero, reshape, split,
@@ -26,7 +27,7 @@ def _known_shape(layer, x) -> list[int]:
 
 def _axis(layer, axis, ndim) -> int:
     if not -ndim <= axis < max(ndim, 1):
-        _fail(layer, f"axis {axis} is out of range for a {ndim}-d tensor", ValueError)
+        _fail(layer, f"axis {axis} is out of range for a {ndim}-d tensor", AttrError)
     return axis + ndim if axis < 0 else axis
 
 
@@ -73,7 +74,7 @@ def diagonal(x, offset=0, axis1=0, axis2=1, name=None):
     a1, a2 = _axis("diagonal", int(axis1), len(shape)), _axis("diagonal", int(axis2), len(shape))
     if a1 == a2 or len(shape) < 2:
         _fail("diagonal", f"axis1 and axis2 must be two different dims of a tensor of >= 2 dims, "
-                          f"got {axis1}, {axis2} for {x.name} {x.type_string()}", ValueError)
+                          f"got {axis1}, {axis2} for {x.name} {x.type_string()}", AttrError)
     rest = [d for d in range(len(shape)) if d not in (a1, a2)]
     front = x if [a1, a2, *rest] == list(range(len(shape))) else transpose(x, [a1, a2, *rest])
     picked = gather_nd(front, assign(_diagonal_index(shape[a1], shape[a2], int(offset))))
@@ -111,12 +112,12 @@ def repeat_interleave(x, repeats, axis=None, name=None):
     if isinstance(repeats, Variable):
         if not dygraph.in_dynamic_mode():
             _fail("repeat_interleave", "repeats given as a tensor needs its values: give a list of ints "
-                                       "when building a program", TypeError)
+                                       "when building a program", AttrError)
         repeats = np.asarray(repeats.numpy()).reshape(-1).tolist()
     counts = np.asarray(repeats, dtype=np.int64).reshape(-1)
     if counts.size not in (1, shape[axis]) or (counts < 0).any():
         _fail("repeat_interleave", f"repeats must be one count or {shape[axis]} non-negative counts "
-                                   f"(dim {axis} of {x.name} {x.type_string()}), got {list(counts)}", ValueError)
+                                   f"(dim {axis} of {x.name} {x.type_string()}), got {list(counts)}", AttrError)
     positions = np.repeat(np.arange(shape[axis], dtype=np.int64), counts if counts.size > 1 else int(counts[0]))
     return index_select(x, assign(positions), axis=axis, name=name)
 

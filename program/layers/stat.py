@@ -5,6 +5,7 @@ fmax, addmm, sort), and the counting ops of program/ops/stat.py otherwise."""
 from __future__ import annotations
 
 from keel.program import dtypes
+from keel.program.errors import DTypeError
 from keel.program.layers.helper import LayerHelper
 from keel.program.layers.manip import argsort
 from keel.program.layers.math import (_act, abs, add, all, equal, exp, isnan, less_equal, log, logical_and,
@@ -110,14 +111,16 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     helper = LayerHelper("unique", name)
     code = dtypes.to_code(dtype)
     out = helper.create_tmp(x.dtype, stop_gradient=True)
-    extras = {"Indices": return_index, "Index": return_inverse, "Counts": return_counts}
+    # Index (the inverse) is a required output of the op: made always, returned when asked
+    extras = {"Indices": return_index, "Index": True, "Counts": return_counts}
     outputs = {"Out": out, **{slot: helper.create_tmp(code, stop_gradient=True)
                               for slot, wanted in extras.items() if wanted}}
     helper.append_op("unique", {"X": x}, outputs,
                      {"dtype": code, "return_index": bool(return_index), "return_inverse": bool(return_inverse),
                       "return_counts": bool(return_counts), "axis": [] if axis is None else [int(axis)],
                       "is_sorted": bool(sorted)})
-    rest = [outputs[slot] for slot in ("Indices", "Index", "Counts") if slot in outputs]
+    wanted = {"Indices": return_index, "Index": return_inverse, "Counts": return_counts}
+    rest = [outputs[slot] for slot in ("Indices", "Index", "Counts") if wanted[slot]]
     return (out, *rest) if rest else out
 
 
@@ -146,12 +149,15 @@ def is_tensor(x) -> bool:
 def is_floating_point(x) -> bool:
     """Whether x's dtype is floating (float16, bfloat16, float32, float64)."""
     if not isinstance(x, Variable):
-        _fail("is_floating_point", f"expects a tensor, got {type(x).__name__}", TypeError)
+        raise TypeError(f"is_floating_point: expects a tensor, got {type(x).__name__}")
     return dtypes.is_floating(x.dtype)
 
 
 def _bitwise(op_type, inputs, out, name):
     """The op's result; copied into `out` too when given (PaddlePaddle's out= argument)."""
+    for x in inputs.values():
+        if not (x.dtype == _T.BOOL or dtypes.is_integer(x.dtype)):
+            _fail(op_type, f"expects bool or integer tensors, got {x.name} {x.type_string()}", DTypeError)
     helper = LayerHelper(op_type, name)
     result = helper.create_tmp(inputs["X"].dtype, stop_gradient=True)
     helper.append_op(op_type, inputs, {"Out": result})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from keel.program import dtypes
 from keel.program.ops.infer import broadcast_shapes
-from keel.program.ops.registry import BOOL, FLOAT, INT, INTS, NOT_DIFFERENTIABLE, define, opt
+from keel.program.ops.registry import BOOL, FLOAT, INT, INTS, LONG, NOT_DIFFERENTIABLE, define, opt
 from keel.proto import pb
 
 _T = pb.VarType
@@ -27,7 +27,7 @@ def _infer_histogram(ctx):
 
 
 define("histogram", inputs=["X", opt("Weight")], outputs=["Out"],
-       attrs={"bins": INT(100), "min": FLOAT(0.0), "max": FLOAT(0.0), "density": BOOL(False)},
+       attrs={"bins": LONG(100), "min": FLOAT(0.0), "max": FLOAT(0.0), "density": BOOL(False)},
        infer=_infer_histogram, grad=NOT_DIFFERENTIABLE,
        doc="Out[bins] = the count (or summed Weight; with density, the density) of X's values in "
            "each of `bins` equal bins over [min, max] (X's own range when both are 0; a range of "
@@ -52,7 +52,7 @@ def _infer_unique(ctx):
         out_shape = [-1]
         inverse_len = -1 if any(d < 0 for d in x.shape) else int(_prod(x.shape))
     ctx.set_output("Out", out_shape, x.dtype)
-    for slot, shape in (("Indices", [-1]), ("Index", [inverse_len]), ("Counts", [-1])):
+    for slot, shape in (("Indices", [-1]), ("Index", [inverse_len]), ("Counts", [-1])):  # Index too: fluid's
         if ctx.has_output(slot):
             ctx.set_output(slot, shape, index_dtype)
 
@@ -64,13 +64,13 @@ def _prod(dims):
     return n
 
 
-define("unique", inputs=["X"], outputs=["Out", opt("Indices"), opt("Index"), opt("Counts")],
+define("unique", inputs=["X"], outputs=["Out", opt("Indices"), "Index", opt("Counts")],
        attrs={"dtype": INT(_T.INT64), "return_index": BOOL(False), "return_inverse": BOOL(False),
-              "return_counts": BOOL(False), "axis": INTS([]), "is_sorted": BOOL(True)},
+              "return_counts": BOOL(False), "axis": INTS([]), "is_sorted": BOOL(False)},
        infer=_infer_unique, grad=NOT_DIFFERENTIABLE,
-       doc="Out = X's distinct values (slices along `axis`; flattened when empty), ascending; "
-           "Indices = where each first occurs, Index = each element's position in Out, Counts = "
-           "how often each occurs")
+       doc="Out = X's distinct values (slices along `axis`; flattened when empty), ascending, or "
+           "without is_sorted (fluid's unique) in the order they first occur; Indices = where each "
+           "first occurs, Index = each element's position in Out, Counts = how often each occurs")
 
 
 def _bitwise_dtype(ctx, x):
