@@ -125,7 +125,8 @@ def _padding(padding) -> tuple[int, int, int, int]:
 
 def pad(img, padding, fill=0, padding_mode="constant"):
     """Pad an image; modes as OpenCV's borders: 'reflect' mirrors without repeating the edge
-    pixel (BORDER_REFLECT_101), 'symmetric' with it (BORDER_REFLECT)."""
+    pixel (BORDER_REFLECT_101), 'symmetric' with it (BORDER_REFLECT); 'constant' fills with
+    OpenCV's border value of `fill` (a number fills channel 0 only, see _border_value)."""
     img = _image(img, "pad")
     if padding_mode not in _PAD_MODES:
         raise ValueError(f"pad: padding_mode must be one of {sorted(_PAD_MODES)}, got {padding_mode!r}")
@@ -134,11 +135,20 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     if padding_mode != "constant":
         return np.pad(img, widths, mode=_PAD_MODES[padding_mode])
     out = np.pad(img, widths, mode="constant")
-    if fill is not None and np.any(np.asarray(fill) != 0):
-        mask = np.ones(img.shape[:2], dtype=bool)
-        mask = np.pad(mask, widths[:2], mode="constant")
-        out[~mask] = fill
+    border = ~np.pad(np.ones(img.shape[:2], dtype=bool), widths[:2], mode="constant")
+    out[border] = _restore(_border_value(fill, img), img)
     return out
+
+
+def _border_value(fill, img) -> np.ndarray:
+    """OpenCV's border value for `fill`: a number is the Scalar (fill, 0, 0, 0), so it fills
+    channel 0 only of a multi-channel image (PaddlePaddle's cv2 backend passes it as it is);
+    a sequence gives each channel its own."""
+    channels = img.shape[2] if img.ndim == 3 else 1
+    values = np.zeros(channels, dtype=np.float64)
+    given = np.atleast_1d(np.asarray(fill, dtype=np.float64))[:channels]
+    values[:given.size] = given
+    return values if img.ndim == 3 else values[0]
 
 
 def crop(img, top, left, height, width):
@@ -154,8 +164,9 @@ def center_crop(img, output_size):
 
 
 def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=0):
-    """Rotate counter-clockwise by `angle` degrees about `center` ((x, y); the image centre
-    by default), OpenCV's matrix; `expand` grows the output to hold the whole rotated image."""
+    """Rotate counter-clockwise by `angle` degrees about `center` ((x, y); (w/2, h/2) by
+    default), OpenCV's matrix; `expand` grows the output to hold the whole rotated image;
+    outside the source, OpenCV's border value of `fill` (see _border_value)."""
     img = _image(img, "rotate")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"rotate: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
@@ -168,9 +179,14 @@ def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=
                   [-beta, alpha, beta * cx + (1 - alpha) * cy]])
     oh, ow = h, w
     if expand:
-        corners = np.array([[0, 0, 1], [w, 0, 1], [0, h, 1], [w, h, 1]], dtype=np.float64) @ m.T
-        ow = math.ceil(corners[:, 0].max()) - math.floor(corners[:, 0].min())
-        oh = math.ceil(corners[:, 1].max()) - math.floor(corners[:, 1].min())
+        # PaddlePaddle's output size: the corners turned by the matrix with its sines and
+        # cosines rounded to 15 places (so a quarter turn gives whole numbers)
+        c, s_ = round(math.cos(-a), 15), round(math.sin(-a), 15)
+        tx, ty = c * -cx + s_ * -cy + cx, -s_ * -cx + c * -cy + cy
+        xs_ = [c * x + s_ * y + tx for x, y in ((0, 0), (w, 0), (w, h), (0, h))]
+        ys_ = [-s_ * x + c * y + ty for x, y in ((0, 0), (w, 0), (w, h), (0, h))]
+        ow = math.ceil(max(xs_)) - math.floor(min(xs_))
+        oh = math.ceil(max(ys_)) - math.floor(min(ys_))
         m[0, 2] += (ow - w) * 0.5
         m[1, 2] += (oh - h) * 0.5
     inverse = np.linalg.inv(np.vstack([m, [0, 0, 1]]))[:2]
@@ -178,7 +194,7 @@ def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=
     sx = inverse[0, 0] * xs + inverse[0, 1] * ys + inverse[0, 2]
     sy = inverse[1, 0] * xs + inverse[1, 1] * ys + inverse[1, 2]
     x = img.astype(np.float64)
-    background = np.broadcast_to(np.asarray(fill, dtype=np.float64), img.shape[2:])
+    background = _border_value(fill, img)
     if interpolation == "nearest":
         ix, iy = np.rint(sx).astype(np.int64), np.rint(sy).astype(np.int64)
         inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
@@ -271,17 +287,35 @@ def adjust_saturation(img, saturation_factor):
 
 
 def adjust_hue(img, hue_factor):
-    """The hue turned by int(hue_factor * 255) / 256 of a circle (OpenCV's full-range HSV of
-    the image read as BGR, as PaddlePaddle's cv2 backend). OpenCV converts in uint8 steps;
-    Keel in float64, so a channel may differ from OpenCV's by one."""
+    """The hue turned by int(hue_factor * 255) steps of 256 (OpenCV's full-range uint8 HSV
+    of the image read as BGR, as PaddlePaddle's cv2 backend computes it, quantization
+    included: a turn of 0 is not exactly the identity)."""
     img = _image(img, "adjust_hue")
     if not -0.5 <= hue_factor <= 0.5:
         raise ValueError(f"adjust_hue: hue_factor must be in [-0.5, 0.5], got {hue_factor}")
-    rgb = img.astype(np.uint8)[..., ::-1].astype(np.float64) / 255.0
-    hsv = _rgb_to_hsv(rgb)
-    hsv[..., 0] = (hsv[..., 0] + int(hue_factor * 255) / 256.0) % 1.0
-    out = np.clip(np.rint(_hsv_to_rgb(hsv) * 255.0), 0, 255).astype(np.uint8)[..., ::-1]
+    hue, saturation, value = _bgr_to_hsv_full(img.astype(np.uint8))
+    hue = (hue + int(hue_factor * 255)) % 256
+    # OpenCV reads the hue back in 255 steps (HSV2BGR_FULL), not the 256 it wrote
+    hsv = np.stack([hue / 255.0, saturation / 255.0, value / 255.0], axis=-1)
+    rgb = _hsv_to_rgb(hsv.astype(np.float32)).astype(np.float64)
+    out = np.clip(np.rint(rgb * 255.0), 0, 255).astype(np.uint8)[..., ::-1]
     return out.astype(img.dtype)
+
+
+def _bgr_to_hsv_full(bgr):
+    """OpenCV's uint8 BGR -> HSV_FULL, in its integer steps: hue in 256 steps and
+    saturation in 255, each a 12-bit fixed-point division rounded to nearest."""
+    b, g, r = (bgr[..., i].astype(np.int64) for i in range(3))
+    v = np.maximum(np.maximum(r, g), b)
+    diff = v - np.minimum(np.minimum(r, g), b)
+    shift = 12
+    sdiv = np.where(v > 0, np.rint((255 << shift) / np.maximum(v, 1)), 0).astype(np.int64)
+    hdiv = np.where(diff > 0, np.rint((256 << shift) / (6.0 * np.maximum(diff, 1))), 0).astype(np.int64)
+    s = (diff * sdiv + (1 << (shift - 1))) >> shift
+    h = np.where(v == r, g - b, np.where(v == g, b - r + 2 * diff, r - g + 4 * diff))
+    h = (h * hdiv + (1 << (shift - 1))) >> shift
+    h = np.where(h < 0, h + 256, h)
+    return h, s, v
 
 
 def _rgb_to_hsv(rgb):
