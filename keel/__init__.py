@@ -45,6 +45,7 @@ for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimi
                        "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
-# paddle.vision.transforms, paddle.DataParallel (a line each, apart from the table above)
+# paddle.vision.transforms, paddle.nn.initializer, paddle.DataParallel (a line each, apart from the table above)
 _sys.modules[f"{__name__}.vision.transforms"] = vision.transforms
+_sys.modules[f"{__name__}.nn.initializer"] = nn.initializer
 from keel.distributed.data_parallel import DataParallel  # noqa: E402,F401

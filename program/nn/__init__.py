@@ -22,6 +22,7 @@ from functools import reduce
 
 from keel.program import callsite, dtypes
 from keel.program import initializer as init
+from keel.program import initializer  # noqa: F401  (paddle.nn.initializer.Constant, ... as PaddlePaddle spells them)
 from keel.program.errors import AttrError, DTypeError, ShapeError
 from keel.program.layers.helper import LayerHelper
 from keel.program.layers.math import (gelu, hard_swish, leaky_relu, log_softmax, relu, relu6,  # noqa: F401
