@@ -45,7 +45,8 @@ for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimi
                        "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
-# paddle.vision.transforms, paddle.nn.initializer, paddle.DataParallel (a line each, apart from the table above)
+# paddle.vision.transforms, paddle.nn.initializer, paddle.DataParallel, paddle.amp (a line each, apart from the table above)
 _sys.modules[f"{__name__}.vision.transforms"] = vision.transforms
 _sys.modules[f"{__name__}.nn.initializer"] = nn.initializer
 from keel.distributed.data_parallel import DataParallel  # noqa: E402,F401
+import keel.amp as amp  # noqa: E402  (paddle.amp, eager decorate: `from keel import amp` would find the star import's static one)

@@ -160,3 +160,41 @@ def test_nn_initializer_namespace():
         assert getattr(paddle.nn.initializer, name) is getattr(pg.initializer, name) is getattr(init, name)
     layer = paddle.nn.Linear(2, 3, weight_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5)))
     np.testing.assert_array_equal(layer.weight.numpy(), np.full((2, 3), 0.5, np.float32))
+
+
+# -- paddle.amp ---------------------------------------------------------------------------------------
+
+def test_amp_namespace_is_the_eager_one():
+    assert paddle.amp.decorate is not pg.static.amp.decorate
+    assert paddle.amp.auto_cast is pg.amp.auto_cast and paddle.amp.GradScaler is pg.amp.GradScaler
+    net = paddle.nn.Linear(2, 2)
+    opt = paddle.optimizer.SGD(0.1, parameters=net.parameters())
+    assert paddle.amp.decorate(net, opt, level="O1") == (net, opt)
+    assert paddle.amp.decorate(net) is net and net.weight.dtype == paddle.float32
+    with pytest.raises(ValueError, match="level"):
+        paddle.amp.decorate(net, level="O3")
+
+
+def test_amp_o2_trains_low_precision_parameters_through_float32_masters():
+    paddle.seed(0)
+    net = paddle.nn.Sequential(paddle.nn.Linear(4, 8), paddle.nn.BatchNorm1D(8), paddle.nn.Linear(8, 1))
+    opt = paddle.optimizer.Adam(1e-2, parameters=net.parameters())
+    net, opt = paddle.amp.decorate(net, opt, level="O2")
+    kinds = {name: p.dtype for name, p in net.named_parameters()}
+    assert kinds["0.weight"] == kinds["2.bias"] == paddle.float16
+    assert kinds["1.weight"] == kinds["1._mean"] == paddle.float32      # norm layers stay float32
+    scaler = paddle.amp.GradScaler(init_loss_scaling=1024)
+    rng = np.random.default_rng(0)
+    x = paddle.to_tensor(rng.random((16, 4), np.float32))
+    y = paddle.to_tensor(rng.random((16, 1), np.float32))
+    losses = []
+    for _ in range(30):
+        with paddle.amp.auto_cast(level="O2"):
+            loss = paddle.mean((paddle.cast(net(x), "float32") - y) ** 2)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.clear_grad()
+        losses.append(float(loss))
+    assert losses[-1] < 0.2 * losses[0]
+    assert net[0].weight.dtype == paddle.float16 and net[0].weight.numpy().dtype == np.float16
