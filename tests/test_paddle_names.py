@@ -198,3 +198,35 @@ def test_amp_o2_trains_low_precision_parameters_through_float32_masters():
         losses.append(float(loss))
     assert losses[-1] < 0.2 * losses[0]
     assert net[0].weight.dtype == paddle.float16 and net[0].weight.numpy().dtype == np.float16
+
+
+def test_dirac_filters_pass_their_input_through():
+    init = paddle.nn.initializer
+    conv = paddle.nn.Conv2D(2, 4, 3, padding=1, bias_attr=False,
+                            weight_attr=paddle.ParamAttr(initializer=init.Dirac(groups=2)))
+    w = conv.weight.numpy()
+    want = np.zeros((4, 2, 3, 3), np.float32)
+    for g in range(2):
+        for i in range(2):
+            want[g * 2 + i, i, 1, 1] = 1.0
+    np.testing.assert_array_equal(w, want)
+    x = np.random.default_rng(0).random((1, 2, 5, 5), np.float32)
+    np.testing.assert_array_equal(conv(paddle.to_tensor(x)).numpy()[0], np.concatenate([x[0], x[0]]))
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        p = pg.create_parameter([3, 5, 3], "float32", default_initializer=init.Dirac())
+    scope = Scope()
+    Executor(CPUPlace()).run(startup, scope=scope)
+    got = np.asarray(scope.get(p.name))
+    assert got.sum() == 3 and got[0, 0, 1] == got[1, 1, 1] == got[2, 2, 1] == 1
+    with pytest.raises(ValueError, match="do not split into 2 groups"):
+        paddle.nn.Conv2D(2, 3, 3, weight_attr=paddle.ParamAttr(initializer=init.Dirac(groups=2))).weight.numpy()
+
+
+def test_calculate_gain():
+    gain = paddle.nn.initializer.calculate_gain
+    assert gain("conv2d") == gain("sigmoid") == 1 and gain("tanh") == 5 / 3 and gain("selu") == 0.75
+    assert gain("relu") == np.sqrt(2) and gain("leaky_relu", 0.2) == np.sqrt(2 / 1.04)
+    assert abs(gain("leaky_relu") - 1.4141428569978354) < 1e-15          # PaddlePaddle 3.3.1's value
+    with pytest.raises(ValueError, match="not one of"):
+        gain("swish")
