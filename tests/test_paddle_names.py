@@ -230,3 +230,14 @@ def test_calculate_gain():
     assert abs(gain("leaky_relu") - 1.4141428569978354) < 1e-15          # PaddlePaddle 3.3.1's value
     with pytest.raises(ValueError, match="not one of"):
         gain("swish")
+
+
+def test_bad_arguments_raise_pythons_exceptions_naming_the_function_and_line():
+    """Layer functions that raise ValueError/TypeError for bad arguments (as PaddlePaddle
+    does) name themselves and the user's line (they raised 'ValueError() takes no keyword
+    arguments' before)."""
+    with pytest.raises(ValueError, match=r"randint: low \(5\) must be less than high \(2\)") as info:
+        paddle.randint(5, 2)
+    assert "test_paddle_names.py" in str(info.value)
+    with pytest.raises(TypeError, match="rand: dtype must be a floating-point type"):
+        paddle.rand([2], "int32")
