@@ -241,3 +241,15 @@ def test_bad_arguments_raise_pythons_exceptions_naming_the_function_and_line():
     assert "test_paddle_names.py" in str(info.value)
     with pytest.raises(TypeError, match="rand: dtype must be a floating-point type"):
         paddle.rand([2], "int32")
+
+
+def test_to_tensor_of_python_floats_follows_the_default_dtype():
+    assert paddle.to_tensor([1.5]).dtype == paddle.float32
+    assert paddle.to_tensor(np.ones(2)).dtype == paddle.float64      # arrays keep theirs
+    try:
+        paddle.set_default_dtype("float64")
+        assert paddle.to_tensor([1.5, 2.0]).dtype == paddle.float64
+        assert paddle.to_tensor(2.5).numpy().dtype == np.float64
+        assert paddle.to_tensor([1, 2]).dtype == paddle.int64
+    finally:
+        paddle.set_default_dtype("float32")
