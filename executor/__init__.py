@@ -9,6 +9,7 @@ from keel.executor import eager  # noqa: F401  (registers the eager engine: laye
 from keel.executor.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.executor import Executor
+from keel.executor.lod import LoDTensor, create_lod_tensor
 from keel.executor.inference import Config, PrecisionType, PredictorError, create_predictor
 from keel.executor.place import CPUPlace, CUDAPlace
 from keel.executor.profiler import Profiler
@@ -28,4 +29,5 @@ _default.register_runner(_run_program)
 
 __all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",
            "ExecutionError", "FeedError", "NonFiniteError", "save_checkpoint", "load_checkpoint",
-           "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType", "Profiler"]
+           "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType", "Profiler",
+           "LoDTensor", "create_lod_tensor"]

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from keel.executor import feeds
+from keel.executor import feeds, lod
 from keel.executor import profiler as profiling
 from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.memory import tune_malloc
@@ -92,6 +92,7 @@ class Executor:
         if any(isinstance(k, int) for k in feed):  # inference programs: feed by column
             targets = self._feed_targets(block)
             feed = {targets.get(k, k) if isinstance(k, int) else k: v for k, v in feed.items()}
+        feed = lod.split_feed(feed)  # a LoDTensor: its array, and its LoD as sequence lengths
         if fetch_list is None:  # an inference program: its fetch ops say what to return
             fetch_names = self._fetch_targets(block)
         else:
@@ -111,14 +112,15 @@ class Executor:
         scope = scope if scope is not None else global_scope()
         feed_names = frozenset(feed_names)
         fetch_names = tuple(item.name if isinstance(item, Variable) else item for item in fetch_list)
-        compiled = [None, None]  # program revision, plan
+        compiled = [None, None]  # (program revision, the feeds that carry a LoD), plan
 
         def call(feed: dict) -> list:
             if feed.keys() != feed_names:
                 raise FeedError(f"this prepared run takes feeds {sorted(feed_names)}, got {sorted(feed)}")
+            feed = lod.split_feed(feed)
             with self._device_context():
-                if compiled[0] != program.revision:
-                    compiled[:] = program.revision, self._plan(program, block_idx, feed, fetch_names)
+                if compiled[0] != (program.revision, frozenset(feed)):
+                    compiled[:] = (program.revision, frozenset(feed)), self._plan(program, block_idx, feed, fetch_names)
                 return self._run_plan(compiled[1], program, feed, scope, return_numpy, check_feed)
         return call
 
@@ -280,8 +282,9 @@ class Executor:
     def _prepare_env(self, plan, feed, scope, check_feed=True) -> dict:
         if check_feed:
             env = {name: self.check_feed(name, plan.feed_specs[name], value) for name, value in feed.items()}
-        else:
-            env = dict(feed)
+        else:  # checked already, on this place; the lengths of a LoD are made here, on the host
+            env = {name: self.check_feed(name, lod.LENGTHS_SPEC, value) if lod.is_lengths_feed(name, feed)
+                   else value for name, value in feed.items()}
         for name in plan.inputs:
             if name in env:
                 continue

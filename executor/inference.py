@@ -34,6 +34,7 @@ import numpy as np
 
 from keel.executor.executor import Executor
 from keel.executor.kernel_call import call_kernel
+from keel.executor.lod import LoDTensor
 from keel.executor.place import CPUPlace, CUDAPlace
 from keel.executor.profiler import Profiler
 from keel.executor.scope import Scope
@@ -269,6 +270,7 @@ class Tensor:
         self._data_type = DataType(dtypes.name(var.dtype))
         self._value = None   # an array on the predictor's device
         self._shape = None   # set by reshape() until data arrives
+        self._lod = []       # an input's LoD (offsets), fed with its data
 
     @property
     def dtype(self) -> np.dtype:
@@ -299,6 +301,16 @@ class Tensor:
         value = self._predictor._executor.check_feed(self.name, self._feed_spec, data)
         self._value = value.copy() if value is data else value
         self._shape = None
+
+    def set_lod(self, lod) -> None:
+        """An input's level-1 LoD, as offsets ([[0, 2, 5]]: rows 0-1 and 2-4), for the ops
+        that read one (executor/lod.py); [] clears it."""
+        self._require_input("set_lod")
+        LoDTensor(lod=lod)  # checked now, where the caller's line is
+        self._lod = [list(level) for level in lod]
+
+    def lod(self) -> list:
+        return [list(level) for level in self._lod]
 
     def copy_to_cpu(self) -> np.ndarray:
         """A numpy copy of the value (an output's: after `run()`)."""
@@ -418,7 +430,8 @@ class Predictor:
                                      f"for {self._input_names}, got {_describe(inputs)}")
             for name, value in zip(self._input_names, inputs):
                 self._inputs[name].copy_from_cpu(value)
-        feed = {n: handle._value for n, handle in self._inputs.items()}
+        feed = {n: handle._value if handle._value is None or not handle._lod else LoDTensor(handle._value, handle._lod)
+                for n, handle in self._inputs.items()}
         if any(value is None for value in feed.values()):
             missing = [n for n, value in feed.items() if value is None]
             raise PredictorError(f"run(): input(s) {missing} not set; call "

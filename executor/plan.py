@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from keel.executor import bf16
+from keel.executor import bf16, lod
 from keel.executor.errors import ExecutionError, FeedError, LoopLimitError
 from keel.executor.kernel_call import MissingKernelError, bind, specialize
 from keel.kernels.control_flow import sum_arrays
@@ -413,7 +413,9 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
         v = block.find_var(name)
         return v is not None and v.persistable
 
-    io = [_op_io(program, op) for op in ops]  # (reads, writes) of each op
+    # the lengths of fed LoDs, wired into the empty lengths slots of the ops that read them
+    lod_bound = lod.bindings(ops, feed_set)
+    io = [_op_io(program, op, lod_bound.get(i, {})) for i, op in enumerate(ops)]  # (reads, writes) of each op
 
     # 1. prune, walking backwards from the fetch targets and the persistable writes
     needed = set(fetch_set)
@@ -471,24 +473,27 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
             continue
         # outputs nothing reads, fetches or keeps (an inference reshape2's XShape): not
         # stored, and the kernel is told they are not needed
-        dead = {n for n in op.output_arg_names
+        dead = {n for n in io[i][1]
                 if free_intermediates and n != EMPTY and last_use.get(n) == pos and n not in fetch_set
                 and not persistable(n) and n not in op.input_arg_names}
+        opdef = op_registry.lookup(op.type)
+        bound = lod_bound.get(i, {})  # (lod.bindings found only ops with a definition)
+        outputs = {**op.outputs, **{s: names for s, names in bound.items() if s in opdef.output_slots}}
         try:
             fn, kdef = bind(op.type, op.attrs, xp, rng_source,
-                            need={s for s, names in op.outputs.items()
+                            need={s for s, names in outputs.items()
                                   if any(n != EMPTY and n not in dead for n in names)},
-                            counts={s: len(names) for s, names in op.outputs.items()})
+                            counts={s: len(names) for s, names in outputs.items()})
         except (MissingKernelError, KeyError) as e:
             raise ExecutionError(f"{op.type} (op {i}): {e}") from None
-        opdef = op_registry.lookup(op.type)
-        in_specs = [_slot_spec(op.input(s) if s in op.inputs or s not in op.outputs else op.output(s),
+        in_specs = [_slot_spec(op.input(s) or bound.get(s, []) if s in op.inputs or s not in outputs
+                               else outputs[s],
                                opdef.input_slots.get(s, opdef.output_slots.get(s)) if opdef else None)
                     for s in kdef.inputs]
-        out_specs = [_drop_names(_slot_spec(op.output(s), opdef.output_slots.get(s) if opdef else None), dead)
+        out_specs = [_drop_names(_slot_spec(outputs.get(s, []), opdef.output_slots.get(s) if opdef else None), dead)
                      for s in kdef.outputs]
         reads = tuple(io[i][0])
-        writes = tuple(n for s in kdef.outputs for n in op.output(s) if n != EMPTY and n not in dead)
+        writes = tuple(n for s in kdef.outputs for n in outputs.get(s, []) if n != EMPTY and n not in dead)
         fast, clobbers = None, ()
         bf16_in, bf16_out = _declared_bf16(block, in_specs), _declared_bf16(block, out_specs)
         if any(bf16_in) or any(bf16_out):  # no bfloat16 arithmetic in numpy: see executor/bf16.py
@@ -531,17 +536,21 @@ def compile_plan(program, block_idx: int, feed_names, fetch_names, xp, rng_sourc
                 pooled=tuple(threaded_steps(block, [steps[pos] for pos in level], level) for level in levels))
 
 
-def _op_io(program, op) -> tuple[list, list]:
+def _op_io(program, op, lod_bound=None) -> tuple[list, list]:
     """The variables an op reads and writes: its slots' (plus, for a kernel that takes an
-    output slot's current value, that slot's: write_to_array's array), or for a
-    conditional_block / while what its sub-block reads and writes outside itself."""
+    output slot's current value, that slot's: write_to_array's array; plus the LoD lengths
+    `lod.bindings` wired in), or for a conditional_block / while what its sub-block reads
+    and writes outside itself."""
     if op.type in CONTROL_FLOW_OPS:
         return control_io(program, op)
     reads = list(op.input_arg_names)
     if op.type not in FEED_FETCH and not _kernel_missing(op.type):
         from keel.kernels import registry as kernel_registry
         reads += [n for s in kernel_registry.get(op.type).inputs if s not in op.inputs for n in op.output(s)]
-    return reads, list(op.output_arg_names)
+    writes = list(op.output_arg_names)
+    for slot, names in (lod_bound or {}).items():
+        (reads if slot in op_registry.get(op.type).input_slots else writes).extend(names)
+    return reads, writes
 
 
 def _control_step(program, i, op, io, produced, fetch_set, frees, xp, rng_source, free_intermediates,
@@ -664,6 +673,9 @@ def _declared_rank(block, name) -> int:
 def _feed_specs(block, feed_names) -> dict:
     specs = {}
     for name in feed_names:
+        if lod.is_lengths_feed(name, feed_names):
+            specs[name] = lod.LENGTHS_SPEC
+            continue
         var = block.find_var(name)
         if var is None:
             raise FeedError(f"feed {name!r} is not a variable of the program{block._suggest_var(name)}")

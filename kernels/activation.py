@@ -14,7 +14,9 @@ its real modulus.
 Complex gradients follow PaddlePaddle's convention: X@GRAD = Out@GRAD * conj(f'(X)) (the
 gradient of a real loss L is dL/dRe + i dL/dIm). f' of every complex op here has real
 coefficients, so conj(f'(x)) = f'(conj(x)): the gradient kernels evaluate their real formula
-at conj(x) (or conj(Out)).
+at conj(x) (or conj(Out)). Where a formula compares (hard_swish's clip, softplus's
+threshold, logsigmoid's branch), PaddlePaddle orders complex numbers by their real parts
+(phi::dtype::complex's operator<): `_ordered` gives what is compared.
 """
 from __future__ import annotations
 
@@ -47,6 +49,11 @@ def _conj_float_in(xp, x):
     module docstring: X@GRAD = Out@GRAD * conj(f'(X)) = Out@GRAD * f'(conj(X)))."""
     x = _float_in(xp, x)
     return xp.conj(x) if x.dtype.kind == "c" else x
+
+
+def _ordered(x):
+    """What PaddlePaddle compares of x: x, or a complex x's real part."""
+    return x.real if x.dtype.kind == "c" else x
 
 
 def _finish(xp, y, dtype):
@@ -323,7 +330,15 @@ def _swish_into(xp, x, out, *, beta=1.0):
 _in_place_unary("sigmoid", _sigmoid_into)
 _in_place_unary("silu", _swish_into)
 _in_place_unary("swish", _swish_into, ["beta"])
-_float_unary("logsigmoid", lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))))
+def _logsigmoid(xp, x):
+    if x.dtype.kind == "c":
+        # PaddlePaddle's -t - log(exp(-t) + exp(-x - t)), t = max(-x, 0) (by real parts):
+        # -log(1 + exp(-x)) where Re(x) > 0, else x - log(1 + exp(x)); the principal log
+        return xp.where(x.real > 0, -xp.log1p(xp.exp(-x)), x - xp.log1p(xp.exp(x)))
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+_float_unary("logsigmoid", _logsigmoid)
 _float_unary("tanh_shrink", lambda xp, x: x - xp.tanh(x))
 _float_unary("softsign", lambda xp, x: x / (1 + xp.abs(x)))
 
@@ -341,7 +356,11 @@ def _hard_swish(xp, x, out, *, threshold, scale, offset):
     # [1, 200, 2, 96], [1, 16, 24, 160] 1.16-1.21x, [1, 288, 2, 160] 1.05x (CPU time, one
     # thread, medians of alternating blocks): a divide pass costs 2x a multiply's.
     t = xp.add(x, offset, out=_scratch(xp, x, out))
-    t.clip(0, threshold, out=t)
+    if t.dtype.kind == "c":  # clipped by its real part (see the module docstring)
+        t[t.real < 0] = 0
+        t[t.real > threshold] = threshold
+    else:
+        t.clip(0, threshold, out=t)
     t *= 1 / scale
     xp.multiply(x, t, out=out)
 
@@ -357,9 +376,11 @@ def _mish(xp, x, *, threshold):
 
 
 def _softplus_op(xp, x, *, beta, threshold):
-    # Paddle: beta*x > threshold ? x : log(1 + exp(beta*x)) / beta
+    # Paddle: beta*x > threshold ? x : log(1 + exp(beta*x)) / beta (complex: the principal
+    # log, the real part compared)
     xb = x * beta
-    return xp.where(xb > threshold, x, _softplus(xp, xb) / beta)
+    soft = xp.log1p(xp.exp(xb)) if x.dtype.kind == "c" else _softplus(xp, xb)
+    return xp.where(_ordered(xb) > threshold, x, soft / beta)
 
 
 _float_unary("mish", _mish, ["threshold"])
@@ -446,6 +467,9 @@ def square(xp, x):
 
 @kernel("sign", inputs=["X"], outputs=["Out"])
 def sign(xp, x):
+    if x.dtype.kind == "c":  # PaddlePaddle's x / |x| (0 at 0), what numpy >= 2 gives too
+        a = xp.abs(x)
+        return xp.divide(x, a, out=xp.zeros_like(x), where=a != 0)
     return xp.asarray(xp.sign(x))
 
 
@@ -481,8 +505,23 @@ def _round_int(xp, x, decimals):
     return xp.where(x < 0, -q, q).astype(x.dtype)
 
 
+def _round_complex(xp, x, decimals):
+    """PaddlePaddle rounds a complex number's parts halfway cases to even (std::rint, unlike
+    its real kernel's std::round: round(-0.5 - 2.5j) = -0 - 2j), each part scaled by
+    10**decimals as the real kernel scales (a complex division would not be exact)."""
+    if decimals == 0:
+        return xp.rint(x)
+    ten = 10.0 ** abs(decimals)
+    out = xp.empty_like(x)
+    for part, value in (("real", x.real), ("imag", x.imag)):
+        setattr(out, part, xp.rint(value * ten) / ten if decimals > 0 else xp.rint(value / ten) * ten)
+    return out
+
+
 @kernel("round", inputs=["X"], outputs=["Out"], attrs=["decimals"])
 def round_(xp, x, *, decimals=0):
+    if x.dtype.kind == "c":
+        return _round_complex(xp, x, decimals)
     if x.dtype.kind != "f":
         return _round_int(xp, x, decimals)
     xc = _float_in(xp, x)
@@ -703,8 +742,8 @@ def _hard_swish_grad(xp, x, dout, *, threshold, scale, offset):
     # saturated slope is always 1; ours is the derivative of our forward, which honours them.)
     xo = x + offset
     inner = (x + xo) / scale
-    inner *= xo > 0
-    return dout * xp.where(xo < threshold, inner, threshold / scale)
+    inner *= _ordered(xo) > 0
+    return dout * xp.where(_ordered(xo) < threshold, inner, threshold / scale)
 
 
 def _mish_grad(xp, x, dout, *, threshold):
@@ -723,7 +762,7 @@ def _mish_grad(xp, x, dout, *, threshold):
 def _softplus_grad(xp, x, dout, *, beta, threshold):
     # Paddle: beta x > threshold ? dout : dout * sigmoid(beta x)
     xb = x * beta
-    return xp.where(xb > threshold, dout, dout * _sigmoid(xp, xb))
+    return xp.where(_ordered(xb) > threshold, dout, dout * _sigmoid(xp, xb))
 
 
 _grad_kernel("swish", "X", _swish_grad, ["beta"])

@@ -36,9 +36,9 @@ def update_loss_scaling(xp, xs, found, prev, good, bad, stop_t, *, incr_every_n_
     decr_every_n_nan_or_inf-th multiplies the scale by decr_ratio (at least 1) and resets the
     bad count; a finite step resets the bad count, and the incr_every_n_steps-th multiplies the
     scale by incr_ratio (kept when that is not finite) and resets the good count."""
-    inf = found.reshape(-1)[:1].astype(bool)
-    outs = [xp.where(inf.reshape((1,) * x.ndim) if x.ndim else inf.reshape(()), xp.zeros((), dtype=x.dtype), x)
-            for x in xs]
+    # 0-d, so that the state outputs keep the state's own shape ([1], or [] for a 0-d one)
+    inf = found.reshape(-1)[:1].astype(bool).reshape(())
+    outs = [xp.where(inf, xp.zeros((), dtype=x.dtype), x) for x in xs]
     if present(stop_t):
         stop_update = bool(host_int(stop_t))
     if stop_update:
@@ -57,4 +57,5 @@ def update_loss_scaling(xp, xs, found, prev, good, bad, stop_t, *, incr_every_n_
     scale = xp.where(shrink, smaller, xp.where(grow, larger, prev))
     good_out = xp.where(inf | grow, zero, good_next)
     bad_out = xp.where(~inf | shrink, zero, bad_next)
-    return outs, scale, good_out, bad_out
+    # (one element each: each output in its own input's shape, which the shape rule declares)
+    return outs, scale.reshape(prev.shape), good_out.reshape(good.shape), bad_out.reshape(bad.shape)

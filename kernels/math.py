@@ -699,19 +699,23 @@ _REDUCE_ATTRS = ["dim", "keep_dim", "reduce_all"]
 
 @kernel("frobenius_norm", inputs=["X"], outputs=["Out"], attrs=_REDUCE_ATTRS)
 def frobenius_norm(xp, x, *, dim=(0,), keep_dim=False, reduce_all=False):
-    """sqrt(sum(x^2)) over the reduced axes (float16 accumulated in float32)."""
+    """sqrt(sum(|x|^2)) over the reduced axes (float16 accumulated in float32; a complex x
+    gives its real norm)."""
     cdt = xp.float32 if x.dtype == xp.float16 else x.dtype
     xc = x.astype(cdt, copy=False)
+    dtype = xc.real.dtype if x.dtype.kind == "c" else x.dtype
     if x.ndim == 0:
-        return xp.abs(xc).astype(x.dtype)
+        return xp.abs(xc).astype(dtype)
     axes = _reduce_axes(x, dim, reduce_all)
-    out = xp.sqrt(xp.sum(xc * xc, axis=axes, keepdims=keep_dim))
-    return xp.asarray(out).astype(x.dtype, copy=False)
+    squares = xc.real * xc.real + xc.imag * xc.imag if x.dtype.kind == "c" else xc * xc
+    out = xp.sqrt(xp.sum(squares, axis=axes, keepdims=keep_dim))
+    return xp.asarray(out).astype(dtype, copy=False)
 
 
 @kernel("frobenius_norm_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_REDUCE_ATTRS)
 def frobenius_norm_grad(xp, x, out, dout, *, dim=(0,), keep_dim=False, reduce_all=False):
-    """dout * x / out, as PaddlePaddle's (a zero norm gives NaN there, as in PaddlePaddle)."""
+    """dout * x / out, as PaddlePaddle's (a zero norm gives NaN there, as in PaddlePaddle;
+    for a complex x, dL/dRe + i dL/dIm of the real norm)."""
     o = _expand_reduced(xp, out, x, dim, keep_dim, reduce_all)
     g = _expand_reduced(xp, dout, x, dim, keep_dim, reduce_all)
     with np.errstate(divide="ignore", invalid="ignore"):

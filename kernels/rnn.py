@@ -423,6 +423,27 @@ def _ctc(xp, logits, label, logits_length, label_length, blank):
     return loss, grad
 
 
+def _padded(xp, packed, lengths, fill, time_major):
+    """Sequences packed one after another along dim 0 (split by `lengths`) as one padded
+    array: [max_length, batch, ...] when time_major, else [batch, max_length, ...]."""
+    lengths = [int(n) for n in lengths.reshape(-1).tolist()]  # (read back from a device)
+    if sum(lengths) != packed.shape[0]:
+        raise ValueError(f"the LoD's sequence lengths {lengths} add up to {sum(lengths)}, the input has "
+                         f"{packed.shape[0]} rows")
+    out = xp.full((len(lengths), max(lengths, default=0)) + tuple(packed.shape[1:]), fill, packed.dtype)
+    start = 0
+    for b, n in enumerate(lengths):
+        out[b, :n] = packed[start:start + n]
+        start += n
+    return out.swapaxes(0, 1) if time_major else out
+
+
+def _packed(xp, padded, lengths):
+    """The inverse of _padded(time_major=True): [max_length, batch, ...] -> [sum(lengths), ...]."""
+    lengths = [int(n) for n in lengths.reshape(-1).tolist()]  # (read back from a device)
+    return xp.concatenate([padded[:n, b] for b, n in enumerate(lengths)], axis=0)
+
+
 @kernel("warpctc", inputs=["Logits", "Label", "LogitsLength", "LabelLength"],
         outputs=["Loss", "WarpCTCGrad"], attrs=["blank", "norm_by_times"])
 def warpctc(xp, logits, label, logits_length=None, label_length=None, *, blank=0,
@@ -430,9 +451,16 @@ def warpctc(xp, logits, label, logits_length=None, label_length=None, *, blank=0
     """Padded mode: Logits [Tmax, B, C] (unnormalized; softmax is applied inside), Label
     [B, Lmax], LogitsLength and LabelLength [B]. Loss [B, 1] = -log p(label | logits),
     not divided by the length even with norm_by_times (PaddlePaddle applies that to the
-    gradient only). WarpCTCGrad [Tmax, B, C]: d Loss[b] / d Logits[:, b]."""
+    gradient only). WarpCTCGrad [Tmax, B, C]: d Loss[b] / d Logits[:, b].
+    PaddlePaddle's LoD mode: Logits [sum T, C] and Label [sum L, 1], the sequences one after
+    another, split by the lengths of their LoDs (here LogitsLength, LabelLength: the
+    executor wires a fed LoD in, executor/lod.py); padded as above, the same results."""
     if logits_length is None or label_length is None:
-        raise ValueError("warpctc: Keel runs the padded mode only: give LogitsLength and LabelLength")
+        raise ValueError("warpctc: without LogitsLength and LabelLength, Logits and Label must be fed "
+                         "with a LoD (keel.LoDTensor) saying where each sequence ends")
+    if logits.ndim == 2:  # the LoD form
+        logits = _padded(xp, logits, logits_length, 0, time_major=True)
+        label = _padded(xp, label.reshape(-1), label_length, 0, time_major=False)
     if logits.shape[0] == 0:  # (a shape: no value read back from a device)
         raise ValueError(f"warpctc: Logits {tuple(logits.shape)} has no time steps")
     loss, grad = _ctc(xp, logits, label, logits_length, label_length, blank)
@@ -444,12 +472,16 @@ def warpctc(xp, logits, label, logits_length=None, label_length=None, *, blank=0
 def warpctc_grad(xp, logits, logits_length, warpctc_grad_in, loss_grad, *, blank=0,
                  norm_by_times=False):
     """Logits@GRAD[t, b] = WarpCTCGrad[t, b] * Loss@GRAD[b], divided by LogitsLength[b]
-    when norm_by_times (PaddlePaddle's padded-mode gradient)."""
+    when norm_by_times (PaddlePaddle's padded-mode gradient; in the LoD mode, 2-D Logits,
+    the same values packed back as Logits are)."""
     B = warpctc_grad_in.shape[1]
     scale = loss_grad.reshape(1, B, 1).astype(warpctc_grad_in.dtype)
     if norm_by_times:
         scale = scale / logits_length.reshape(1, B, 1).astype(warpctc_grad_in.dtype)
-    return (warpctc_grad_in * scale).astype(logits.dtype)
+    grad = warpctc_grad_in * scale
+    if logits.ndim == 2:
+        grad = _packed(xp, grad, logits_length)
+    return grad.astype(logits.dtype)
 
 
 # -- ctc_align ---------------------------------------------------------------------------------

@@ -8,13 +8,21 @@ import numpy as np
 os.environ.setdefault("FLAGS_enable_pir_api", "0")
 
 
+def legacy_ir(paddle):
+    """PaddlePaddle's legacy IR (Program/Block/Operator, what Keel writes), whatever
+    FLAGS_enable_pir_api said when paddle was first imported in this process: PaddlePaddle
+    3.x's default is PIR, whose Program has no parse_from_string and whose static layers
+    take no legacy dtypes."""
+    return paddle.pir_utils.OldIrGuard()
+
+
 def run_in_paddle(paddle, main, initial: dict, batches: list, fetch_names: list):
     """Run Keel's `main` once per feed dict of `batches` in a fresh PaddlePaddle scope set to
     `initial` ({name: array}); return ([fetched values per run], {name: final value})."""
     paddle.enable_static()
-    program = paddle.static.Program.parse_from_string(main.serialize_to_string())
-    exe = paddle.static.Executor(paddle.CPUPlace())
-    with paddle.static.scope_guard(paddle.static.Scope()):
+    with legacy_ir(paddle), paddle.static.scope_guard(paddle.static.Scope()):
+        program = paddle.static.Program.parse_from_string(main.serialize_to_string())
+        exe = paddle.static.Executor(paddle.CPUPlace())
         scope = paddle.static.global_scope()
         for name, value in initial.items():
             scope.var(name).get_tensor().set(np.asarray(value), paddle.CPUPlace())

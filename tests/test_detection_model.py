@@ -265,8 +265,9 @@ def test_paddle_runs_keels_detection_program_with_the_same_outputs(tmp_path):
     prefix = str(tmp_path / "zoo")
     pg.io.save_inference_model(prefix, feeds, fetches, exe, program=main, scope=scope)
     paddle.enable_static()
+    from paddle_static import legacy_ir
     pexe = paddle.static.Executor(paddle.CPUPlace())
-    with paddle.static.scope_guard(paddle.static.Scope()):
+    with legacy_ir(paddle), paddle.static.scope_guard(paddle.static.Scope()):
         program, names, targets = paddle.static.load_inference_model(prefix, pexe)
         got = pexe.run(program, feed={n: feed[n] for n in names}, fetch_list=targets, return_numpy=False)
     assert len(got) == len(want)

@@ -409,3 +409,14 @@ def test_outputs_never_alias_inputs(op, inputs, attrs):
     for value in inputs.values():
         for arr in value if isinstance(value, list) else [value]:
             assert not np.shares_memory(got, arr)
+
+
+def test_update_loss_scaling_keeps_each_state_in_its_own_shape():
+    # (found by the dtype sweep: a 0-d PrevLossScaling came back [1], against its shape rule)
+    attrs = {"incr_every_n_steps": 1, "decr_every_n_nan_or_inf": 1, "incr_ratio": 2.0, "decr_ratio": 0.5}
+    res = run("update_loss_scaling", {"X": [np.ones((2, 2), np.float32)], "FoundInfinite": np.array([False]),
+                                      "PrevLossScaling": np.array(8.0, np.float32),
+                                      "InGoodSteps": np.array([0], np.int32), "InBadSteps": np.array([0], np.int32)},
+              attrs)
+    assert res["LossScaling"].shape == () and float(res["LossScaling"]) == 16.0
+    assert res["OutGoodSteps"].shape == (1,) and res["Out"][0].shape == (2, 2)

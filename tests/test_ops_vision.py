@@ -128,3 +128,28 @@ def test_adaptive_max_pool2d_layer_writes_max_pool2d_with_index(data_format):
             cols = slice((j * 6) // 4, -(-(j + 1) * 6 // 4))
             want[:, :, i, j] = xv[:, :, rows, cols].max(axis=(2, 3))
     np.testing.assert_array_equal(got, want)
+
+
+def test_detection_inputs_that_disagree_are_refused_when_built():
+    # (found by the dtype sweep's empty inputs: these reached the kernels, which failed with
+    # an IndexError deep inside)
+    yolo = dict(anchors=[10, 13, 16, 30], class_num=2, downsample_ratio=32)
+    expect_error(ShapeError, lambda: build(
+        "yolo_box", {"X": ([2, 14, 5, 6], F32), "ImgSize": ([3, 2], I32)}, {"Boxes": 1, "Scores": 1}, yolo),
+        "ImgSize", "one row per image")
+    nms = dict(score_threshold=0.1, nms_top_k=-1, keep_top_k=-1)
+    outputs = {"multiclass_nms3": {"Out": 1, "Index": 1}, "matrix_nms": {"Out": 1, "Index": 1},
+               "multiclass_nms": {"Out": 1}}
+    for op_type, outs in outputs.items():
+        expect_error(ShapeError, lambda: build(
+            op_type, {"BBoxes": ([0, 12, 4], F32), "Scores": ([2, 3, 12], F32)}, outs, nms),
+            "disagree on the number of images")
+    expect_error(ShapeError, lambda: build(
+        "multiclass_nms3", {"BBoxes": ([0, 3, 4], F32), "Scores": ([10, 3], F32)}, outputs["multiclass_nms3"], nms),
+        "BBoxes must be [M, C, box_dim]")
+    proposals = {"Scores": ([2, 3, 4, 5], F32), "BboxDeltas": ([2, 12, 4, 5], F32), "ImShape": ([2, 2], F32),
+                 "Anchors": ([0, 5, 3, 4], F32), "Variances": ([4, 5, 3, 4], F32)}
+    expect_error(ShapeError, lambda: build(
+        "generate_proposals_v2", proposals, {"RpnRois": 1, "RpnRoiProbs": 1},
+        dict(pre_nms_topN=10, post_nms_topN=5, nms_thresh=0.5, min_size=1.0, eta=1.0)),
+        "must be [H, W, A, 4] = [4, 5, 3, 4]")

@@ -202,20 +202,20 @@ def test_nothing_recording_runs_the_plain_function():
     feed = {"x": np.ones((2, 8), np.float32)}
     exe.run(main, feed=feed, fetch_list=[y], scope=scope)
     plan, = exe._plans[id(main)][2].values()
-    assert list(plan.functions) == [(False, False, False)]
-    plain = plan.functions[False, False, False]
+    assert list(plan.functions) == [(False, False, False, None)]
+    plain = plan.functions[False, False, False, None]
     assert "now()" not in plain.source and "S.append" not in plain.source
     with Profiler():
         exe.run(main, feed=feed, fetch_list=[y], scope=scope)
-    assert (False, "shapes", False) in plan.functions
-    timed = plan.functions[False, "shapes", False].source
+    assert (False, "shapes", False, None) in plan.functions
+    timed = plan.functions[False, "shapes", False, None].source
     assert "T.append(now())" in timed and "S.append((shape(" in timed
     exe.run(main, feed=feed, fetch_list=[y], scope=scope)
     assert len(plan.functions) == 2 and exe.last_profile is None
     # a profiler without shapes uses the clock-only variant, the one profile=True uses
     with Profiler(record_shapes=False) as prof:
         exe.run(main, feed=feed, fetch_list=[y], scope=scope)
-    assert (False, True, False) in plan.functions and prof.runs[0].shapes is None
+    assert (False, True, False, None) in plan.functions and prof.runs[0].shapes is None
     assert "Input shapes" not in prof.summary()
 
 

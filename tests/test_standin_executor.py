@@ -221,6 +221,45 @@ def test_predictor_on_the_device_gives_the_cpus_results(tmp_path, fake_cupy, ir_
         np.testing.assert_allclose(out, want, rtol=tol, atol=tol * float(np.abs(want).max()))
 
 
+def test_lod_feeds_on_the_device(tmp_path, fake_cupy):
+    """A LoD fed to roi_align and warpctc (tests/test_lod_feeds.py) on the device gives the
+    CPU's results (values and gradients), through the Executor and the Predictor's set_lod."""
+    import test_lod_feeds as lod
+    from keel.executor import create_lod_tensor
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+    rois = lod._boxes(5, seed=1)
+    packed, labels = lod._ctc_data()
+    roi_main, out, dx = lod._roi_program("roi_align", with_num=False)
+    ctc_main, loss, dlogits = lod._ctc_program(True)
+
+    def roi_feed():
+        return {"x": x, "rois": create_lod_tensor(rois, [lod.LENGTHS])}
+
+    def ctc_feed():
+        return {"logits": create_lod_tensor(packed, [lod.CTC_T]), "label": create_lod_tensor(labels, [lod.CTC_L]),
+                "seed": np.ones((3, 1), np.float32)}
+
+    cpu_roi = None
+    for main, make_feed, fetches in [(roi_main, roi_feed, [out, dx]), (ctc_main, ctc_feed, [loss, dlogits])]:
+        want = Executor(CPUPlace()).run(main, feed=make_feed(), fetch_list=fetches, scope=Scope())
+        got = Executor(CUDAPlace(0)).run(main, feed=make_feed(), fetch_list=fetches, scope=Scope())
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+        cpu_roi = want[0] if cpu_roi is None else cpu_roi
+    infer = roi_main.clone(for_test=True)
+    block = infer.global_block()
+    pg.io.save_inference_model(tmp_path / "roi", [block.var("x"), block.var("rois")], [block.var("out")],
+                               Executor(), program=infer, scope=Scope())
+    config = Config(str(tmp_path / "roi"))
+    config.enable_use_gpu(100, 0)
+    pred = create_predictor(config)
+    pred.get_input_handle("x").copy_from_cpu(x)
+    pred.get_input_handle("rois").copy_from_cpu(rois)
+    pred.get_input_handle("rois").set_lod([[0, 2, 5]])
+    pred.run()
+    np.testing.assert_allclose(pred.get_output_handle("out").copy_to_cpu(), cpu_roi, rtol=1e-6, atol=1e-7)
+
+
 # -- the stand-in catches GPU-path bugs the CPU path hides ---------------------------------------
 
 def _with_kernel(monkeypatch, op_type, fn):

@@ -130,13 +130,14 @@ def _dtype_section(op_types) -> list[str]:
         if op_type in ("feed", "fetch"):
             continue
         registered = ", ".join(paddle.get(op_type, {}).get("forward", [])) or "none on the CPU"
-        if op_type in ours:
-            runs = ", ".join(ours[op_type]["runs"]) or "-"
-            refused = ", ".join(ours[op_type]["refused"]) or "-"
-        else:
-            runs, refused = "not swept", ""
+        entry = ours.get(op_type, {})
+        if "runs" in entry:
+            runs = ", ".join(entry["runs"]) or "-"
+            refused = ", ".join(entry["refused"]) or "-"
+        else:  # the sweep's NOT_SWEPT says why
+            runs, refused = f"not swept: {entry.get('not_swept', 'no sample')}", ""
         rows.append(f"| `{op_type}` | {registered} | {runs} | {refused} |")
-    swept = sum(op in ours for op in op_types)
+    swept = sum("runs" in ours.get(op, {}) for op in op_types)
     return [
         "## Dtypes per op",
         "",

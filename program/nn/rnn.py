@@ -118,15 +118,18 @@ def _zeros_state(helper, x, n, hidden, dtype):
 
 
 # -- CTC ---------------------------------------------------------------------------------------------
-def warpctc(input, label, input_length, label_length, blank=0, norm_by_times=False):
+def warpctc(input, label, input_length=None, label_length=None, blank=0, norm_by_times=False):
     """CTC loss of unnormalized logits `input` [max_time, batch, classes] (time major)
     against padded `label` [batch, max_label_length] (int32), op `warpctc`: Loss
-    [batch, 1]."""
+    [batch, 1]. Without the lengths, PaddlePaddle's LoD form: `input` [total_time, classes]
+    and `label` [total_label_length, 1], the sequences one after another, fed with a LoD
+    each (keel.LoDTensor)."""
     helper = LayerHelper("warpctc")
     loss = helper.create_tmp(input.dtype)
     grad = helper.create_tmp(input.dtype, stop_gradient=True)
-    helper.append_op("warpctc", {"Logits": input, "Label": label, "LogitsLength": input_length,
-                                 "LabelLength": label_length},
+    lengths = {"LogitsLength": input_length, "LabelLength": label_length}
+    helper.append_op("warpctc", {"Logits": input, "Label": label,
+                                 **{slot: v for slot, v in lengths.items() if v is not None}},
                      {"Loss": loss, "WarpCTCGrad": grad},
                      {"blank": int(blank), "norm_by_times": bool(norm_by_times)})
     return loss

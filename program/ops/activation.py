@@ -15,12 +15,12 @@ def infer_same_as_x(ctx):
 # The ops computed in complex for complex64/128 X: those PaddlePaddle 3.3.1's CPU kernels
 # register complex for (tests/fixtures/paddle_cpu_dtypes.json) whose complex formula Keel
 # implements. The rest refuse a complex X when the program is built (a real kernel would
-# drop the imaginary part), among them hard_swish, softplus, logsigmoid, round and sign,
-# which PaddlePaddle also runs on complex.
+# drop the imaginary part).
 COMPLEX_UNARY = frozenset({
     "sigmoid", "silu", "tanh", "softsign", "stanh", "exp", "expm1", "log", "log2", "log10",
     "log1p", "sqrt", "abs", "square", "reciprocal", "sin", "cos", "tan", "acos", "asin", "atan",
-    "sinh", "cosh", "asinh", "acosh", "atanh"})
+    "sinh", "cosh", "asinh", "acosh", "atanh", "hard_swish", "softplus", "logsigmoid", "round",
+    "sign"})
 
 
 def _infer_real_unary(ctx):

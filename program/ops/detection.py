@@ -6,13 +6,15 @@ Slots, attributes and shape rules follow PaddlePaddle's legacy ops (YoloBoxInfer
 MultiClassNMSInferMeta, PriorBoxInferMeta, ...), LoD-free: where PaddlePaddle's legacy ops
 could carry the per-image split of a box list as LoD, Keel takes it from the `RoisNum`
 input (int32 or int64, one count per image) and writes it to the `*RoisNum` / `*RoIsNum`
-outputs. Outputs whose length depends on the values (NMS results, proposals, per-level
+outputs; a LoD fed on ROIs / FpnRois stands for that input (OpDef.lod_lengths,
+executor/lod.py). Outputs whose length depends on the values (NMS results, proposals, per-level
 RoIs) have a -1 first dim. Only roi_align and roi_pool are differentiable (with respect to
 X), as in PaddlePaddle.
 """
 from __future__ import annotations
 
 from keel.program.errors import AttrError
+from keel.program.ops.infer import dims_match
 from keel.program.ops.registry import (BOOL, FLOAT, FLOATS, INT, INTS, NOT_DIFFERENTIABLE, STRING,
                                   define, grad_op, many, opt, side)
 from keel.proto import pb
@@ -44,6 +46,8 @@ def _infer_yolo_box(ctx):
     img = _rank(ctx, "ImgSize", (2,))
     if img.shape[1] not in (-1, 2):
         ctx.fail(f"ImgSize must be [N, 2] (height, width), got {img}")
+    if not dims_match(img.shape[0], x.shape[0]):
+        ctx.fail(f"ImgSize {img} must have one row per image of X {x}")
     anchors = list(ctx.attr("anchors"))
     class_num = ctx.attr("class_num")
     if not anchors or len(anchors) % 2:
@@ -80,12 +84,15 @@ def _nms_inputs(ctx):
     if scores.ndim == 3:
         if boxes.ndim != 3:
             ctx.fail(f"with Scores [N, C, M], BBoxes must be [N, M, box_dim], got {boxes}")
-        if boxes.shape[1] >= 0 and scores.shape[2] >= 0 and boxes.shape[1] != scores.shape[2]:
+        if not dims_match(boxes.shape[1], scores.shape[2]):
             ctx.fail(f"BBoxes {boxes} and Scores {scores} disagree on the number of boxes")
+        if not dims_match(boxes.shape[0], scores.shape[0]):
+            ctx.fail(f"BBoxes {boxes} and Scores {scores} disagree on the number of images")
         batch = scores.shape[0]
     elif scores.ndim == 2:
-        if boxes.ndim != 3:
-            ctx.fail(f"with Scores [M, C], BBoxes must be [M, C, box_dim], got {boxes}")
+        if boxes.ndim != 3 or not (dims_match(boxes.shape[0], scores.shape[0])
+                                   and dims_match(boxes.shape[1], scores.shape[1])):
+            ctx.fail(f"with Scores [M, C] {scores}, BBoxes must be [M, C, box_dim], got {boxes}")
         batch = -1
     else:
         ctx.fail(f"Scores must be [N, C, M] or [M, C], got {scores}")
@@ -280,7 +287,8 @@ define("box_coder", inputs=["PriorBox", opt("PriorBoxVar"), "TargetBox"], output
        attrs={"code_type": STRING("encode_center_size"), "box_normalized": BOOL(True),
               "axis": INT(0), "variance": FLOATS([])},
        infer=_infer_box_coder, grad=NOT_DIFFERENTIABLE,
-       doc="Encodes boxes as center-size offsets from prior boxes, or decodes them back.")
+       doc="Encodes boxes as center-size offsets from prior boxes, or decodes them back (a "
+           "LoD fed on TargetBox changes no value, as in PaddlePaddle).")
 
 
 # -- roi_align / roi_pool -------------------------------------------------------------------
@@ -309,13 +317,13 @@ def _infer_roi(ctx, extra_output=None):
 define("roi_align", inputs=["X", "ROIs", opt("RoisNum")], outputs=["Out"],
        attrs={"pooled_height": INT(1), "pooled_width": INT(1), "spatial_scale": FLOAT(1.0),
               "sampling_ratio": INT(-1), "aligned": BOOL(False)},
-       infer=_infer_roi,
+       infer=_infer_roi, lod_lengths={"ROIs": "RoisNum"},
        grad=grad_op(["X", "ROIs", "RoisNum", "Out@GRAD"], ["X@GRAD"]),
        doc="RoI Align: each RoI [x1, y1, x2, y2] (of image RoisNum assigns it to) averaged "
            "over bilinear samples into pooled_height x pooled_width bins.")
 define("roi_pool", inputs=["X", "ROIs", opt("RoisNum")], outputs=["Out", side("Argmax")],
        attrs={"pooled_height": INT(1), "pooled_width": INT(1), "spatial_scale": FLOAT(1.0)},
-       infer=lambda ctx: _infer_roi(ctx, "Argmax"),
+       infer=lambda ctx: _infer_roi(ctx, "Argmax"), lod_lengths={"ROIs": "RoisNum"},
        grad=grad_op(["X", "ROIs", "RoisNum", "Argmax", "Out@GRAD"], ["X@GRAD"]),
        doc="RoI max pooling over integer bins; Argmax: each maximum's h*W+w (-1: empty bin).")
 
@@ -332,6 +340,12 @@ def _infer_generate_proposals_v2(ctx):
     a = scores.shape[1]
     if a >= 0 and deltas.shape[1] >= 0 and deltas.shape[1] != 4 * a:
         ctx.fail(f"BboxDeltas {deltas} must have 4 channels per anchor of Scores {scores}")
+    # Anchors and Variances: [H, W, A, 4], one box per anchor of each position of Scores
+    # [N, A, H, W] (or any shape of as many boxes)
+    for info in (anchors, var):
+        want = [scores.shape[2], scores.shape[3], a]
+        if info.ndim == 4 and not all(dims_match(d, w) for d, w in zip(info.shape[:3], want)):
+            ctx.fail(f"{info} must be [H, W, A, 4] = {want + [4]} for Scores {scores}")
     if im.shape[1] not in (-1, 2):
         ctx.fail(f"ImShape must be [N, 2] (height, width), got {im}")
     ctx.set_output("RpnRois", [-1, 4], scores.dtype)
@@ -372,5 +386,6 @@ define("distribute_fpn_proposals", inputs=["FpnRois", opt("RoisNum")],
        attrs={"min_level": INT(), "max_level": INT(), "refer_level": INT(), "refer_scale": INT(),
               "pixel_offset": BOOL(True)},
        infer=_infer_distribute_fpn_proposals, grad=NOT_DIFFERENTIABLE,
+       lod_lengths={"FpnRois": "RoisNum", "MultiFpnRois": "MultiLevelRoIsNum"},
        doc="Assigns each RoI to an FPN level by its scale; RestoreIndex maps the concatenated "
            "levels back to the input order.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from keel.program import dtypes
 from keel.program.ops.infer import (broadcast_shapes, dims_match, merge_dim, normalize_axis, numel,
-                                    promote_complex)
+                                    is_complex, promote_complex, real_of)
 from keel.program.ops.registry import (BOOL, FLOAT, INT, LONG, LONGS, INTS, NOT_DIFFERENTIABLE, STRING,
                                   GradOp, define, grad_maker, grad_op, many, opt)
 from keel.proto import pb
@@ -169,14 +169,16 @@ for _type, _kind, _what, _grad in [
 
 def _infer_frobenius_norm(ctx):
     x = ctx.input("X")
-    ctx.require_float(x)  # (PaddlePaddle also takes complex; Keel refuses it, a float input only)
-    ctx.set_output("Out", _reduced_shape(ctx, x, ctx.attr("dim"), ctx.attr("keep_dim"),
-                                         ctx.attr("reduce_all")), x.dtype)
+    if not is_complex(x.dtype):
+        ctx.require_float(x)
+    shape = _reduced_shape(ctx, x, ctx.attr("dim"), ctx.attr("keep_dim"), ctx.attr("reduce_all"))
+    ctx.set_output("Out", shape, real_of(x.dtype) if is_complex(x.dtype) else x.dtype)
 
 
 define("frobenius_norm", inputs=["X"], outputs=["Out"], attrs=_reduce_attrs(INTS),
        infer=_infer_frobenius_norm, grad=_REDUCE_GRAD_WITH_OUT,
-       doc="Out = sqrt(sum(X * X)) over dimensions `dim` (all when reduce_all or dim is empty)")
+       doc="Out = sqrt(sum(|X|^2)) over dimensions `dim` (all when reduce_all or dim is empty); "
+           "real (float32 for complex64) for a complex X")
 
 for _type, _what in [("reduce_all", "logical AND"), ("reduce_any", "logical OR")]:
     define(_type, inputs=["X", opt("AxisTensor"), many("AxisTensorList", optional=True)],

@@ -190,6 +190,12 @@ class OpDef:
     grad: Any = None  # gradient rule; None: not written yet; NOT_DIFFERENTIABLE: none exists
     doc: str = ""
     grad_of: str = ""  # for a gradient op: the forward op type it differentiates
+    # What the op reads or writes as a level-1 LoD (PaddlePaddle's per-sequence split of a
+    # tensor's first dim), where its lengths slot is empty: {data slot: lengths slot}. An
+    # input pair: the data variable's LoD, when it has one, stands in for the lengths input
+    # (roi_align's ROIs -> RoisNum). An output pair: with an input's LoD read, the lengths
+    # are written as the data output's LoD (distribute_fpn_proposals). executor/lod.py.
+    lod_lengths: dict[str, str] = field(default_factory=dict)
     input_slots: dict[str, Slot] = field(init=False, repr=False)
     output_slots: dict[str, Slot] = field(init=False, repr=False)
 
@@ -213,7 +219,8 @@ def _slot(s) -> Slot:
 
 
 def define(type: str, *, inputs=(), outputs=(), attrs=None, extra_attrs=None,
-           infer: Callable | None = None, grad=None, doc: str = "", grad_of: str = "") -> OpDef:
+           infer: Callable | None = None, grad=None, doc: str = "", grad_of: str = "",
+           lod_lengths=None) -> OpDef:
     """Register the definition of op `type`. Each type is defined exactly once."""
     if type in _REGISTRY:
         raise ValueError(f"op {type!r} is defined twice")
@@ -227,6 +234,7 @@ def define(type: str, *, inputs=(), outputs=(), attrs=None, extra_attrs=None,
         grad=grad,
         doc=doc,
         grad_of=grad_of,
+        lod_lengths=dict(lod_lengths or {}),
     )
     _REGISTRY[type] = opdef
     if isinstance(grad, GradRule) and grad.maker is None:
@@ -262,7 +270,10 @@ def _define_grad_op(fwd: OpDef, rule: GradRule) -> None:
            inputs=[in_slot(n) for n in rule.inputs], outputs=[out_slot(n) for n in rule.outputs],
            attrs={**fwd.attrs, **(rule.attrs or {})}, extra_attrs=fwd.extra_attrs,
            infer=rule.infer or _like_infer(like), grad=NOT_DIFFERENTIABLE,
-           doc=f"The gradient of {fwd.type}.", grad_of=fwd.type)
+           doc=f"The gradient of {fwd.type}.", grad_of=fwd.type,
+           # the gradient reads the LoDs its forward op read, of the inputs it is given too
+           lod_lengths={d: n for d, n in fwd.lod_lengths.items()
+                        if d in fwd.input_slots and d in rule.inputs and n in rule.inputs})
 
 
 def _like_infer(like: dict):

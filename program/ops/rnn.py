@@ -106,8 +106,7 @@ def _infer_warpctc(ctx):
     if (logits_len is None) != (label_len is None):
         ctx.fail("LogitsLength and LabelLength must be given together")
     if logits_len is None:
-        ctx.fail("warpctc needs LogitsLength and LabelLength (Keel has no LoD tensors): Logits "
-                 "padded [max_time, batch, classes], Label [batch, max_label_length]")
+        return _infer_warpctc_packed(ctx, logits, label)
     if logits.ndim != 3:
         ctx.fail(f"Logits must be 3-d [max_time, batch, classes], got {logits}")
     if label.ndim != 2 or not dims_match(label.shape[0], logits.shape[1]):
@@ -116,18 +115,34 @@ def _infer_warpctc(ctx):
     for v in (logits_len, label_len):
         if v.dtype not in _INTS:
             ctx.dtype_fail(f"lengths must be int64 (or int32), got {v}")
-    blank = ctx.attr("blank")
-    classes = logits.shape[2]
-    if blank < 0 or (classes >= 0 and blank >= classes):
-        _attr_error(ctx, f"blank must be in [0, {classes}), got {blank}")
+    _check_blank(ctx, logits.shape[2])
     ctx.set_output("Loss", [logits.shape[1], 1], logits.dtype)
     ctx.set_output("WarpCTCGrad", logits.shape, logits.dtype)
+
+
+def _infer_warpctc_packed(ctx, logits, label):
+    """Without lengths, PaddlePaddle's LoD form: the sequences one after another, Logits
+    [total_time, classes] and Label [total_label_length, 1], split by the LoDs fed with them
+    (executor/lod.py gives the kernel those as LogitsLength and LabelLength)."""
+    if logits.ndim != 2 or label.ndim != 2 or label.shape[1] not in (-1, 1):
+        ctx.fail(f"without LogitsLength and LabelLength, Logits must be [total_time, classes] and Label "
+                 f"[total_label_length, 1], fed with a LoD each (keel.LoDTensor); or give padded "
+                 f"Logits [max_time, batch, classes] with the lengths: got Logits {logits}, Label {label}")
+    _check_blank(ctx, logits.shape[1])
+    ctx.set_output("Loss", [-1, 1], logits.dtype)
+    ctx.set_output("WarpCTCGrad", [-1, -1, logits.shape[1]], logits.dtype)
+
+
+def _check_blank(ctx, classes):
+    blank = ctx.attr("blank")
+    if blank < 0 or (classes >= 0 and blank >= classes):
+        _attr_error(ctx, f"blank must be in [0, {classes}), got {blank}")
 
 
 define("warpctc", inputs=["Logits", "Label", opt("LogitsLength"), opt("LabelLength")],
        outputs=["Loss", side("WarpCTCGrad")],
        attrs={"blank": INT(0), "norm_by_times": BOOL(False)},
-       infer=_infer_warpctc,
+       infer=_infer_warpctc, lod_lengths={"Logits": "LogitsLength", "Label": "LabelLength"},
        grad=grad_op(["Logits", "LogitsLength", "WarpCTCGrad", "Loss@GRAD"], ["Logits@GRAD"]),
        doc="CTC loss -log p(Label | softmax(Logits)) per sequence (Loss [batch, 1]); "
            "WarpCTCGrad keeps its gradient with respect to Logits.")
