@@ -711,7 +711,7 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
         array = np.asarray(data)
         if dtype is None and not isinstance(data, np.ndarray):  # Python data: PaddlePaddle's defaults
             if array.dtype == np.float64:
-                array = array.astype(np.float32)
+                dtype = dtypes.get_default_dtype()    # float32 unless set_default_dtype changed it
             elif array.dtype.kind == "i":
                 array = array.astype(np.int64)
     if dtype is not None:

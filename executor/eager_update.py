@@ -30,6 +30,8 @@ class _Plan:
             block = self.main.global_block()
             pairs = []
             for p in params:
+                # declared in the startup program too: master weights (amp O2) are cast from it
+                startup.global_block().create_var(p.name, p.shape, p.dtype, persistable=True)
                 param = block.create_parameter(p.name, p.shape, p.dtype, trainable=True, regularizer=p.regularizer,
                                                learning_rate=p.optimize_attr["learning_rate"],
                                                need_clip=p.need_clip)

@@ -32,7 +32,7 @@ from keel.executor import LoDTensor, create_lod_tensor  # noqa: F401  (feeds wit
 from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
 from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor  # noqa: F401
 from keel.hapi import Model, callbacks  # noqa: F401
-from keel.hapi import metrics as metric  # noqa: F401
+from keel import metric  # noqa: F401,E402  (keel.hapi.metrics' classes and accuracy)
 from keel import distributed  # noqa: F401,E402  (paddle.distributed: init_parallel_env, fleet, ...; mpi4py only when used)
 
 from keel.program import vision  # noqa: E402,F401
@@ -41,6 +41,8 @@ from keel.device import get_device, is_compiled_with_cuda, set_device  # noqa: E
 from keel.executor.flags import get_flags, set_flags  # noqa: E402,F401
 from keel.hapi.flops import flops  # noqa: E402,F401
 from keel.hapi.model_summary import summary  # noqa: E402,F401
+from keel.program.dtype_names import *  # noqa: E402,F401,F403  (paddle.float32, paddle.int64, paddle.bool, ...)
+from keel.program.dtypes import get_default_dtype, set_default_dtype  # noqa: E402,F401
 
 # `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
 # packages' own modules under a second name (the same objects, not copies)
@@ -50,3 +52,8 @@ for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimi
                        "static.amp": static.amp, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
+# paddle.vision.transforms, paddle.nn.initializer, paddle.DataParallel, paddle.amp (a line each, apart from the table above)
+_sys.modules[f"{__name__}.vision.transforms"] = vision.transforms
+_sys.modules[f"{__name__}.nn.initializer"] = nn.initializer
+from keel.distributed.data_parallel import DataParallel  # noqa: E402,F401
+import keel.amp as amp  # noqa: E402  (paddle.amp, eager decorate: `from keel import amp` would find the star import's static one)

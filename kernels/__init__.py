@@ -16,3 +16,4 @@ from keel.kernels import adam_chunked  # noqa: F401
 from keel.kernels import control_flow  # noqa: F401
 from keel.kernels import set_value  # noqa: F401
 from keel.kernels import linalg  # noqa: F401
+from keel.kernels import stat  # noqa: F401

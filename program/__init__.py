@@ -28,6 +28,9 @@ from keel.program.layers.math import *  # noqa: F401,F403  (add, matmul, mean, r
 from keel.program.layers.tensor import *  # noqa: F401,F403  (reshape, concat, fill_constant, ...)
 from keel.program.layers.manip import *  # noqa: F401,F403  (flip, roll, einsum, argsort, ...)
 from keel.program.layers.random import *  # noqa: F401,F403  (rand, randn, uniform, normal, randint)
+from keel.program.layers.creation import *  # noqa: F401,F403  (eye, empty, meshgrid, randperm, clone, ...)
+from keel.program.layers.shaping import *  # noqa: F401,F403  (cat, chunk, diag, unbind, masked_select, ...)
+from keel.program.layers.stat import *  # noqa: F401,F403  (var, logsumexp, sort, unique, allclose, ...)
 from keel.program import tensor_methods as _tensor_methods
 _tensor_methods.install()  # x.sum(), x.reshape(...), x.matmul(y), ... on Variables and Tensors
 from keel.program import nn

@@ -82,3 +82,60 @@ def is_integer(code: int) -> bool:
 def codes() -> list[int]:
     """Every VarType number Keel has an element type for, ascending."""
     return sorted(_TABLE)
+
+
+class DType(int):
+    """An element type as PaddlePaddle 3.x names it (`paddle.float32`): the VarType number
+    itself, so it equals the codes Keel stores and compares (`x.dtype == pb.VarType.FP32`),
+    hashes like them and is accepted wherever a dtype is; only its text differs, as
+    PaddlePaddle prints `paddle.float32`. Strings stay strings: like PaddlePaddle's,
+    `paddle.float32 == "float32"` is False."""
+
+    def __new__(cls, code: int):
+        return super().__new__(cls, code)
+
+    @property
+    def name(self) -> str:
+        return _TABLE[int(self)][0]
+
+    def __repr__(self) -> str:
+        return f"paddle.{self.name}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (DType, (int(self),))
+
+
+_DTYPES = {code: DType(code) for code in _TABLE}
+
+
+def dtype_of(code):
+    """A stored VarType number (or None) -> its DType object (None stays None)."""
+    if code is None:
+        return None
+    return _DTYPES.get(code, code)
+
+
+# The floating dtype that creation functions use when given none (paddle.set_default_dtype).
+_DEFAULT_FLOAT = [_DTYPES[_T.FP32]]
+
+
+def get_default_dtype() -> str:
+    """The default floating dtype's name ('float32' unless set_default_dtype changed it)."""
+    return _DEFAULT_FLOAT[0].name
+
+
+def set_default_dtype(d) -> None:
+    """Set the default floating dtype: float16, bfloat16, float32 or float64, as PaddlePaddle
+    allows (an integer or complex dtype is refused)."""
+    code = to_code(d)
+    if code not in FLOATING:
+        raise TypeError(f"set_default_dtype only supports [float16, float32, float64, bfloat16], "
+                        f"but received {name(code)}")
+    _DEFAULT_FLOAT[0] = _DTYPES[code]
+
+
+def default_float(dtype=None) -> int:
+    """`dtype` as a VarType number, or the default floating dtype's when it is None."""
+    return _DEFAULT_FLOAT[0] if dtype is None else to_code(dtype)

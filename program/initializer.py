@@ -252,3 +252,6 @@ class Assign(Initializer):
         values = self.value.astype(dtypes.to_numpy(var.dtype)).ravel().tolist()
         return block.append_op("assign_value", outputs={"Out": var},
                                attrs={"shape": list(var.shape), "dtype": var.dtype, "values": values})
+
+
+from keel.program.initializer_shapes import Dirac, calculate_gain  # noqa: E402,F401  (paddle.nn.initializer's)

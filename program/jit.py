@@ -37,7 +37,9 @@ from keel.program.static import InputSpec
 from keel.program.tensor import Tensor
 from keel.program.variable import Variable
 
-__all__ = ["save", "load", "to_static", "TranslatedLayer", "StaticFunction"]
+__all__ = ["save", "load", "to_static", "not_to_static", "TranslatedLayer", "StaticFunction"]
+
+from keel.program.jit_marks import not_to_static  # noqa: E402  (paddle.jit.not_to_static)
 
 
 def save(layer, path, input_spec=None, scope=None, format: str = "legacy") -> Program:

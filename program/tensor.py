@@ -99,7 +99,7 @@ class Tensor(Variable):
 
     @property
     def dtype(self) -> int:
-        return self._dtype
+        return dtypes.dtype_of(self._dtype)
 
     @dtype.setter
     def dtype(self, dtype) -> None:

@@ -83,9 +83,9 @@ class Variable:
 
     @property
     def dtype(self) -> int | None:
-        """The element type as a VarType number (see program.dtypes)."""
+        """The element type: its VarType number as a `dtypes.DType` (prints `paddle.float32`)."""
         t = self._tensor_desc()
-        return None if t is None else t.data_type
+        return None if t is None else dtypes.dtype_of(t.data_type)
 
     @dtype.setter
     def dtype(self, dtype) -> None:

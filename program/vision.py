@@ -15,6 +15,7 @@ stop_gradient, as are all outputs of the non-differentiable ops.
 from __future__ import annotations
 
 from keel.program.layers.helper import LayerHelper
+from keel.program import transforms  # noqa: F401  (paddle.vision.transforms)
 
 __all__ = ["yolo_box", "multiclass_nms", "matrix_nms", "prior_box", "density_prior_box",
            "anchor_generator", "box_coder", "roi_align", "roi_pool", "generate_proposals",

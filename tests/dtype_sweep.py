@@ -76,11 +76,19 @@ def _samples():
         Case("uniform_random", {}, {"shape": [2, 3], "dtype": SWEPT, "seed": 1}),
         Case("truncated_gaussian_random", {}, {"shape": [2, 3], "dtype": SWEPT, "seed": 1}),
         Case("randint", {}, {"low": -3, "high": 5, "shape": [2, 3], "dtype": SWEPT, "seed": 1}),
+        Case("histogram", {"X": x}, {"bins": 4}),
+        Case("unique", {"X": np.concatenate([x, x[:1]])}, {"is_sorted": True, "return_index": True,
+                                                           "return_inverse": True, "return_counts": True},
+             outputs={"Indices": 1, "Counts": 1}),
     ]
     # cholesky and eigh: gradient-checked by hand along symmetric directions (test_grad_linalg.py);
     # eigh on a diagonal matrix, whose eigenvectors (the unit columns) have no sign to choose
     samples += [Case("cholesky", {"X": x.T @ x + 3 * np.eye(3)}, {"upper": False}),
                 Case("eigh", {"X": np.diag([3.0, 1.0, 2.0])}, {"UPLO": "L"})]
+    # bitwise ops take bool and integer tensors only: their float64 run is refused, so each
+    # integer dtype is checked against Python's operators in tests/test_kernels_stat.py
+    samples += [Case("bitwise_not", {"X": x})] + [Case(op, pair) for op in ("bitwise_and", "bitwise_or",
+                                                                           "bitwise_xor")]
     return samples + _optimizer_samples(x, y) + _detection_samples()
 
 
@@ -234,8 +242,10 @@ ATTRS_CAST_FOR_INTEGERS = {"scale": ("scale", "bias"), "pow": ("factor",), "clip
 # Integer semantics of PaddlePaddle's that are not the float result truncated, tested on
 # their own; and bool for the ops above (every attribute and attribute tensor becomes a
 # bool, 2.5 true: tests/test_kernels_math.py).
-OWN_INTEGER_SEMANTICS = {"linear_interp_v2": "tests/test_op_interp.py (its integer weights)"}
-OWN_BOOL_SEMANTICS = set(ATTRS_CAST_FOR_INTEGERS)
+OWN_INTEGER_SEMANTICS = {"linear_interp_v2": "tests/test_op_interp.py (its integer weights)",
+                         **dict.fromkeys(["bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"],
+                                         "tests/test_kernels_stat.py (no float result to compare with)")}
+OWN_BOOL_SEMANTICS = set(ATTRS_CAST_FOR_INTEGERS) | {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"}
 # Ops whose result is real for a complex input by definition, or does not depend on the
 # input's values at all.
 REAL_FROM_COMPLEX = {"cast", "abs", "fill_any_like"}

@@ -62,6 +62,7 @@ import test_kernels_nn
 import test_kernels_optimizer
 import test_kernels_rnn
 import test_kernels_rows
+import test_kernels_stat
 import test_kernels_tensor
 import test_kernels_vision
 from keel.executor import kernel_call
@@ -75,7 +76,7 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_conv_grad_paths, test_fuse_conv, test_kernels_control_flow, test_grad_collective,
                        test_grad_sum_paths, test_kernel_plans, test_kernels_adam_chunked, test_kernels_in_place,
                        test_fused_conv_plans, test_kernels_rows, test_grad_added_ops, test_kernels_lars_momentum,
-                       test_kernels_multiclass_nms, test_grad_set_value, test_kernels_linalg]
+                       test_kernels_multiclass_nms, test_grad_set_value, test_kernels_linalg, test_kernels_stat]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
                 test_grad_collective, test_grad_added_ops, test_grad_set_value, test_grad_linalg]
@@ -108,6 +109,8 @@ READS_BACK = {
                      "trilinear_interp_v2", "trilinear_interp_v2_grad", "nearest_interp", "nearest_interp_grad", "set_value", "set_value_grad"],
                     _ATTRIBUTE_TENSOR),
     "where_index": "its output's shape is the number of true elements",
+    "unique": "its output's shape is the number of distinct values",
+    "histogram": "the range [min, max] defaults to the input's, read back to place the bins",
     **dict.fromkeys(["select_input", "write_to_array", "read_from_array"],
                     "the Mask / index picks an entry of a Python list (branch results, a tensor "
                     "array), so its one element is read on the host, as PaddlePaddle reads it"),

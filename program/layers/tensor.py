@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from keel.program import callsite, dtypes, unique_name
-from keel.program.errors import AttrError, ShapeError
+from keel.program.errors import AttrError, OpError, ShapeError
 from keel.program.layers.helper import LayerHelper
 from keel.program.ops.tensor import INT_MAX
 from keel.program.variable import Variable
@@ -32,8 +32,13 @@ _INT_DTYPES = frozenset({_T.INT8, _T.UINT8, _T.INT16, _T.INT32, _T.INT64})
 
 
 def _fail(layer: str, message: str, cls=ShapeError):
-    """A build-time error of a layer, raised before it appends anything."""
-    raise cls(message, op_type=layer, callsite=callsite.describe(callsite.user_frame_lines()))
+    """A build-time error of a layer, raised before it appends anything. A Python exception
+    class (ValueError, TypeError: what PaddlePaddle raises for bad arguments) carries the
+    layer and the user's line in its message, as Keel's OpErrors do in their fields."""
+    where = callsite.describe(callsite.user_frame_lines())
+    if issubclass(cls, OpError):
+        raise cls(message, op_type=layer, callsite=where)
+    raise cls(f"{layer}: {message}" + (f"\n  {where}" if where else ""))
 
 
 def _is_scalar(value) -> bool:

@@ -13,3 +13,4 @@ from keel.program.ops import collective  # noqa: F401
 from keel.program.ops import control_flow  # noqa: F401
 from keel.program.ops import set_value  # noqa: F401
 from keel.program.ops import linalg  # noqa: F401
+from keel.program.ops import stat  # noqa: F401
