@@ -1,9 +1,10 @@
-"""PaddlePaddle's `paddle.nn` layer classes, on Keel's static program.
+"""PaddlePaddle's `paddle.nn` layer classes.
 
-Each layer's `forward` calls the functional layer of the same family (`pg.nn.linear`,
-`pg.nn.conv2d`, ...) with its own parameters' names, so the ops, attributes and parameter
-layouts are exactly those the functional API (and PaddlePaddle) writes, and a parameter the
-program already has is reused rather than made again. Layer names follow PaddlePaddle's
+Each layer's `forward` calls the function of `keel.nn.functional` that computes it
+(`F.linear`, `F.conv2d`, `F.cross_entropy`, ...) with its own parameters: the Tensors
+themselves in eager mode, their Parameters of the program being built in static mode
+(`Layer.__getattr__`), so the ops, attributes and parameter layouts are exactly those
+PaddlePaddle writes, in both modes. Layer names follow PaddlePaddle's
 (`linear_0`, `conv2d_0`, `batch_norm2d_0`, ...), and so do parameter names (`.w_0`, `.b_0`;
 batch norm's running mean and variance `.w_1`, `.w_2`).
 """
@@ -12,9 +13,8 @@ from __future__ import annotations
 import math
 
 from keel.program import initializer as init
-from keel.program import nn as F
-from keel.program.layers import math as M
 from keel.program.layers import tensor as T
+from keel.program.nn import functional as F
 from keel.program.nn.layer import Layer
 from keel.program.param_attr import ParamAttr
 
@@ -22,12 +22,13 @@ __all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "GroupNorm
            "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",
            "ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LeakyReLU", "Hardswish",
            "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict",
-           "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss"]
+           "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "BCELoss", "NLLLoss", "KLDivLoss",
+           "SmoothL1Loss", "MarginRankingLoss"]
 
 
-def _attr(param):
-    """The ParamAttr that makes a functional layer use `param` (False for no parameter)."""
-    return False if param is None else param.attr
+def _param(layer, key):
+    """The layer's parameter `key` as the current mode uses it (None when it has none)."""
+    return getattr(layer, key) if key in layer._parameters else None
 
 
 def _pair(value):
@@ -53,8 +54,7 @@ class Linear(Layer):
         self.bias = self.create_parameter([self.out_features], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return F.linear(x, self.out_features, weight_attr=_attr(self._parameters["weight"]),
-                        bias_attr=_attr(self._parameters.get("bias")), name=self._full_name)
+        return F.linear(x, self.weight, _param(self, "bias"), name=self._full_name)
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}"
@@ -81,35 +81,39 @@ class Conv2D(Layer):
                              f"(pg.pad) and use padding_mode='zeros'")
         if in_channels % groups:
             raise ValueError(f"Conv2D: in_channels {in_channels} is not divisible by groups {groups}")
-        self._config = dict(num_filters=int(out_channels), filter_size=_pair(kernel_size), stride=stride,
-                            padding=padding, dilation=dilation, groups=int(groups), data_format=data_format)
-        kh, kw = self._config["filter_size"]
+        self._config = dict(stride=stride, padding=padding, dilation=dilation, groups=int(groups),
+                            data_format=data_format)
+        kh, kw = _pair(kernel_size)
         std = math.sqrt(2.0 / (kh * kw * in_channels))
         self.weight = self.create_parameter([out_channels, in_channels // groups, kh, kw], weight_attr,
                                             default_initializer=init.Normal(0.0, std))
         self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return F.conv2d(x, param_attr=_attr(self._parameters["weight"]),
-                        bias_attr=_attr(self._parameters.get("bias")), name=self._full_name, **self._config)
+        return F.conv2d(x, self.weight, _param(self, "bias"), name=self._full_name, **self._config)
 
 
 class Conv1D(Layer):
-    """1-D convolution of [N, C, L] (NCL) input, as PaddlePaddle builds it: unsqueeze to
-    [N, C, 1, L], conv2d with a [out, in/groups, 1, k] filter, squeeze back."""
+    """1-D convolution of [N, C, L] (NCL) or [N, L, C] (NLC) input; weight [out_channels,
+    in_channels/groups, k] (F.conv1d: a conv2d over a height-1 image, as PaddlePaddle's)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCL"):
         super().__init__()
-        if data_format != "NCL" or padding_mode != "zeros":
-            raise ValueError("Conv1D: only data_format='NCL' and padding_mode='zeros' are supported")
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv1D: padding_mode {padding_mode!r} is not supported; pad the input "
+                             f"(F.pad) and use padding_mode='zeros'")
+        if in_channels % groups:
+            raise ValueError(f"Conv1D: in_channels {in_channels} is not divisible by groups {groups}")
         k = int(kernel_size if isinstance(kernel_size, int) else kernel_size[0])
-        single = lambda v: int(v if isinstance(v, int) else v[0])  # noqa: E731
-        self._conv = Conv2D(in_channels, out_channels, (1, k), (1, single(stride)), (0, single(padding)),
-                            (1, single(dilation)), groups, weight_attr=weight_attr, bias_attr=bias_attr)
+        self._config = dict(stride=stride, padding=padding, dilation=dilation, groups=int(groups),
+                            data_format=data_format)
+        self.weight = self.create_parameter([out_channels, in_channels // groups, k], weight_attr,
+                                            default_initializer=init.Normal(0.0, math.sqrt(2.0 / (k * in_channels))))
+        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return T.squeeze(self._conv(T.unsqueeze(x, [2])), [2])
+        return F.conv1d(x, self.weight, _param(self, "bias"), name=self._full_name, **self._config)
 
 
 class Conv3D(Layer):
@@ -122,16 +126,15 @@ class Conv3D(Layer):
         if padding_mode != "zeros":
             raise ValueError(f"Conv3D: padding_mode {padding_mode!r} is not supported")
         k = [int(kernel_size)] * 3 if isinstance(kernel_size, int) else [int(v) for v in kernel_size]
-        self._config = dict(num_filters=int(out_channels), filter_size=k, stride=stride, padding=padding,
-                            dilation=dilation, groups=int(groups), data_format=data_format)
+        self._config = dict(stride=stride, padding=padding, dilation=dilation, groups=int(groups),
+                            data_format=data_format)
         std = math.sqrt(2.0 / (math.prod(k) * in_channels))
         self.weight = self.create_parameter([out_channels, in_channels // groups, *k], weight_attr,
                                             default_initializer=init.Normal(0.0, std))
         self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return F.conv3d(x, param_attr=_attr(self._parameters["weight"]), bias_attr=_attr(self._parameters.get("bias")),
-                      name=self._full_name, **self._config)
+        return F.conv3d(x, self.weight, _param(self, "bias"), name=self._full_name, **self._config)
 
 
 class Conv2DTranspose(Layer):
@@ -140,17 +143,14 @@ class Conv2DTranspose(Layer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  dilation=1, weight_attr=None, bias_attr=None, data_format="NCHW"):
         super().__init__()
-        if output_padding:
-            raise ValueError("Conv2DTranspose: output_padding is not supported; give output_size in forward")
-        self._config = dict(num_filters=int(out_channels), filter_size=_pair(kernel_size), stride=stride,
-                            padding=padding, dilation=dilation, groups=int(groups), data_format=data_format)
+        self._config = dict(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
+                            groups=int(groups), data_format=data_format)
         self.weight = self.create_parameter([in_channels, out_channels // groups, *_pair(kernel_size)], weight_attr)
         self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
 
     def forward(self, x, output_size=None):
-        return F.conv2d_transpose(x, output_size=output_size, param_attr=_attr(self._parameters["weight"]),
-                                  bias_attr=_attr(self._parameters.get("bias")), name=self._full_name,
-                                  **self._config)
+        return F.conv2d_transpose(x, self.weight, _param(self, "bias"), output_size=output_size,
+                                  name=self._full_name, **self._config)
 
 
 class GroupNorm(Layer):
@@ -162,9 +162,8 @@ class GroupNorm(Layer):
         self.bias = self.create_parameter([num_channels], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return F.group_norm(x, self._groups, self._epsilon, param_attr=_attr(self._parameters.get("weight")),
-                            bias_attr=_attr(self._parameters.get("bias")), data_layout=self._format,
-                            name=self._full_name)
+        return F.group_norm(x, self._groups, self._epsilon, _param(self, "weight"), _param(self, "bias"),
+                            self._format, name=self._full_name)
 
 
 class InstanceNorm2D(Layer):
@@ -178,8 +177,8 @@ class InstanceNorm2D(Layer):
         self.bias = self.create_parameter([num_features], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return F.instance_norm(x, self._epsilon, param_attr=_attr(self._parameters.get("scale")),
-                               bias_attr=_attr(self._parameters.get("bias")), name=self._full_name)
+        return F.instance_norm(x, weight=_param(self, "scale"), bias=_param(self, "bias"), eps=self._epsilon,
+                               name=self._full_name)
 
 
 class BatchNorm(Layer):
@@ -200,12 +199,10 @@ class BatchNorm(Layer):
                                                                         trainable=False))
 
     def forward(self, x):
-        return F.batch_norm(x, is_test=not self.training, momentum=self._momentum, epsilon=self._epsilon,
-                            param_attr=_attr(self._parameters["weight"]),
-                            bias_attr=_attr(self._parameters["bias"]),
-                            data_layout=self._data_format, use_global_stats=bool(self._use_global_stats),
-                            name=self._full_name, moving_mean_name=self._parameters["_mean"].name,
-                            moving_variance_name=self._parameters["_variance"].name)
+        return F.batch_norm(x, self._mean, self._variance, _param(self, "weight"), _param(self, "bias"),
+                            training=self.training, momentum=self._momentum, epsilon=self._epsilon,
+                            data_format=self._data_format, use_global_stats=self._use_global_stats,
+                            name=self._full_name)
 
 
 class BatchNorm1D(BatchNorm):
@@ -228,11 +225,8 @@ class LayerNorm(Layer):
         self.bias = self.create_parameter([size], bias_attr, is_bias=True)
 
     def forward(self, x):
-        weight, bias = self._parameters.get("weight"), self._parameters.get("bias")
-        return F.layer_norm(x, scale=weight is not None, shift=bias is not None,
-                            begin_norm_axis=x.ndim - len(self._shape), epsilon=self._epsilon,
-                            param_attr=_attr(weight) if weight is not None else None,
-                            bias_attr=_attr(bias) if bias is not None else None, name=self._full_name)
+        return F.layer_norm(x, self._shape, _param(self, "weight"), _param(self, "bias"), self._epsilon,
+                            name=self._full_name)
 
 
 class Embedding(Layer):
@@ -241,13 +235,11 @@ class Embedding(Layer):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, sparse=False, weight_attr=None,
                  name=None):
         super().__init__(name)
-        self._size = [int(num_embeddings), int(embedding_dim)]
-        self._padding_idx = padding_idx
-        self.weight = self.create_parameter(self._size, weight_attr)
+        self._padding_idx, self._sparse = padding_idx, sparse
+        self.weight = self.create_parameter([int(num_embeddings), int(embedding_dim)], weight_attr)
 
     def forward(self, x):
-        return F.embedding(x, self._size, padding_idx=self._padding_idx,
-                           param_attr=_attr(self._parameters["weight"]), name=self._full_name)
+        return F.embedding(x, self.weight, padding_idx=self._padding_idx, sparse=self._sparse, name=self._full_name)
 
 
 class Dropout(Layer):
@@ -256,30 +248,29 @@ class Dropout(Layer):
 
     def __init__(self, p=0.5, axis=None, mode="upscale_in_train", name=None):
         super().__init__(name)
-        if axis is not None:
-            raise ValueError("Dropout: axis is not supported (whole-tensor dropout only)")
-        self.p, self.mode = float(p), mode
+        self.p, self.axis, self.mode = float(p), axis, mode
 
     def forward(self, x):
-        return F.dropout(x, self.p, is_test=not self.training, dropout_implementation=self.mode)
+        return F.dropout(x, self.p, self.axis, training=self.training, mode=self.mode)
 
 
-class _Pool(Layer):
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCHW", **extra):
-        super().__init__()
-        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
-                          data_format=data_format, **extra)
+class MaxPool2D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
+                 name=None):
+        super().__init__(name)
+        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, return_mask=return_mask,
+                          ceil_mode=ceil_mode, data_format=data_format)
 
-
-class MaxPool2D(_Pool):
     def forward(self, x):
         return F.max_pool2d(x, **self._args)
 
 
-class AvgPool2D(_Pool):
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
-                 data_format="NCHW"):
-        super().__init__(kernel_size, stride, padding, ceil_mode, data_format, exclusive=exclusive)
+class AvgPool2D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+                 data_format="NCHW", name=None):
+        super().__init__(name)
+        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+                          exclusive=exclusive, divisor_override=divisor_override, data_format=data_format)
 
     def forward(self, x):
         return F.avg_pool2d(x, **self._args)
@@ -297,12 +288,10 @@ class AdaptiveAvgPool2D(Layer):
 class AdaptiveMaxPool2D(Layer):
     def __init__(self, output_size, return_mask=False, name=None):
         super().__init__(name)
-        if return_mask:
-            raise ValueError("AdaptiveMaxPool2D: return_mask is not supported")
-        self._output_size = output_size
+        self._output_size, self._return_mask = output_size, return_mask
 
     def forward(self, x):
-        return F.adaptive_max_pool2d(x, self._output_size)
+        return F.adaptive_max_pool2d(x, self._output_size, self._return_mask)
 
 
 class Flatten(Layer):
@@ -336,16 +325,16 @@ def _activation(cls_name, fn, **defaults):
                                            "__doc__": f"paddle.nn.{cls_name}: applies `{fn.__name__}`."})
 
 
-ReLU = _activation("ReLU", M.relu)
-ReLU6 = _activation("ReLU6", M.relu6)
-GELU = _activation("GELU", M.gelu, approximate=False)
-Sigmoid = _activation("Sigmoid", M.sigmoid)
-Tanh = _activation("Tanh", M.tanh)
-Softmax = _activation("Softmax", M.softmax, axis=-1)
-LeakyReLU = _activation("LeakyReLU", M.leaky_relu, negative_slope=0.01)
-Hardswish = _activation("Hardswish", M.hard_swish)
-Hardsigmoid = _activation("Hardsigmoid", M.hard_sigmoid)
-Silu = _activation("Silu", M.silu)
+ReLU = _activation("ReLU", F.relu)
+ReLU6 = _activation("ReLU6", F.relu6)
+GELU = _activation("GELU", F.gelu, approximate=False)
+Sigmoid = _activation("Sigmoid", F.sigmoid)
+Tanh = _activation("Tanh", F.tanh)
+Softmax = _activation("Softmax", F.softmax, axis=-1)
+LeakyReLU = _activation("LeakyReLU", F.leaky_relu, negative_slope=0.01)
+Hardswish = _activation("Hardswish", F.hardswish)
+Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid)
+Silu = _activation("Silu", F.silu)
 
 
 class Identity(Layer):
@@ -441,62 +430,79 @@ class LayerDict(Layer):
         return self._sub_layers.items()
 
 
-# -- losses ------------------------------------------------------------------------------------
-def _reduce(loss, reduction: str, layer: str):
-    if reduction == "mean":
-        return M.mean(loss)
-    if reduction == "sum":
-        return M.reduce_sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{layer}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+# -- losses: each keeps its options and calls its function of keel.nn.functional ------------
+class _Loss(Layer):
+    _fn = None
+
+    def __init__(self, name=None, **options):
+        super().__init__(name)
+        self._options = options
+
+    def forward(self, *inputs):
+        return type(self)._fn(*inputs, **self._options)
 
 
-class CrossEntropyLoss(Layer):
-    """Softmax cross entropy of logits and integer labels ([N, 1] or soft labels); the mean
-    is over the samples whose label is not `ignore_index` (PaddlePaddle's rule)."""
+class CrossEntropyLoss(_Loss):
+    """F.cross_entropy of logits (use_softmax=True) and class ids or soft labels."""
+    _fn = staticmethod(F.cross_entropy)
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", soft_label=False, axis=-1,
-                 use_softmax=True, name=None):
-        super().__init__(name)
-        if weight is not None or not use_softmax:
-            raise ValueError("CrossEntropyLoss: class weights and use_softmax=False are not supported")
-        self.ignore_index, self.reduction = int(ignore_index), reduction
-        self.soft_label, self.axis = bool(soft_label), int(axis)
-
-    def forward(self, input, label):
-        loss = F.softmax_with_cross_entropy(input, label, soft_label=self.soft_label,
-                                            ignore_index=self.ignore_index, axis=self.axis)
-        if self.reduction != "mean" or self.soft_label:
-            return _reduce(loss, self.reduction, "CrossEntropyLoss")
-        valid = M.cast(M.not_equal(label, T.full_like(label, self.ignore_index)), loss.dtype)
-        return M.divide(M.reduce_sum(loss), M.maximum(M.reduce_sum(valid), T.full([], 1.0, loss.dtype)))
+                 use_softmax=True, label_smoothing=0.0, name=None):
+        super().__init__(name, weight=weight, ignore_index=ignore_index, reduction=reduction, soft_label=soft_label,
+                         axis=axis, use_softmax=use_softmax, label_smoothing=label_smoothing)
 
 
-class MSELoss(Layer):
+class MSELoss(_Loss):
+    _fn = staticmethod(F.mse_loss)
+
     def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input, label):
-        return _reduce(M.square(M.subtract(input, label)), self.reduction, "MSELoss")
+        super().__init__(None, reduction=reduction)
 
 
-class L1Loss(Layer):
+class L1Loss(_Loss):
+    _fn = staticmethod(F.l1_loss)
+
     def __init__(self, reduction="mean", name=None):
-        super().__init__(name)
-        self.reduction = reduction
-
-    def forward(self, input, label):
-        return _reduce(M.abs(M.subtract(input, label)), self.reduction, "L1Loss")
+        super().__init__(name, reduction=reduction)
 
 
-class BCEWithLogitsLoss(Layer):
+class BCELoss(_Loss):
+    _fn = staticmethod(F.binary_cross_entropy)
+
+    def __init__(self, weight=None, reduction="mean", name=None):
+        super().__init__(name, weight=weight, reduction=reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    _fn = staticmethod(F.binary_cross_entropy_with_logits)
+
     def __init__(self, weight=None, reduction="mean", pos_weight=None, name=None):
-        super().__init__(name)
-        if weight is not None or pos_weight is not None:
-            raise ValueError("BCEWithLogitsLoss: weight and pos_weight are not supported")
-        self.reduction = reduction
+        super().__init__(name, weight=weight, reduction=reduction, pos_weight=pos_weight)
 
-    def forward(self, logit, label):
-        return _reduce(F.sigmoid_cross_entropy_with_logits(logit, label), self.reduction, "BCEWithLogitsLoss")
+
+class NLLLoss(_Loss):
+    _fn = staticmethod(F.nll_loss)
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", name=None):
+        super().__init__(name, weight=weight, ignore_index=ignore_index, reduction=reduction)
+
+
+class KLDivLoss(_Loss):
+    _fn = staticmethod(F.kl_div)
+
+    def __init__(self, reduction="mean", log_target=False):
+        super().__init__(None, reduction=reduction, log_target=log_target)
+
+
+class SmoothL1Loss(_Loss):
+    _fn = staticmethod(F.smooth_l1_loss)
+
+    def __init__(self, reduction="mean", delta=1.0, is_huber=True, name=None):
+        super().__init__(name, reduction=reduction, delta=delta, is_huber=is_huber)
+
+
+class MarginRankingLoss(_Loss):
+    _fn = staticmethod(F.margin_ranking_loss)
+
+    def __init__(self, margin=0.0, reduction="mean", name=None):
+        super().__init__(name, margin=margin, reduction=reduction)

@@ -1,0 +1,238 @@
+"""paddle.nn.functional's losses, PaddlePaddle 3.x semantics: `cross_entropy` takes logits
+(softmax inside unless use_softmax=False), hard or soft labels, class weights,
+ignore_index and label smoothing; each loss reduces by `reduction` ('mean', 'sum',
+'none'). The old fluid `cross_entropy` over probabilities is `keel.static.nn.cross_entropy`."""
+from __future__ import annotations
+
+from keel.program import dtypes
+from keel.program.errors import AttrError, DTypeError
+from keel.program.layers import math as M
+from keel.program.layers import tensor as T
+from keel.program.layers.helper import LayerHelper
+from keel.program.layers.manip import take_along_axis
+from keel.program.nn import _fail, sigmoid_cross_entropy_with_logits, softmax_with_cross_entropy  # noqa: F401
+from keel.program.nn.functional.common import label_smooth, one_hot
+from keel.program.nn.rnn import ctc_loss  # noqa: F401  (paddle.nn.functional.ctc_loss)
+
+__all__ = ["cross_entropy", "softmax_with_cross_entropy", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss", "nll_loss", "kl_div",
+           "ctc_loss", "margin_ranking_loss", "square_error_cost"]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_reduction(layer, reduction, allowed=_REDUCTIONS):
+    if reduction not in allowed:
+        _fail(layer, f"reduction must be one of {', '.join(map(repr, allowed))}, got {reduction!r}", AttrError)
+
+
+def _reduce(loss, reduction):
+    """'mean' (over all elements), 'sum' or 'none'."""
+    if reduction == "mean":
+        return M.mean(loss)
+    if reduction == "sum":
+        return M.sum(loss)
+    return loss
+
+
+def _nonzero(total):
+    """total + (total == 0): a divisor that turns 0/0 into 0, as PaddlePaddle's losses do."""
+    return M.add(total, M.cast(M.equal(total, T.full([], 0.0, total.dtype)), total.dtype))
+
+
+def _class_weights(weight, label, ignore_index, axis, dtype):
+    """weight[label] per sample (0 where label == ignore_index), shaped like `label`
+    (hard labels with a size-1 class axis)."""
+    keep = M.not_equal(label, T.full([], ignore_index, label.dtype))
+    valid = M.multiply(M.cast(keep, label.dtype), label)
+    last = valid.ndim - 1
+    if axis % valid.ndim != last:  # gather_nd reads the class ids from the last axis
+        a = axis % valid.ndim
+        valid = T.transpose(valid, [*range(a), *range(a + 1, valid.ndim), a])
+    picked = T.gather_nd(weight, valid)
+    keep_f = M.cast(keep, dtype)
+    if keep_f.ndim > 1:
+        keep_f = T.squeeze(keep_f, [axis % keep_f.ndim])
+    return T.reshape(M.multiply(picked, keep_f), list(label.shape) if -1 not in label.shape else
+                     [d if d >= 0 else -1 for d in label.shape])
+
+
+def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean", soft_label=False, axis=-1,
+                  use_softmax=True, label_smoothing=0.0, name=None):
+    """Cross entropy of `input` (logits; probabilities with use_softmax=False) along `axis`
+    against class ids (`label` of input's shape with a size-1 class axis, or without it) or
+    a distribution (soft_label=True, or label_smoothing > 0, which smooths one-hot labels).
+    `weight` [classes] scales each sample's loss by its class's weight ('mean' then divides
+    by the sum of the weights used); samples labelled ignore_index add nothing ('mean' over
+    the others when ignore_index >= 0)."""
+    layer = "cross_entropy"
+    _check_reduction(layer, reduction)
+    if ignore_index > 0 and soft_label:
+        _fail(layer, f"ignore_index must be -100 with soft_label=True, got {ignore_index}", AttrError)
+    input_dims, label_dims = input.ndim, label.ndim
+    if input_dims == 0:
+        _fail(layer, f"input {input.name} must have at least one dim")
+    if input_dims - 1 != label_dims and input_dims != label_dims:
+        _fail(layer, f"label {label.name} {label.type_string()} must have the dims of input {input.name} "
+                     f"{input.type_string()}, or one fewer")
+    if input_dims - 1 == label_dims:
+        label = T.unsqueeze(label, [axis % input_dims])
+    if label_smoothing > 0.0:
+        soft_label = True
+        if input_dims - 1 == label_dims:
+            label = one_hot(T.squeeze(label, [axis % input_dims]), input.shape[-1])
+        label = M.cast(label_smooth(label, epsilon=label_smoothing), input.dtype)
+        label_dims = label.ndim
+    if not soft_label and dtypes.is_floating(label.dtype):
+        _fail(layer, f"hard labels must be integer class ids, got {label.name} {label.type_string()} "
+                     f"(pass soft_label=True for a distribution)", DTypeError)
+    out = softmax_with_cross_entropy_op(input, label, soft_label, use_softmax, ignore_index, axis, name)
+    per_sample = None
+    if weight is not None:
+        if soft_label:
+            per_sample = T.reshape(M.matmul(M.cast(label, weight.dtype), weight, transpose_y=True),
+                                   [d if d >= 0 else -1 for d in out.shape])
+        else:
+            classes = input.shape[axis]
+            if classes >= 0 and weight.shape[-1] >= 0 and classes != weight.shape[-1]:
+                _fail(layer, f"input's class dim ({classes}) must equal weight's ({weight.shape[-1]})")
+            per_sample = _class_weights(weight, label, ignore_index, axis, out.dtype)
+        out = M.multiply(M.cast(out, per_sample.dtype), per_sample)
+    if reduction == "sum":
+        return M.sum(out)
+    if reduction == "mean":
+        if ignore_index >= 0:
+            mask = M.not_equal(label, T.full([], ignore_index, label.dtype))
+            total = M.sum(M.cast(mask, out.dtype)) if per_sample is None else \
+                M.sum(M.multiply(M.cast(mask, per_sample.dtype), per_sample))
+            return M.divide(M.sum(out), _nonzero(total))
+        if per_sample is not None:
+            return M.divide(M.sum(out), _nonzero(M.sum(per_sample)))
+        return M.mean(out)
+    if input_dims - 1 == label_dims:
+        out = T.squeeze(out, [axis % input_dims])
+    return out
+
+
+def softmax_with_cross_entropy_op(logits, label, soft_label, use_softmax, ignore_index, axis, name=None):
+    """Op softmax_with_cross_entropy: the loss, with the class axis kept at size 1."""
+    helper = LayerHelper("softmax_with_cross_entropy", name)
+    softmax = helper.create_tmp(logits.dtype)
+    loss = helper.create_tmp(logits.dtype)
+    helper.append_op("softmax_with_cross_entropy", {"Logits": logits, "Label": label},
+                     {"Softmax": softmax, "Loss": loss},
+                     {"soft_label": bool(soft_label), "ignore_index": int(ignore_index),
+                      "numeric_stable_mode": True, "axis": int(axis), "use_softmax": bool(use_softmax)})
+    return loss
+
+
+def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None):
+    """-(label * log(input) + (1 - label) * log(1 - input)) of probabilities (op bce_loss),
+    times `weight` when given."""
+    _check_reduction("binary_cross_entropy", reduction)
+    helper = LayerHelper("binary_cross_entropy", name)
+    out = helper.create_tmp(input.dtype)
+    helper.append_op("bce_loss", {"X": input, "Label": label}, {"Out": out})
+    if weight is not None:
+        out = M.multiply(out, weight)
+    return _reduce(out, reduction)
+
+
+def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean", pos_weight=None, name=None):
+    """Sigmoid cross entropy of logits (op sigmoid_cross_entropy_with_logits, whose
+    pos_weight scales the positive term), times `weight` when given."""
+    _check_reduction("binary_cross_entropy_with_logits", reduction)
+    helper = LayerHelper("sigmoid_cross_entropy_with_logits", name)
+    out = helper.create_tmp(logit.dtype)
+    inputs = {"X": logit, "Label": label}
+    if pos_weight is not None:
+        inputs["pos_weight"] = pos_weight
+    helper.append_op("sigmoid_cross_entropy_with_logits", inputs, {"Out": out},
+                     {"ignore_index": -100, "normalize": False})
+    if weight is not None:
+        out = M.multiply(out, weight)
+    return _reduce(out, reduction)
+
+
+def mse_loss(input, label, reduction="mean", name=None):
+    """(input - label)^2, reduced."""
+    _check_reduction("mse_loss", reduction)
+    return _reduce(M.square(M.subtract(input, label)), reduction)
+
+
+def square_error_cost(input, label):
+    """(input - label)^2 per element."""
+    return M.square(M.subtract(input, label))
+
+
+def l1_loss(input, label, reduction="mean", name=None):
+    """|input - label|, reduced."""
+    _check_reduction("l1_loss", reduction)
+    return _reduce(M.abs(M.subtract(input, label)), reduction)
+
+
+def smooth_l1_loss(input, label, reduction="mean", delta=1.0, is_huber=True, name=None):
+    """The Huber loss of input - label (op huber_loss): 0.5 r^2 for |r| <= delta, else
+    delta * (|r| - 0.5 delta); divided by delta when is_huber is False."""
+    _check_reduction("smooth_l1_loss", reduction)
+    helper = LayerHelper("huber_loss", name)
+    out = helper.create_tmp(input.dtype)
+    residual = helper.create_tmp(input.dtype, stop_gradient=True)
+    helper.append_op("huber_loss", {"X": input, "Y": label}, {"Out": out, "Residual": residual},
+                     {"delta": float(delta)})
+    if not is_huber:
+        out = M.scale(out, 1.0 / float(delta))
+    return _reduce(out, reduction)
+
+
+def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", name=None):
+    """-input[n, label[n]] * weight[label[n]] of log-probabilities `input` [N, C] or
+    [N, C, d1, ...] and class ids `label` [N] or [N, d1, ...]; samples labelled
+    ignore_index add nothing; 'mean' divides by the sum of the weights used."""
+    layer = "nll_loss"
+    _check_reduction(layer, reduction)
+    if input.ndim < 2:
+        _fail(layer, f"input must be [N, C] or [N, C, d1, ...], got {input.name} {input.type_string()}")
+    if label.ndim != input.ndim - 1:
+        _fail(layer, f"label {label.name} {label.type_string()} must have one dim fewer than input "
+                     f"{input.name} {input.type_string()}")
+    if dtypes.is_floating(label.dtype):
+        _fail(layer, f"label must hold int class ids, got {label.name} {label.type_string()}", DTypeError)
+    keep = M.not_equal(label, T.full([], ignore_index, label.dtype))
+    ids = M.multiply(M.cast(keep, label.dtype), label)  # ignored samples read class 0, then count 0
+    picked = T.squeeze(take_along_axis(input, T.unsqueeze(ids, [1]), 1), [1])
+    used = M.cast(keep, input.dtype)
+    if weight is not None:
+        used = M.multiply(used, T.reshape(T.gather(weight, T.reshape(ids, [-1])),
+                                          [d if d >= 0 else -1 for d in label.shape]))
+    out = M.scale(M.multiply(picked, used), -1.0)
+    if reduction == "mean":
+        return M.divide(M.sum(out), _nonzero(M.sum(used)))
+    return _reduce(out, reduction)
+
+
+def kl_div(input, label, reduction="mean", log_target=False, name=None):
+    """label * (log(label) - input) per element (input: log-probabilities; label too with
+    log_target; op kldiv_loss), then 'mean', 'sum', 'batchmean' (sum / batch size) or 'none'."""
+    _check_reduction("kl_div", reduction, (*_REDUCTIONS, "batchmean"))
+    if input.dtype != label.dtype:  # PaddlePaddle computes in the wider of the two
+        wide = dtypes.to_code("float64")
+        input, label = (M.cast(input, wide) if input.dtype != wide else input,
+                        M.cast(label, wide) if label.dtype != wide else label)
+    helper = LayerHelper("kl_div", name)
+    loss = helper.create_tmp(input.dtype)
+    helper.append_op("kldiv_loss", {"X": input, "Target": label}, {"Loss": loss},
+                     {"reduction": "none", "log_target": bool(log_target)})
+    if reduction == "batchmean":
+        if input.ndim == 0:
+            return loss
+        batch = M.cast(T.slice(T.shape(input), [0], [0], [1]), loss.dtype)
+        return M.divide(M.sum(loss), T.reshape(batch, []))
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=None):
+    """max(0, -label * (input - other) + margin), reduced."""
+    _check_reduction("margin_ranking_loss", reduction)
+    out = M.relu(M.scale(M.multiply(M.scale(label, -1.0), M.subtract(input, other)), 1.0, float(margin)))
+    return _reduce(out, reduction)
