@@ -19,6 +19,7 @@ It holds no code of its own: `keel.program` (the IR, builder API, layers, io, ji
 """
 __version__ = "0.2.0"
 
+import importlib as _importlib
 import sys as _sys
 
 from keel.program import *  # noqa: F401,F403  (Program, data, nn, io, jit, static, optimizer, lr, seed, save, load, ...)
@@ -26,7 +27,7 @@ from keel.program import *  # noqa: F401,F403  (Program, data, nn, io, jit, stat
 # The star import copied keel.program's module `program` (where Program is defined) over the
 # package's own name here: put the package back, before anything below imports keel.program.
 program = _sys.modules["keel.program"]
-from keel.program import incubate, io, jit, lr, nn, optimizer, regularizer, static  # noqa: F401
+from keel.program import incubate, io, jit, lr, optimizer, regularizer  # noqa: F401
 from keel.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
 from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
 from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor  # noqa: F401
@@ -36,10 +37,17 @@ from keel import distributed  # noqa: F401,E402  (paddle.distributed: init_paral
 
 from keel.program import vision  # noqa: E402,F401
 
+# paddle.nn and paddle.static as PaddlePaddle 3.x has them (keel/nn.py, keel/static.py), in
+# place of the star import's keel.program.nn (Keel's static builders, fluid's cross_entropy
+# among them) and keel.program.static
+nn = _importlib.import_module(f"{__name__}.nn")
+static = _importlib.import_module(f"{__name__}.static")
+
 # `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
 # packages' own modules under a second name (the same objects, not copies)
 for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
                        "regularizer": regularizer, "vision": vision, "inference": inference,
-                       "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "incubate": incubate,
+                       "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "static.nn": static.nn,
+                       "nn.functional": nn.functional, "nn.initializer": nn.initializer, "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module

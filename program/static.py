@@ -1,15 +1,25 @@
-"""`program.static`: what PaddlePaddle's `paddle.static` offers that Keel's builder API does
-not already have under another name: `InputSpec`, the description of a model input that
-`program.jit.save` turns into a feed, and `static.nn`, the control flow (`cond`, `case`,
-`switch_case`, `while_loop`: program/control_flow.py)."""
+"""`program.static`: the program-side half of PaddlePaddle's `paddle.static`: `data`,
+`InputSpec` (a model input that `program.jit.save` turns into a feed), `Program`,
+`program_guard`, the default programs, `name_scope`, `append_backward`/`gradients`,
+`save_inference_model`/`load_inference_model`, `amp`, and `static.nn` (the
+builder layers and the control flow: program/static_nn.py). `keel.static` adds what runs
+programs (Executor, scopes, save/load, CompiledProgram, cpu_places), which lives in the executor package."""
 from __future__ import annotations
 
 from keel.program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
-from keel.program import control_flow as nn
+from keel.program import static_nn as nn
+from keel.program.backward import append_backward, gradients  # noqa: F401
+from keel.program.default import (default_main_program, default_startup_program, name_scope,  # noqa: F401
+                                  program_guard)
 from keel.program.global_var import create_global_var  # noqa: F401
+from keel.program.io.inference_model import load_inference_model, save_inference_model  # noqa: F401
 from keel.program.layers.data import data
+from keel.program.program import Program  # noqa: F401
+from keel.program.variable import Variable  # noqa: F401
 
-__all__ = ["InputSpec", "data", "nn", "amp", "create_global_var"]
+__all__ = ["InputSpec", "data", "nn", "amp", "create_global_var", "Program", "Variable", "program_guard",
+           "default_main_program", "default_startup_program", "name_scope", "append_backward", "gradients",
+           "save_inference_model", "load_inference_model"]
 
 
 class InputSpec:
