@@ -78,6 +78,10 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     if input_dims - 1 == label_dims:
         label = T.unsqueeze(label, [axis % input_dims])
     if label_smoothing > 0.0:
+        if input_dims == label_dims and not dtypes.is_floating(label.dtype):
+            # PaddlePaddle smooths such labels as they are (one id per sample) and fails in its kernel
+            _fail(layer, f"label_smoothing needs class ids without the class axis ({label.name} "
+                         f"{label.type_string()} has it) or a float distribution over the classes", DTypeError)
         soft_label = True
         if input_dims - 1 == label_dims:
             label = one_hot(T.squeeze(label, [axis % input_dims]), input.shape[-1])
@@ -139,14 +143,18 @@ def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None)
 
 
 def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean", pos_weight=None, name=None):
-    """Sigmoid cross entropy of logits (op sigmoid_cross_entropy_with_logits, whose
-    pos_weight scales the positive term), times `weight` when given."""
+    """Sigmoid cross entropy of logits (op sigmoid_cross_entropy_with_logits),
+    -(pos_weight * label * log(sigmoid(x)) + (1 - label) * log(1 - sigmoid(x))), times
+    `weight` when given."""
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     helper = LayerHelper("sigmoid_cross_entropy_with_logits", name)
     out = helper.create_tmp(logit.dtype)
     inputs = {"X": logit, "Label": label}
     if pos_weight is not None:
-        inputs["pos_weight"] = pos_weight
+        # the op scales the whole log term by its pos_weight input: PaddlePaddle gives it
+        # label * (pos_weight - 1) + 1, so only the positive term is scaled
+        one = T.full([1], 1.0, logit.dtype)
+        inputs["pos_weight"] = M.add(M.multiply(label, M.subtract(pos_weight, one)), one)
     helper.append_op("sigmoid_cross_entropy_with_logits", inputs, {"Out": out},
                      {"ignore_index": -100, "normalize": False})
     if weight is not None:
@@ -234,5 +242,7 @@ def kl_div(input, label, reduction="mean", log_target=False, name=None):
 def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=None):
     """max(0, -label * (input - other) + margin), reduced."""
     _check_reduction("margin_ranking_loss", reduction)
-    out = M.relu(M.scale(M.multiply(M.scale(label, -1.0), M.subtract(input, other)), 1.0, float(margin)))
-    return _reduce(out, reduction)
+    out = M.multiply(M.subtract(other, input), label)
+    if margin != 0.0:  # a constant of the loss's dtype (a float32 scale attribute would round it)
+        out = M.add(out, T.full([1], float(margin), out.dtype))
+    return _reduce(M.relu(out), reduction)
