@@ -48,7 +48,7 @@ def test_cross_entropy_hard_labels_matrix(reduction, weighted, ignore_index, smo
          ignore_index=ignore_index, label_smoothing=smoothing)
 
 
-@pytest.mark.parametrize("reduction,weighted", itertools.product(["mean", "sum", "none"], [False, True]))
+@pytest.mark.parametrize("reduction,weighted", list(itertools.product(["mean", "sum", "none"], [False, True])))
 def test_cross_entropy_soft_labels_axis_and_probabilities(reduction, weighted):
     soft = rng.dirichlet(np.ones(5), 6)
     both("cross_entropy", [LOGITS, soft, WEIGHT if weighted else None], reduction=reduction, soft_label=True)

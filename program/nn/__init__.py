@@ -243,7 +243,7 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
     helper = LayerHelper(layer, name)
     strides = _pair(layer, stride, "stride")
     dilations = _pair(layer, dilation, "dilation")
-    paddings, algorithm = _padding(layer, padding, data_format)
+    paddings, _ = _padding(layer, padding, data_format)
     pads4 = paddings if len(paddings) == 4 else [paddings[0], paddings[0], paddings[1], paddings[1]]
     out_size = [] if output_size is None else _pair(layer, output_size, "output_size")
     if filter_size is None:
@@ -258,13 +258,9 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
     else:
         ksize = _pair(layer, filter_size, "filter_size")
     w = helper.create_parameter(param_attr, [c, num_filters // groups, *ksize], input.dtype)
-    out = helper.create_tmp(input.dtype)
-    helper.append_op(layer, {"Input": input, "Filter": w}, {"Output": out},
-                     {"output_size": out_size, "strides": strides, "paddings": paddings,
-                      "padding_algorithm": algorithm, "dilations": dilations, "groups": groups,
-                      "data_format": data_format})
-    out = _add_bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCHW" else 3,
-                    input.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], input.dtype, init.Constant(0.0), suffix="b")
+    out = functional.conv2d_transpose(input, w, b, strides, padding, dilation=dilations, groups=groups,
+                                      output_size=out_size or None, data_format=data_format, name=helper.name)
     return helper.append_activation(out, act)
 
 
@@ -439,13 +435,8 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-10
                                numeric_stable_mode=True, return_softmax=False, axis=-1):
     """Softmax over `axis` then cross entropy (op softmax_with_cross_entropy). Returns the
     loss (the class axis reduced to 1), and the softmax too with return_softmax=True."""
-    helper = LayerHelper("softmax_with_cross_entropy")
-    softmax = helper.create_tmp(logits.dtype)
-    loss = helper.create_tmp(logits.dtype)
-    helper.append_op("softmax_with_cross_entropy", {"Logits": logits, "Label": label},
-                     {"Softmax": softmax, "Loss": loss},
-                     {"soft_label": soft_label, "ignore_index": ignore_index,
-                      "numeric_stable_mode": numeric_stable_mode, "axis": axis})
+    loss, softmax = functional.loss.softmax_with_cross_entropy_op(logits, label, soft_label, True, ignore_index,
+                                                                  axis, numeric_stable_mode=numeric_stable_mode)
     return (loss, softmax) if return_softmax else loss
 
 
@@ -469,11 +460,7 @@ def cross_entropy(input, label, soft_label=False, ignore_index=-100):
 
 def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, name=None, normalize=False):
     """Elementwise sigmoid cross entropy of logits `x` against `label` in [0, 1]."""
-    helper = LayerHelper("sigmoid_cross_entropy_with_logits", name)
-    out = helper.create_tmp(x.dtype)
-    helper.append_op("sigmoid_cross_entropy_with_logits", {"X": x, "Label": label}, {"Out": out},
-                     {"ignore_index": ignore_index, "normalize": normalize})
-    return out
+    return functional.loss.sigmoid_cross_entropy_op(x, label, None, ignore_index, normalize, name)
 
 
 def accuracy(input, label, k=1, correct=None, total=None):
@@ -521,10 +508,7 @@ def prelu(x, mode, param_attr=None, data_format="NCHW", name=None):
         _fail(layer, f"mode {mode!r} needs the dims of input {x.name} {x.type_string()} to be known")
     helper = LayerHelper(layer, name)
     alpha = helper.create_parameter(param_attr, shape, x.dtype, init.Constant(0.25))
-    out = helper.create_tmp(x.dtype)
-    helper.append_op(layer, {"X": x, "Alpha": alpha}, {"Out": out},
-                     {"mode": mode, "data_format": data_format})
-    return out
+    return functional.activation.prelu_op(x, alpha, mode, data_format, helper.name)
 
 
 def resize_bilinear(input, out_shape=None, scale=None, name=None, align_corners=True, align_mode=1,

@@ -18,6 +18,8 @@ from keel.program import initializer as init
 from keel.program.errors import AttrError
 from keel.program.layers.helper import LayerHelper
 from keel.program.nn import _fail as _nn_fail, _ints, _pair  # defined before program.nn imports this module
+from keel.program.nn import functional as F
+from keel.program.nn.functional.conv import add_channel_bias
 from keel.program.nn.functional.pooling import pool_nd
 
 _LAYOUTS = ("NCDHW", "NDHWC")
@@ -58,15 +60,6 @@ def _channels3d(layer, x, data_format):
     return c
 
 
-def _bias(helper, out, bias_attr, size, axis, dtype):
-    b = helper.create_parameter(bias_attr, [size], dtype, init.Constant(0.0), suffix="b")
-    if b is None:
-        return out
-    res = helper.create_tmp(dtype)
-    helper.append_op("elementwise_add", {"X": out, "Y": b}, {"Out": res}, {"axis": axis})
-    return res
-
-
 # -- 3-D convolution ----------------------------------------------------------------------------
 def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=1, param_attr=None,
            bias_attr=None, act=None, data_format="NCDHW", name=None):
@@ -80,16 +73,11 @@ def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
         _fail(layer, f"groups ({groups}) must divide the input channels ({c}) and num_filters ({num_filters})")
     helper = LayerHelper(layer, name)
     ksize = _triple(layer, filter_size, "filter_size")
-    paddings, algorithm = _padding3d(layer, padding)
     fan_in = math.prod(ksize) * c // groups
     w = helper.create_parameter(param_attr, [num_filters, c // groups, *ksize], input.dtype,
                                 init.Normal(0.0, math.sqrt(2.0 / fan_in)))
-    out = helper.create_tmp(input.dtype)
-    helper.append_op(layer, {"Input": input, "Filter": w}, {"Output": out},
-                     {"strides": _triple(layer, stride, "stride"), "paddings": paddings,
-                      "padding_algorithm": algorithm, "dilations": _triple(layer, dilation, "dilation"),
-                      "groups": groups, "data_format": data_format})
-    out = _bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCDHW" else 4, input.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], input.dtype, init.Constant(0.0), suffix="b")
+    out = F.conv3d(input, w, b, stride, padding, dilation, groups, data_format, name=helper.name)
     return helper.append_activation(out, act)
 
 
@@ -105,7 +93,7 @@ def conv3d_transpose(input, num_filters, output_size=None, filter_size=None, pad
         _fail(layer, f"groups ({groups}) must divide the input channels ({c}) and num_filters ({num_filters})")
     helper = LayerHelper(layer, name)
     strides, dilations = _triple(layer, stride, "stride"), _triple(layer, dilation, "dilation")
-    paddings, algorithm = _padding3d(layer, padding)
+    paddings, _ = _padding3d(layer, padding)
     out_size = [] if output_size is None else _triple(layer, output_size, "output_size")
     if filter_size is None:
         spatial = input.shape[2:5] if data_format == "NCDHW" else input.shape[1:4]
@@ -116,12 +104,9 @@ def conv3d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                        // dilations[i] + 1 for i in range(3)]
     ksize = _triple(layer, filter_size, "filter_size")
     w = helper.create_parameter(param_attr, [c, num_filters // groups, *ksize], input.dtype)
-    out = helper.create_tmp(input.dtype)
-    helper.append_op(layer, {"Input": input, "Filter": w}, {"Output": out},
-                     {"output_size": out_size, "output_padding": [], "strides": strides, "paddings": paddings,
-                      "padding_algorithm": algorithm, "dilations": dilations, "groups": groups,
-                      "data_format": "NCHW" if data_format == "NCDHW" else "NHWC"})
-    out = _bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCDHW" else 4, input.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], input.dtype, init.Constant(0.0), suffix="b")
+    out = F.conv3d_transpose(input, w, b, strides, padding, groups=groups, dilation=dilations,
+                             output_size=out_size or None, data_format=data_format, name=helper.name)
     return helper.append_activation(out, act)
 
 
@@ -166,4 +151,5 @@ def deform_conv2d(x, offset, mask, num_filters, filter_size, stride=1, padding=0
                      {"strides": _pair(layer, stride, "stride"), "paddings": _pair(layer, padding, "padding"),
                       "dilations": _pair(layer, dilation, "dilation"), "groups": groups,
                       "deformable_groups": int(deformable_groups), "im2col_step": int(im2col_step)})
-    return _bias(helper, out, bias_attr, num_filters, 1, x.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], x.dtype, init.Constant(0.0), suffix="b")
+    return add_channel_bias(helper, out, b, False, 2)

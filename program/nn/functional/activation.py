@@ -70,10 +70,14 @@ def prelu(x, weight, data_format="NCHW", name=None):
             _fail("prelu", f"weight {weight.name} {weight.type_string()} must hold one value per channel "
                            f"({channels}) of {x.name} {x.type_string()}")
         mode = "channel"
+    return prelu_op(x, weight, mode, data_format, name)
+
+
+def prelu_op(x, alpha, mode, data_format, name=None):
+    """Op prelu with alpha of `mode` ('all', 'channel' or 'element')."""
     helper = LayerHelper("prelu", name)
     out = helper.create_tmp(x.dtype)
-    helper.append_op("prelu", {"X": x, "Alpha": weight}, {"Out": out},
-                     {"mode": mode, "data_format": data_format})
+    helper.append_op("prelu", {"X": x, "Alpha": alpha}, {"Out": out}, {"mode": mode, "data_format": data_format})
     return out
 
 

@@ -46,13 +46,20 @@ def conv_padding(layer, padding, nd, channel_last):
     return _ints(layer, padding, "padding", nd), "EXPLICIT"
 
 
-def _channels(layer, x, nd, channel_last):
-    if x.ndim != nd + 2:
+def _checked(layer, x, weight, data_format, nd, op_nd, weight_layout):
+    """A convolution's float input of op_nd + 2 dims and weight of as many: (channel_last,
+    the input's channels)."""
+    _require_float(layer, x)
+    channel_last = _channel_last(layer, data_format, op_nd)
+    if x.ndim != op_nd + 2:
         _fail(layer, f"expects a {nd + 2}-d input, got {x.name} {x.type_string()}")
-    return x.shape[-1] if channel_last else x.shape[1]
+    if weight.ndim != op_nd + 2:
+        _fail(layer, f"weight must be {nd + 2}-d [{weight_layout}, *kernel], got {weight.name} {weight.type_string()}")
+    return channel_last, x.shape[-1] if channel_last else x.shape[1]
 
 
-def _add_bias(helper, out, bias, channel_last, nd):
+def add_channel_bias(helper, out, bias, channel_last, nd):
+    """out + bias along the channel axis (elementwise_add), as the convolutions add it."""
     if bias is None:
         return out
     res = helper.create_tmp(out.dtype)
@@ -72,12 +79,7 @@ def _conv_nd(layer, x, weight, bias, stride, padding, dilation, groups, data_for
              op_nd=None, paddings=None):
     """Append conv2d/depthwise_conv2d/conv3d of x by weight [out, in/groups, *k], then the bias."""
     op_nd = op_nd or nd
-    _require_float(layer, x)
-    channel_last = _channel_last(layer, data_format, op_nd)
-    c = _channels(layer, x, op_nd, channel_last)
-    if weight.ndim != op_nd + 2:
-        _fail(layer, f"weight must be {nd + 2}-d [out_channels, in_channels/groups, *kernel], got "
-                     f"{weight.name} {weight.type_string()}")
+    channel_last, c = _checked(layer, x, weight, data_format, nd, op_nd, "out_channels, in_channels/groups")
     groups = int(groups)
     num_filters = weight.shape[0]
     if groups <= 0 or (c >= 0 and c % groups) or num_filters % groups:
@@ -98,7 +100,7 @@ def _conv_nd(layer, x, weight, bias, stride, padding, dilation, groups, data_for
                       "paddings": paddings[0], "padding_algorithm": paddings[1],
                       "dilations": _ints(layer, dilation, "dilation", op_nd), "groups": groups,
                       "data_format": data_format})
-    return _add_bias(helper, out, bias, channel_last, op_nd)
+    return add_channel_bias(helper, out, bias, channel_last, op_nd)
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCHW", name=None):
@@ -127,12 +129,7 @@ def _conv_transpose_nd(layer, x, weight, bias, stride, padding, output_padding, 
                        data_format, nd, name, op_nd=None, paddings=None):
     """Append conv2d_transpose/conv3d_transpose of x by weight [in, out/groups, *k], then the bias."""
     op_nd = op_nd or nd
-    _require_float(layer, x)
-    channel_last = _channel_last(layer, data_format, op_nd)
-    c = _channels(layer, x, op_nd, channel_last)
-    if weight.ndim != op_nd + 2:
-        _fail(layer, f"weight must be {nd + 2}-d [in_channels, out_channels/groups, *kernel], got "
-                     f"{weight.name} {weight.type_string()}")
+    channel_last, c = _checked(layer, x, weight, data_format, nd, op_nd, "in_channels, out_channels/groups")
     if c >= 0 and weight.shape[0] != c:
         _fail(layer, f"input {x.name} {x.type_string()} has {c} channels but weight {weight.name} "
                      f"{weight.type_string()} expects {weight.shape[0]}")
@@ -157,7 +154,7 @@ def _conv_transpose_nd(layer, x, weight, bias, stride, padding, output_padding, 
                       "groups": groups,
                       # the 3-d op, as PaddlePaddle writes it, names its layout NCHW / NHWC
                       "data_format": "NHWC" if channel_last else "NCHW"})
-    return _add_bias(helper, out, bias, channel_last, op_nd)
+    return add_channel_bias(helper, out, bias, channel_last, op_nd)
 
 
 def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, dilation=1, groups=1,

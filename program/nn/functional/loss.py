@@ -10,7 +10,7 @@ from keel.program.layers import math as M
 from keel.program.layers import tensor as T
 from keel.program.layers.helper import LayerHelper
 from keel.program.layers.manip import take_along_axis
-from keel.program.nn import _fail, sigmoid_cross_entropy_with_logits, softmax_with_cross_entropy  # noqa: F401
+from keel.program.nn import _fail, softmax_with_cross_entropy  # noqa: F401  (paddle.nn.functional's too)
 from keel.program.nn.functional.common import label_smooth, one_hot
 from keel.program.nn.rnn import ctc_loss  # noqa: F401  (paddle.nn.functional.ctc_loss)
 
@@ -90,7 +90,7 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     if not soft_label and dtypes.is_floating(label.dtype):
         _fail(layer, f"hard labels must be integer class ids, got {label.name} {label.type_string()} "
                      f"(pass soft_label=True for a distribution)", DTypeError)
-    out = softmax_with_cross_entropy_op(input, label, soft_label, use_softmax, ignore_index, axis, name)
+    out, _ = softmax_with_cross_entropy_op(input, label, soft_label, use_softmax, ignore_index, axis, name)
     per_sample = None
     if weight is not None:
         if soft_label:
@@ -118,16 +118,30 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     return out
 
 
-def softmax_with_cross_entropy_op(logits, label, soft_label, use_softmax, ignore_index, axis, name=None):
-    """Op softmax_with_cross_entropy: the loss, with the class axis kept at size 1."""
+def softmax_with_cross_entropy_op(logits, label, soft_label, use_softmax, ignore_index, axis, name=None,
+                                  numeric_stable_mode=True):
+    """Op softmax_with_cross_entropy: (the loss, with the class axis kept at size 1; the softmax)."""
     helper = LayerHelper("softmax_with_cross_entropy", name)
     softmax = helper.create_tmp(logits.dtype)
     loss = helper.create_tmp(logits.dtype)
     helper.append_op("softmax_with_cross_entropy", {"Logits": logits, "Label": label},
                      {"Softmax": softmax, "Loss": loss},
                      {"soft_label": bool(soft_label), "ignore_index": int(ignore_index),
-                      "numeric_stable_mode": True, "axis": int(axis), "use_softmax": bool(use_softmax)})
-    return loss
+                      "numeric_stable_mode": bool(numeric_stable_mode), "axis": int(axis),
+                      "use_softmax": bool(use_softmax)})
+    return loss, softmax
+
+
+def sigmoid_cross_entropy_op(logit, label, pos_weight=None, ignore_index=-100, normalize=False, name=None):
+    """Op sigmoid_cross_entropy_with_logits (pos_weight, when given, scales its log term)."""
+    helper = LayerHelper("sigmoid_cross_entropy_with_logits", name)
+    out = helper.create_tmp(logit.dtype)
+    inputs = {"X": logit, "Label": label}
+    if pos_weight is not None:
+        inputs["pos_weight"] = pos_weight
+    helper.append_op("sigmoid_cross_entropy_with_logits", inputs, {"Out": out},
+                     {"ignore_index": int(ignore_index), "normalize": bool(normalize)})
+    return out
 
 
 def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None):
@@ -147,16 +161,12 @@ def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean"
     -(pos_weight * label * log(sigmoid(x)) + (1 - label) * log(1 - sigmoid(x))), times
     `weight` when given."""
     _check_reduction("binary_cross_entropy_with_logits", reduction)
-    helper = LayerHelper("sigmoid_cross_entropy_with_logits", name)
-    out = helper.create_tmp(logit.dtype)
-    inputs = {"X": logit, "Label": label}
     if pos_weight is not None:
         # the op scales the whole log term by its pos_weight input: PaddlePaddle gives it
         # label * (pos_weight - 1) + 1, so only the positive term is scaled
         one = T.full([1], 1.0, logit.dtype)
-        inputs["pos_weight"] = M.add(M.multiply(label, M.subtract(pos_weight, one)), one)
-    helper.append_op("sigmoid_cross_entropy_with_logits", inputs, {"Out": out},
-                     {"ignore_index": -100, "normalize": False})
+        pos_weight = M.add(M.multiply(label, M.subtract(pos_weight, one)), one)
+    out = sigmoid_cross_entropy_op(logit, label, pos_weight, name=name)
     if weight is not None:
         out = M.multiply(out, weight)
     return _reduce(out, reduction)

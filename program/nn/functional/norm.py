@@ -22,9 +22,16 @@ def _layout(layer, data_format) -> str:
     return "NCHW" if data_format[1] == "C" else "NHWC"
 
 
-def _optional(inputs, **tensors):
-    inputs.update({slot: t for slot, t in tensors.items() if t is not None})
-    return inputs
+def _normalization_op(op_type, x, weight, bias, stat_slots, attrs, name):
+    """Append `op_type` (layer_norm, group_norm, instance_norm): X and the optional Scale and
+    Bias in, Y and its two statistics out (made first, so they get PaddlePaddle's names)."""
+    helper = LayerHelper(op_type, name)
+    dtype = _param_dtype(x)
+    stats = {slot: helper.create_tmp(dtype, stop_gradient=True) for slot in stat_slots}
+    y = helper.create_tmp(x.dtype)
+    inputs = {"X": x, **{slot: t for slot, t in (("Scale", weight), ("Bias", bias)) if t is not None}}
+    helper.append_op(op_type, inputs, {"Y": y, **stats}, attrs)
+    return y
 
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9, epsilon=1e-05,
@@ -48,7 +55,8 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     if training:
         outputs["ReserveSpace"] = helper.create_tmp(x.dtype, stop_gradient=True)
     y = outputs["Y"] = helper.create_tmp(x.dtype)
-    inputs = _optional({"X": x, "Mean": running_mean, "Variance": running_var}, Scale=weight, Bias=bias)
+    inputs = {"X": x, "Mean": running_mean, "Variance": running_var,
+              **{slot: t for slot, t in (("Scale", weight), ("Bias", bias)) if t is not None}}
     helper.append_op(layer, inputs, outputs,
                      {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not training,
                       "data_layout": layout, "use_global_stats": bool(use_global_stats),
@@ -69,14 +77,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=
     for what, t in (("weight", weight), ("bias", bias)):
         if t is not None and math.prod(t.shape) != size:
             _fail(layer, f"{what} {t.name} {t.type_string()} must hold {size} values")
-    helper = LayerHelper(layer, name)
-    dtype = _param_dtype(x)
-    stats = {"Mean": helper.create_tmp(dtype, stop_gradient=True),
-             "Variance": helper.create_tmp(dtype, stop_gradient=True)}
-    y = helper.create_tmp(x.dtype)
-    helper.append_op(layer, _optional({"X": x}, Scale=weight, Bias=bias), {"Y": y, **stats},
-                     {"epsilon": float(epsilon), "begin_norm_axis": begin})
-    return y
+    return _normalization_op(layer, x, weight, bias, ("Mean", "Variance"),
+                             {"epsilon": float(epsilon), "begin_norm_axis": begin}, name)
 
 
 def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format="NCHW", name=None):
@@ -89,14 +91,8 @@ def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format
     c = x.shape[-1] if layout == "NHWC" else x.shape[1]
     if num_groups <= 0 or (c >= 0 and c % num_groups):
         _fail(layer, f"channels ({c}) of {x.name} {x.type_string()} must be divisible by num_groups ({num_groups})")
-    helper = LayerHelper(layer, name)
-    dtype = _param_dtype(x)
-    stats = {"Mean": helper.create_tmp(dtype, stop_gradient=True),
-             "Variance": helper.create_tmp(dtype, stop_gradient=True)}
-    y = helper.create_tmp(x.dtype)
-    helper.append_op(layer, _optional({"X": x}, Scale=weight, Bias=bias), {"Y": y, **stats},
-                     {"epsilon": float(epsilon), "groups": int(num_groups), "data_layout": layout})
-    return y
+    return _normalization_op(layer, x, weight, bias, ("Mean", "Variance"),
+                             {"epsilon": float(epsilon), "groups": int(num_groups), "data_layout": layout}, name)
 
 
 def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -110,14 +106,7 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
         _fail(layer, f"data_format must be NC, NCL, NCHW or NCDHW, got {data_format!r}", AttrError)
     if not 2 <= x.ndim <= 5:
         _fail(layer, f"expects a 2-d to 5-d input, got {x.name} {x.type_string()}")
-    helper = LayerHelper(layer, name)
-    dtype = _param_dtype(x)
-    stats = {"SavedMean": helper.create_tmp(dtype, stop_gradient=True),
-             "SavedVariance": helper.create_tmp(dtype, stop_gradient=True)}
-    y = helper.create_tmp(x.dtype)
-    helper.append_op(layer, _optional({"X": x}, Scale=weight, Bias=bias), {"Y": y, **stats},
-                     {"epsilon": float(eps)})
-    return y
+    return _normalization_op(layer, x, weight, bias, ("SavedMean", "SavedVariance"), {"epsilon": float(eps)}, name)
 
 
 def normalize(x, p=2, axis=1, epsilon=1e-12, out=None, name=None):
