@@ -322,3 +322,38 @@ def test_bad_arguments_name_the_function():
         F.interpolate(paddle.to_tensor(rng.standard_normal((1, 1, 2, 2))), size=[4, 4], mode="bicubic")
     with pytest.raises(Exception, match="conv2d.*channels"):
         F.conv2d(paddle.to_tensor(rng.standard_normal((1, 3, 4, 4))), paddle.to_tensor(rng.standard_normal((2, 2, 1, 1))))
+
+
+def test_the_functions_written_in_ops_in_both_modes():
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    sign = np.sign(rng.standard_normal((4, 5)))
+    cos = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
+    np.testing.assert_allclose(run_both(F.cosine_similarity, a, b), cos, rtol=1e-12)
+    check_function_grads(F.cosine_similarity, {"x1": a, "x2": b}, ["x1", "x2"])
+    np.testing.assert_allclose(run_both(F.pairwise_distance, a, b), np.sqrt(((a - b + 1e-6) ** 2).sum(-1)),
+                               rtol=1e-12)
+    silu = a / (1 + np.exp(-a))
+    np.testing.assert_allclose(run_both(F.swiglu, a, b), silu * b, rtol=1e-12)
+    np.testing.assert_allclose(run_both(lambda x, y: F.hinge_embedding_loss(x, y, 0.5, "none"), a, sign),
+                               np.where(sign == 1, a, np.maximum(0, 0.5 - a)), rtol=1e-12)
+    np.testing.assert_allclose(run_both(F.soft_margin_loss, a, sign), np.log1p(np.exp(-sign * a)).mean(), rtol=1e-12)
+    pos, neg = np.sqrt(((a - b + 1e-6) ** 2).sum(-1)), np.sqrt(((a - sign + 1e-6) ** 2).sum(-1))
+    np.testing.assert_allclose(run_both(F.triplet_margin_loss, a, b, sign), np.maximum(pos - neg + 1, 0).mean(),
+                               rtol=1e-12)
+    check_function_grads(lambda x, p, n: F.triplet_margin_loss(x, p, n, reduction="sum"),
+                         {"x": a, "p": b, "n": sign}, ["x", "p", "n"])
+    y01 = (sign > 0).astype(float)
+    prob = 1 / (1 + np.exp(-a))
+    p_t = prob * y01 + (1 - prob) * (1 - y01)
+    alpha_t = 0.25 * y01 + 0.75 * (1 - y01)
+    focal = alpha_t * (1 - p_t) ** 2 * -(y01 * np.log(prob) + (1 - y01) * np.log(1 - prob))
+    np.testing.assert_allclose(run_both(F.sigmoid_focal_loss, a, y01), focal.sum(), rtol=1e-10)
+    for fn, args in [(F.cosine_embedding_loss, (a, b, np.array([1, -1, 1, -1], "int64"))),
+                     (F.multi_label_soft_margin_loss, (a, y01)), (F.poisson_nll_loss, (a, np.abs(b))),
+                     (F.gaussian_nll_loss, (a, b, np.abs(sign[:, :1]) * 0.5)), (F.logsigmoid, (a,)),
+                     (F.log_loss, (prob[:, :1], y01[:, :1]))]:
+        run_both(fn, *args)                                          # eager and static agree
+    img = rng.standard_normal((1, 4, 2, 2))
+    np.testing.assert_allclose(run_both(lambda t: F.channel_shuffle(t, 2), img), img[:, [0, 2, 1, 3]])
+    x = rng.standard_normal((1, 2, 4, 6))
+    np.testing.assert_allclose(run_both(lambda t: F.pixel_shuffle(F.pixel_unshuffle(t, 2), 2), x), x)

@@ -134,3 +134,35 @@ def test_layers_functions_sample():
     both("instance_norm", [img], rtol=1e-5, atol=1e-5)
     both("prelu", [img, np.array([0.1, 0.2, 0.3], "float32")])
     both("pixel_shuffle", [rng.standard_normal((1, 8, 2, 3)).astype("float32")], upscale_factor=2)
+
+
+def test_the_functions_written_in_ops():
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    sign = np.sign(rng.standard_normal((4, 5)))
+    both("cosine_similarity", [a, b], axis=1)
+    both("cosine_similarity", [a, b[:1]], axis=0)
+    both("pairwise_distance", [a, b], p=3.0, keepdim=True)
+    both("swiglu", [a, b])
+    both("swiglu", [rng.standard_normal((4, 6))])
+    both("logsigmoid", [a])
+    p, y = rng.uniform(0.05, 0.95, (4, 1)), (rng.uniform(size=(4, 1)) > 0.5)
+    both("log_loss", [p.astype("float32"), y.astype("float32")], epsilon=1e-3)    # float32 only in PaddlePaddle
+    for reduction in ("mean", "sum", "none"):
+        both("hinge_embedding_loss", [a, sign], margin=0.5, reduction=reduction)
+        both("soft_margin_loss", [a, sign], reduction=reduction)
+        both("cosine_embedding_loss", [a, b, np.array([1, -1, 1, -1], "int64")], margin=0.1, reduction=reduction)
+        both("sigmoid_focal_loss", [a, (sign > 0).astype("float64"), np.array([3.0])], reduction=reduction)
+        both("triplet_margin_loss", [a, b, rng.standard_normal((4, 5))], swap=True, reduction=reduction)
+        both("multi_label_soft_margin_loss", [a, (sign > 0).astype("float64"), rng.uniform(size=(4, 5))],
+             reduction=reduction)
+        rate = rng.uniform(0.5, 3, (4, 5))
+        counts = rng.integers(0, 5, (4, 5)).astype("float64")
+        both("poisson_nll_loss", [np.log(rate), counts], full=True, reduction=reduction)
+        both("poisson_nll_loss", [rate, counts], log_input=False, reduction=reduction)
+        both("gaussian_nll_loss", [a, b, rng.uniform(0.0, 1.0, (4, 1))], full=True, reduction=reduction)
+    img = rng.standard_normal((2, 6, 4, 4)).astype("float32")
+    both("channel_shuffle", [img], groups=3)
+    both("channel_shuffle", [img.transpose(0, 2, 3, 1).copy()], groups=2, data_format="NHWC")
+    both("pixel_unshuffle", [img], downscale_factor=2)
+    both("pixel_unshuffle", [img.transpose(0, 2, 3, 1).copy()], downscale_factor=2, data_format="NHWC")
+    both("zeropad2d", [img], padding=[1, 0, 2, 3])

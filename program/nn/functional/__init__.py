@@ -15,10 +15,11 @@ from keel.program.nn.functional.activation import *  # noqa: F401,F403
 from keel.program.nn.functional.attention import *  # noqa: F401,F403
 from keel.program.nn.functional.common import *  # noqa: F401,F403
 from keel.program.nn.functional.conv import *  # noqa: F401,F403
+from keel.program.nn.functional.distance import *  # noqa: F401,F403
 from keel.program.nn.functional.loss import *  # noqa: F401,F403
 from keel.program.nn.functional.norm import *  # noqa: F401,F403
 from keel.program.nn.functional.pooling import *  # noqa: F401,F403
-from keel.program.nn.functional import activation, attention, common, conv, loss, norm, pooling
+from keel.program.nn.functional import activation, attention, common, conv, distance, loss, norm, pooling
 
-__all__ = [*activation.__all__, *attention.__all__, *common.__all__, *conv.__all__, *loss.__all__,
+__all__ = [*activation.__all__, *attention.__all__, *common.__all__, *conv.__all__, *distance.__all__, *loss.__all__,
            *norm.__all__, *pooling.__all__]

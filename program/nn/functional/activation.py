@@ -16,11 +16,12 @@ from keel.program.layers.math import (celu, elu, gelu, leaky_relu, log_sigmoid, 
 __all__ = ["relu", "relu6", "elu", "selu", "celu", "gelu", "silu", "swish", "mish", "sigmoid",
            "hardsigmoid", "hardswish", "hardtanh", "hardshrink", "softshrink", "leaky_relu",
            "log_sigmoid", "prelu", "softplus", "softsign", "tanh", "tanhshrink", "thresholded_relu",
-           "maxout", "glu", "softmax", "log_softmax"]
+           "maxout", "glu", "swiglu", "softmax", "log_softmax", "logsigmoid"]
 
 hardsigmoid = M.hard_sigmoid
 hardswish = M.hard_swish
 tanhshrink = M.tanh_shrink
+logsigmoid = M.log_sigmoid
 
 
 def _one_op(op_type, x, attrs, name):
@@ -88,3 +89,10 @@ def glu(x, axis=-1, name=None):
         _fail("glu", f"axis {axis} is out of range for {x.name} {x.type_string()}", AttrError)
     a, b = T.split(x, 2, axis)
     return M.multiply(a, sigmoid(b))
+
+
+def swiglu(x, y=None, name=None):
+    """silu(x) * y; with y None, x's last axis split in halves a, b: silu(a) * b."""
+    if y is None:
+        x, y = T.split(x, 2, -1)
+    return M.multiply(silu(x), y)

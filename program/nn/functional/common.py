@@ -16,8 +16,9 @@ from keel.program.nn.functional.pooling import adaptive_avg_pool1d, adaptive_avg
 from keel.program.variable import Variable
 from keel.proto import pb
 
-__all__ = ["linear", "dropout", "dropout2d", "dropout3d", "embedding", "one_hot", "pad", "interpolate",
-           "upsample", "label_smooth", "pixel_shuffle", "grid_sample", "affine_grid", "unfold"]
+__all__ = ["linear", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding", "one_hot", "pad", "zeropad2d",
+           "interpolate", "upsample", "label_smooth", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+           "grid_sample", "affine_grid", "unfold"]
 
 
 def linear(x, weight, bias=None, name=None):
@@ -81,12 +82,17 @@ def dropout(x, p=0.5, axis=None, training=True, inplace=False, mode="upscale_in_
 
 
 def _channel_dropout(layer, x, p, training, data_format, nd, name):
-    formats = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}[nd]
+    formats = {1: ("NCL", "NLC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}[nd]
     if data_format not in formats:
         _fail(layer, f"data_format must be {formats[0]!r} or {formats[1]!r}, got {data_format!r}", AttrError)
     if x.ndim != nd + 2:
         _fail(layer, f"expects a {nd + 2}-d input, got {x.name} {x.type_string()}")
     return dropout(x, p, [0, 1] if data_format == formats[0] else [0, nd + 1], training, name=name)
+
+
+def dropout1d(x, p=0.5, training=True, data_format="NCL", name=None):
+    """Zero whole channels of a 3-d input."""
+    return _channel_dropout("dropout1d", x, p, training, data_format, 1, name)
 
 
 def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None):
@@ -177,6 +183,11 @@ _INTERP_DIMS = {3: ("NCW", "NWC"), 4: ("NCHW", "NHWC"), 5: ("NCDHW", "NDHWC")}
 _INTERP_MODES = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "trilinear": (5,), "area": (3, 4, 5)}
 
 
+def zeropad2d(x, padding, data_format="NCHW", name=None):
+    """Pad a 4-d input's H and W with zeros: padding [left, right, top, bottom]."""
+    return pad(x, padding, "constant", 0.0, data_format, name=name)
+
+
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
                 data_format=None, recompute_scale_factor=None, antialias=False, name=None):
     """Resize the spatial dims of a 3-, 4- or 5-d x to `size` or by `scale_factor` (ops
@@ -265,6 +276,52 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     helper.append_op("pixel_shuffle", {"X": x}, {"Out": out},
                      {"upscale_factor": int(upscale_factor), "data_format": data_format})
     return out
+
+
+def _known_dims(layer, x, dims):
+    if any(x.shape[d] < 0 for d in dims):
+        _fail(layer, f"the channel and spatial dims of {x.name} {x.type_string()} must be known")
+
+
+def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
+    """[N, C, H*r, W*r] -> [N, C*r*r, H, W], pixel_shuffle's inverse (reshape and transpose)."""
+    layer = "pixel_unshuffle"
+    _check_format(layer, data_format)
+    if x.ndim != 4:
+        _fail(layer, f"expects a 4-d input, got {x.name} {x.type_string()}")
+    _known_dims(layer, x, [1, 2, 3])
+    r = int(downscale_factor)
+    if data_format == "NCHW":
+        _, c, h, w = x.shape
+        if h % r or w % r:
+            _fail(layer, f"H and W of {x.name} {x.type_string()} must be multiples of {r}")
+        y = T.transpose(T.reshape(x, [-1, c, h // r, r, w // r, r]), [0, 1, 3, 5, 2, 4])
+        return T.reshape(y, [-1, c * r * r, h // r, w // r], name=name)
+    _, h, w, c = x.shape
+    if h % r or w % r:
+        _fail(layer, f"H and W of {x.name} {x.type_string()} must be multiples of {r}")
+    y = T.transpose(T.reshape(x, [-1, h // r, r, w // r, r, c]), [0, 1, 3, 5, 2, 4])
+    return T.reshape(y, [-1, h // r, w // r, c * r * r], name=name)
+
+
+def channel_shuffle(x, groups, data_format="NCHW", name=None):
+    """Channels [g0c0, g0c1, ..., g1c0, ...] -> [g0c0, g1c0, ..., g0c1, ...] for `groups`
+    groups (reshape to [groups, C/groups], transpose, reshape back)."""
+    layer = "channel_shuffle"
+    _check_format(layer, data_format)
+    if x.ndim != 4:
+        _fail(layer, f"expects a 4-d input, got {x.name} {x.type_string()}")
+    axis = 1 if data_format == "NCHW" else 3
+    _known_dims(layer, x, [1, 2, 3])
+    c = x.shape[axis]
+    g = int(groups)
+    if g <= 0 or c % g:
+        _fail(layer, f"groups ({groups}) must divide the channels ({c}) of {x.name}", AttrError)
+    shape = [d if i else -1 for i, d in enumerate(x.shape)]
+    split = shape[:axis] + [g, c // g] + shape[axis + 1:]
+    perm = list(range(5))
+    perm[axis], perm[axis + 1] = axis + 1, axis
+    return T.reshape(T.transpose(T.reshape(x, split), perm), shape, name=name)
 
 
 def affine_grid(theta, out_shape, align_corners=True, name=None):

@@ -4,6 +4,8 @@ ignore_index and label smoothing; each loss reduces by `reduction` ('mean', 'sum
 'none'). The old fluid `cross_entropy` over probabilities is `keel.static.nn.cross_entropy`."""
 from __future__ import annotations
 
+import math
+
 from keel.program import dtypes
 from keel.program.errors import AttrError, DTypeError
 from keel.program.layers import math as M
@@ -11,12 +13,16 @@ from keel.program.layers import tensor as T
 from keel.program.layers.helper import LayerHelper
 from keel.program.layers.manip import take_along_axis
 from keel.program.nn import _fail, softmax_with_cross_entropy  # noqa: F401  (paddle.nn.functional's too)
+from keel.program.nn.functional.activation import log_sigmoid
 from keel.program.nn.functional.common import label_smooth, one_hot
+from keel.program.nn.functional.distance import pairwise_distance
 from keel.program.nn.rnn import ctc_loss  # noqa: F401  (paddle.nn.functional.ctc_loss)
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss", "nll_loss", "kl_div",
-           "ctc_loss", "margin_ranking_loss", "square_error_cost"]
+           "ctc_loss", "margin_ranking_loss", "square_error_cost", "log_loss", "hinge_embedding_loss",
+           "soft_margin_loss", "cosine_embedding_loss", "sigmoid_focal_loss", "triplet_margin_loss",
+           "multi_label_soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -256,3 +262,140 @@ def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=
     if margin != 0.0:  # a constant of the loss's dtype (a float32 scale attribute would round it)
         out = M.add(out, T.full([1], float(margin), out.dtype))
     return _reduce(M.relu(out), reduction)
+
+
+# -- more losses, written in ops as PaddlePaddle's functions compute them -------------------------
+def _const(value, like):
+    return T.full([1], float(value), like.dtype)
+
+
+def _where_label(label, value, x, zeros):
+    return M.where(M.equal(label, T.full_like(label, float(value))), x, zeros)
+
+
+def log_loss(input, label, epsilon=0.0001, name=None):
+    """-label * log(input + epsilon) - (1 - label) * log(1 - input + epsilon) of probabilities."""
+    one = _const(1.0, input)
+    eps = _const(epsilon, input)
+    pos = M.multiply(label, M.log(M.add(input, eps)))
+    neg = M.multiply(M.subtract(one, label), M.log(M.add(M.subtract(one, input), eps)))
+    return M.scale(M.add(pos, neg), -1.0)
+
+
+def hinge_embedding_loss(input, label, margin=1.0, reduction="mean", name=None):
+    """input where label == 1, max(0, margin - input) where label == -1, else 0; reduced."""
+    _check_reduction("hinge_embedding_loss", reduction)
+    zeros = T.zeros_like(input)
+    hinge = M.relu(M.subtract(_const(margin, input), input))
+    return _reduce(M.add(_where_label(label, 1.0, input, zeros), _where_label(label, -1.0, hinge, zeros)), reduction)
+
+
+def soft_margin_loss(input, label, reduction="mean", name=None):
+    """log(1 + exp(-label * input)), reduced."""
+    _check_reduction("soft_margin_loss", reduction)
+    label = M.cast(label, input.dtype)
+    out = M.log(M.add(_const(1.0, input), M.exp(M.multiply(M.scale(label, -1.0), input))))
+    return _reduce(out, reduction)
+
+
+def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", name=None):
+    """1 - cos(input1, input2) where label == 1, max(0, cos - margin) where label == -1
+    (cos over the last axis, each squared norm + 1e-11), reduced."""
+    layer = "cosine_embedding_loss"
+    _check_reduction(layer, reduction)
+    if label.ndim != 1 or input1.ndim > 2:
+        _fail(layer, f"label must be 1-d and the inputs 1-d or 2-d, got {label.type_string()}, "
+                     f"{input1.type_string()}")
+    prod = M.sum(M.multiply(input1, input2), axis=-1)
+    mag1 = M.add(M.sum(M.square(input1), axis=-1), _const(10e-12, input1))
+    mag2 = M.add(M.sum(M.square(input2), axis=-1), _const(10e-12, input1))
+    cos = M.divide(prod, M.sqrt(M.multiply(mag1, mag2)))
+    zeros = T.zeros_like(cos)
+    pos = M.subtract(_const(1.0, cos), cos)
+    neg = M.clip(M.subtract(cos, _const(margin, cos)), min=0.0)
+    return _reduce(M.add(_where_label(label, 1.0, pos, zeros), _where_label(label, -1.0, neg, zeros)), reduction)
+
+
+def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0, reduction="sum", name=None):
+    """alpha_t * (1 - p_t)^gamma * sigmoid cross entropy, p_t = sigmoid(logit) for positive
+    labels, 1 - it for negative ones; divided by `normalizer` when given; reduced ('sum')."""
+    layer = "sigmoid_focal_loss"
+    _check_reduction(layer, reduction)
+    if normalizer is not None and normalizer.ndim > 1:
+        _fail(layer, f"normalizer must have zero or one dim, got {normalizer.type_string()}")
+    one = T.ones_like(logit)
+    loss = sigmoid_cross_entropy_op(logit, label)
+    pred = M.sigmoid(logit)
+    p_t = M.add(M.multiply(pred, label), M.multiply(M.subtract(one, pred), M.subtract(one, label)))
+    a = _const(alpha, loss)
+    alpha_t = M.add(M.multiply(a, label), M.multiply(M.subtract(one, a), M.subtract(one, label)))
+    loss = M.multiply(alpha_t, loss)
+    loss = M.multiply(M.pow(M.subtract(one, p_t), _const(gamma, loss)), loss)
+    if normalizer is not None:
+        loss = M.divide(loss, normalizer)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-06, swap=False, reduction="mean",
+                        name=None):
+    """max(0, d(input, positive) - d(input, negative) + margin), d the pairwise p-norm
+    distance (with swap, d(input, negative) is min'ed with d(positive, negative)); reduced."""
+    layer = "triplet_margin_loss"
+    _check_reduction(layer, reduction)
+    if margin < 0:
+        _fail(layer, f"margin must be >= 0, got {margin}", AttrError)
+    pos = pairwise_distance(input, positive, p, epsilon)
+    neg = pairwise_distance(input, negative, p, epsilon)
+    if swap:
+        neg = M.minimum(neg, pairwise_distance(positive, negative, p, epsilon))
+    return _reduce(M.clip(M.add(M.subtract(pos, neg), _const(margin, pos)), min=0.0), reduction)
+
+
+def multi_label_soft_margin_loss(input, label, weight=None, reduction="mean", name=None):
+    """-(label * log_sigmoid(input) + (1 - label) * log_sigmoid(-input)), times weight,
+    averaged over the last axis, then reduced."""
+    _check_reduction("multi_label_soft_margin_loss", reduction)
+    one = _const(1.0, input)
+    loss = M.scale(M.add(M.multiply(label, log_sigmoid(input)),
+                         M.multiply(M.subtract(one, label), log_sigmoid(M.scale(input, -1.0)))), -1.0)
+    if weight is not None:
+        loss = M.multiply(loss, weight)
+    return _reduce(M.mean(loss, axis=-1), reduction)
+
+
+def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-08, reduction="mean", name=None):
+    """exp(input) - label * input (log_input), else input - label * log(input + epsilon);
+    full adds Stirling's term where label > 1; reduced."""
+    layer = "poisson_nll_loss"
+    _check_reduction(layer, reduction)
+    if epsilon <= 0:
+        _fail(layer, f"epsilon must be positive, got {epsilon}", AttrError)
+    if log_input:
+        loss = M.subtract(M.exp(input), M.multiply(label, input))
+    else:
+        loss = M.subtract(input, M.multiply(label, M.log(M.add(input, _const(epsilon, input)))))
+    if full:
+        stirling = M.add(M.subtract(M.multiply(label, M.log(label)), label),
+                         M.scale(M.log(M.scale(label, 2 * math.pi)), 0.5))
+        loss = M.add(loss, M.where(M.greater_than(label, T.full_like(label, 1.0)), stirling,
+                                   T.zeros_like(stirling)))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, label, variance, full=False, epsilon=1e-06, reduction="mean", name=None):
+    """0.5 * (log(v) + (input - label)^2 / v), v the variance clipped to >= epsilon (and,
+    as PaddlePaddle's, not differentiated); full adds 0.5 * log(2 pi); reduced."""
+    layer = "gaussian_nll_loss"
+    _check_reduction(layer, reduction)
+    if list(variance.shape) != list(input.shape):
+        if list(input.shape[:-1]) == list(variance.shape):
+            variance = T.unsqueeze(variance, [-1])
+        elif not (list(input.shape[:-1]) == list(variance.shape[:-1]) and variance.shape[-1] == 1):
+            _fail(layer, f"variance {variance.type_string()} does not fit input {input.type_string()}")
+    # PaddlePaddle clips under no_grad(): no gradient reaches the variance
+    variance = M.clip(variance, min=float(epsilon))
+    variance.stop_gradient = True
+    loss = M.scale(M.add(M.log(variance), M.divide(M.square(M.subtract(input, label)), variance)), 0.5)
+    if full:
+        loss = M.scale(loss, 1.0, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction)
