@@ -166,3 +166,64 @@ def test_the_functions_written_in_ops():
     both("pixel_unshuffle", [img], downscale_factor=2)
     both("pixel_unshuffle", [img.transpose(0, 2, 3, 1).copy()], downscale_factor=2, data_format="NHWC")
     both("zeropad2d", [img], padding=[1, 0, 2, 3])
+
+
+X1, X2, X3 = (rng.standard_normal(s).astype("float32") for s in ((2, 6, 8), (2, 6, 8, 8), (2, 6, 4, 4, 4)))
+LAYERS = [  # (class name, args, kwargs, input)
+    ("ELU", (0.5,), {}, X2), ("CELU", (), {"alpha": 2.0}, X2), ("SELU", (), {}, X2), ("Softplus", (2, 1), {}, X2),
+    ("Softshrink", (0.3,), {}, X2), ("Hardshrink", (), {}, X2), ("Hardtanh", (-0.2, 0.4), {}, X2),
+    ("ThresholdedReLU", (0.5,), {}, X2), ("LogSigmoid", (), {}, X2), ("LogSoftmax", (1,), {}, X2),
+    ("Softmax2D", (), {}, X2), ("Maxout", (3,), {}, X2), ("GLU", (1,), {}, X2), ("Mish", (), {}, X2),
+    ("Swish", (), {}, X2), ("Softsign", (), {}, X2), ("Tanhshrink", (), {}, X2), ("SiLU", (), {}, X2),
+    ("MaxPool1D", (3, 2, 1), {}, X1), ("AvgPool1D", (2,), {"exclusive": False}, X1), ("AdaptiveAvgPool1D", (3,), {}, X1),
+    ("AdaptiveMaxPool1D", (3,), {}, X1), ("MaxPool3D", (2,), {}, X3), ("AvgPool3D", (3, 1, 1), {}, X3),
+    ("AdaptiveAvgPool3D", (2,), {}, X3), ("AdaptiveMaxPool3D", ([2, 1, 2],), {}, X3),
+    ("Upsample", (), {"scale_factor": 2, "mode": "bilinear"}, X2), ("UpsamplingBilinear2D", (), {"scale_factor": 2}, X2),
+    ("UpsamplingNearest2D", ([5, 7],), {}, X2), ("PixelShuffle", (2,), {}, rng.standard_normal((1, 8, 3, 3))),
+    ("PixelUnshuffle", (2,), {}, X2), ("ChannelShuffle", (3,), {}, X2), ("Unfold", ([2, 3],), {"strides": 2}, X2),
+    ("ReflectionPad2D", ([1, 1, 2, 0],), {}, X2), ("ZeroPad2D", (1,), {}, X2), ("ConstantPad1D", (2, 0.5), {}, X1),
+    ("Pad3D", (1,), {"mode": "replicate"}, X3), ("CircularPad2d", ([1, 2, 0, 1],), {}, X2),
+    ("ReplicationPad1D", ([0, 2],), {}, X1), ("Unflatten", (1, [2, 3]), {}, X2),
+    ("Conv1D", (6, 4, 3), {"padding": 1, "stride": 2}, X1), ("Conv2d", (6, 4, 3), {"bias": False}, X2),
+    ("Conv1DTranspose", (6, 2, 3), {"stride": 2, "output_padding": 1}, X1),
+    ("Conv2DTranspose", (6, 2, 3, 2, 1, 1, 1, 2), {}, X2), ("Conv3DTranspose", (6, 3, 2), {"stride": 2}, X3),
+    ("PReLU", (6,), {}, X2), ("PReLU", (), {"init": 0.1}, X2), ("BatchNorm1D", (6,), {}, X1),
+    ("BatchNorm3D", (6,), {}, X3), ("InstanceNorm1D", (6,), {}, X1), ("InstanceNorm3D", (6,), {}, X3),
+    ("GroupNorm", (3, 6), {"affine": False}, X2), ("LayerNorm", ([8, 8],), {"bias": False}, X2),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,x", LAYERS, ids=[f"{c[0]}{i}" for i, c in enumerate(LAYERS)])
+@pytest.mark.parametrize("training", [True, False])
+def test_layer_classes_match_paddles(name, args, kwargs, x, training):
+    theirs = getattr(paddle.nn, name)(*args, **kwargs)
+    ours = getattr(keel.nn, name)(*args, **kwargs)
+    state = {k: v.numpy() for k, v in theirs.state_dict().items()}
+    if state:
+        ours.set_state_dict(state)
+    for layer in (ours, theirs):
+        layer.train() if training else layer.eval()
+    got, want = ours(keel.to_tensor(x)), theirs(paddle.to_tensor(x))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    if state and training:   # running statistics, updated in place, too
+        np.testing.assert_allclose(
+            np.concatenate([np.ravel(v) for v in ours.state_dict().values()]),
+            np.concatenate([np.ravel(v.numpy()) for v in theirs.state_dict().values()]), rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_and_the_distance_and_loss_layers_match_paddles():
+    table = rng.standard_normal((5, 3)).astype("float32")
+    ids = np.array([[0, 4], [2, 1]], "int64")
+    ours = keel.nn.Embedding(5, 3, 1, _weight=keel.to_tensor(table))
+    theirs = paddle.nn.Embedding(5, 3, 1, _weight=paddle.to_tensor(table))
+    np.testing.assert_allclose(ours(keel.to_tensor(ids)).numpy(), theirs(paddle.to_tensor(ids)).numpy())
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    for name, args in [("CosineSimilarity", (0,)), ("PairwiseDistance", (1.5,)), ("HingeEmbeddingLoss", (0.3,)),
+                       ("SoftMarginLoss", ()), ("PoissonNLLLoss", (False,)), ("MultiLabelSoftMarginLoss", ())]:
+        y = np.abs(b) if name == "PoissonNLLLoss" else (np.sign(b) if "Margin" in name else b)
+        got = getattr(keel.nn, name)(*args)(keel.to_tensor(np.abs(a) if name == "PoissonNLLLoss" else a),
+                                            keel.to_tensor(y))
+        want = getattr(paddle.nn, name)(*args)(paddle.to_tensor(np.abs(a) if name == "PoissonNLLLoss" else a),
+                                               paddle.to_tensor(y))
+        # (PaddlePaddle's p_norm raises to 1/p computed in float32: a few 1e-8 apart for p=1.5)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-7, err_msg=name)

@@ -549,8 +549,10 @@ __all__ += ["conv3d", "conv3d_transpose", "pool3d", "deform_conv2d"]
 # -- layer classes (paddle.nn.Layer and its subclasses), built on the functions above ---------
 from keel.program.nn.layer import Layer, LayerParameter  # noqa: E402,F401
 from keel.program.nn.layers import *  # noqa: E402,F401,F403
+from keel.program.nn.function_layers import *  # noqa: E402,F401,F403
 from keel.program.nn.transformer import *  # noqa: E402,F401,F403
 from keel.program.nn.rnn_layers import GRU, LSTM, SimpleRNN  # noqa: E402,F401
 
-from keel.program.nn import layers as _layers, transformer as _transformer  # noqa: E402
-__all__ += ["Layer", "LayerParameter", *_layers.__all__, *_transformer.__all__, "LSTM", "GRU", "SimpleRNN"]
+from keel.program.nn import function_layers as _function_layers, layers as _layers, transformer as _transformer  # noqa: E402,E501
+__all__ += ["Layer", "LayerParameter", *_layers.__all__, *_function_layers.__all__, *_transformer.__all__, "LSTM",
+            "GRU", "SimpleRNN"]

@@ -13,12 +13,16 @@ from __future__ import annotations
 import math
 
 from keel.program import initializer as init
+from keel.program import initializer as _init  # PReLU's `init` argument shadows the module
 from keel.program.layers import tensor as T
 from keel.program.nn import functional as F
 from keel.program.nn.layer import Layer
 from keel.program.param_attr import ParamAttr
+from keel.program.tensor import Tensor
 
-__all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "GroupNorm", "InstanceNorm2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
+__all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "GroupNorm",
+           "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "BatchNorm", "BatchNorm1D", "BatchNorm2D",
+           "BatchNorm3D", "SyncBatchNorm", "LayerNorm", "Embedding", "PReLU", "ParameterList", "Unflatten",
            "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",
            "ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LeakyReLU", "Hardswish",
            "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict",
@@ -29,10 +33,6 @@ __all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "GroupNorm
 def _param(layer, key):
     """The layer's parameter `key` as the current mode uses it (None when it has none)."""
     return getattr(layer, key) if key in layer._parameters else None
-
-
-def _pair(value):
-    return [int(value)] * 2 if isinstance(value, int) else [int(v) for v in value]
 
 
 class Linear(Layer):
@@ -60,7 +60,61 @@ class Linear(Layer):
         return f"in_features={self.in_features}, out_features={self.out_features}"
 
 
-class Conv2D(Layer):
+class _ConvNd(Layer):
+    """Convolutions of `_nd` spatial dims (F.conv1d/2d/3d, or their transposes): weight
+    [out_channels, in_channels/groups, *kernel] (transposed: [in_channels,
+    out_channels/groups, *kernel]); a convolution's weight starts Normal(0,
+    sqrt(2 / (prod(kernel) * in_channels))), a transpose's XavierUniform, as PaddlePaddle's."""
+    _nd, _fn, _format, _transposed = 2, None, "NCHW", False
+
+    def _make(self, in_channels, out_channels, kernel_size, groups, bias, padding_mode, device, dtype, weight_attr,
+              bias_attr, data_format, **config):
+        cls = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(f"{cls}: padding_mode {padding_mode!r} is not supported; pad the input (F.pad) and "
+                             f"use padding_mode='zeros'")
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"{cls}: groups {groups} must divide in_channels {in_channels} and out_channels "
+                             f"{out_channels}")
+        k = [int(kernel_size)] * self._nd if isinstance(kernel_size, int) else [int(v) for v in kernel_size]
+        self._config = dict(groups=int(groups), data_format=data_format or self._format, **config)
+        if dtype is not None:
+            self._dtype = dtype
+        if self._transposed:
+            self.weight = self.create_parameter([in_channels, out_channels // groups, *k], weight_attr)
+        else:
+            std = math.sqrt(2.0 / (math.prod(k) * in_channels))
+            self.weight = self.create_parameter([out_channels, in_channels // groups, *k], weight_attr,
+                                                default_initializer=init.Normal(0.0, std))
+        self.bias = self.create_parameter([out_channels], False if bias is False else bias_attr, is_bias=True)
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x, output_size=None):
+        extra = {"output_size": output_size} if self._transposed else {}
+        return type(self)._fn(x, self.weight, _param(self, "bias"), name=self._full_name, **self._config, **extra)
+
+
+class _Conv(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, *,
+                 bias=True, padding_mode="zeros", device=None, dtype=None, weight_attr=None, bias_attr=None,
+                 data_format=None):
+        super().__init__()
+        self._make(in_channels, out_channels, kernel_size, groups, bias, padding_mode, device, dtype, weight_attr,
+                   bias_attr, data_format, stride=stride, padding=padding, dilation=dilation)
+
+
+class _ConvTranspose(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, dilation=1,
+                 groups=1, weight_attr=None, bias_attr=None, data_format=None):
+        super().__init__()
+        self._make(in_channels, out_channels, kernel_size, groups, True, "zeros", None, None, weight_attr, bias_attr,
+                   data_format, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
+
+
+class Conv2D(_Conv):
     """2-D convolution; `depthwise_conv2d` when groups == in_channels, as PaddlePaddle writes.
     Weight [out_channels, in_channels/groups, kh, kw], Normal(0, sqrt(2 / (kh*kw*in_channels))).
 
@@ -73,90 +127,47 @@ class Conv2D(Layer):
         (-1, 8, 16, 16)
     """
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
-        super().__init__()
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv2D: padding_mode {padding_mode!r} is not supported; pad the input "
-                             f"(pg.pad) and use padding_mode='zeros'")
-        if in_channels % groups:
-            raise ValueError(f"Conv2D: in_channels {in_channels} is not divisible by groups {groups}")
-        self._config = dict(stride=stride, padding=padding, dilation=dilation, groups=int(groups),
-                            data_format=data_format)
-        kh, kw = _pair(kernel_size)
-        std = math.sqrt(2.0 / (kh * kw * in_channels))
-        self.weight = self.create_parameter([out_channels, in_channels // groups, kh, kw], weight_attr,
-                                            default_initializer=init.Normal(0.0, std))
-        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
-
-    def forward(self, x):
-        return F.conv2d(x, self.weight, _param(self, "bias"), name=self._full_name, **self._config)
+    _nd, _fn, _format = 2, staticmethod(F.conv2d), "NCHW"
 
 
-class Conv1D(Layer):
+class Conv1D(_Conv):
     """1-D convolution of [N, C, L] (NCL) or [N, L, C] (NLC) input; weight [out_channels,
     in_channels/groups, k] (F.conv1d: a conv2d over a height-1 image, as PaddlePaddle's)."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCL"):
-        super().__init__()
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv1D: padding_mode {padding_mode!r} is not supported; pad the input "
-                             f"(F.pad) and use padding_mode='zeros'")
-        if in_channels % groups:
-            raise ValueError(f"Conv1D: in_channels {in_channels} is not divisible by groups {groups}")
-        k = int(kernel_size if isinstance(kernel_size, int) else kernel_size[0])
-        self._config = dict(stride=stride, padding=padding, dilation=dilation, groups=int(groups),
-                            data_format=data_format)
-        self.weight = self.create_parameter([out_channels, in_channels // groups, k], weight_attr,
-                                            default_initializer=init.Normal(0.0, math.sqrt(2.0 / (k * in_channels))))
-        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
-
-    def forward(self, x):
-        return F.conv1d(x, self.weight, _param(self, "bias"), name=self._full_name, **self._config)
+    _nd, _fn, _format = 1, staticmethod(F.conv1d), "NCL"
 
 
-class Conv3D(Layer):
-    """3-D convolution; weight [out_channels, in_channels/groups, kd, kh, kw],
-    Normal(0, sqrt(2 / (kd*kh*kw*in_channels)))."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCDHW"):
-        super().__init__()
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv3D: padding_mode {padding_mode!r} is not supported")
-        k = [int(kernel_size)] * 3 if isinstance(kernel_size, int) else [int(v) for v in kernel_size]
-        self._config = dict(stride=stride, padding=padding, dilation=dilation, groups=int(groups),
-                            data_format=data_format)
-        std = math.sqrt(2.0 / (math.prod(k) * in_channels))
-        self.weight = self.create_parameter([out_channels, in_channels // groups, *k], weight_attr,
-                                            default_initializer=init.Normal(0.0, std))
-        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
-
-    def forward(self, x):
-        return F.conv3d(x, self.weight, _param(self, "bias"), name=self._full_name, **self._config)
+class Conv3D(_Conv):
+    """3-D convolution; weight [out_channels, in_channels/groups, kd, kh, kw]."""
+    _nd, _fn, _format = 3, staticmethod(F.conv3d), "NCDHW"
 
 
-class Conv2DTranspose(Layer):
+class Conv2DTranspose(_ConvTranspose):
     """2-D transposed convolution; weight [in_channels, out_channels/groups, kh, kw]."""
+    _nd, _fn, _format = 2, staticmethod(F.conv2d_transpose), "NCHW"
+
+
+class Conv1DTranspose(_ConvTranspose):
+    """1-D transposed convolution; weight [in_channels, out_channels/groups, k]. (Its
+    positional order after output_padding is groups, dilation, as PaddlePaddle's.)"""
+    _nd, _fn, _format = 1, staticmethod(F.conv1d_transpose), "NCL"
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 dilation=1, weight_attr=None, bias_attr=None, data_format="NCHW"):
-        super().__init__()
-        self._config = dict(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
-                            groups=int(groups), data_format=data_format)
-        self.weight = self.create_parameter([in_channels, out_channels // groups, *_pair(kernel_size)], weight_attr)
-        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
+                 dilation=1, weight_attr=None, bias_attr=None, data_format="NCL"):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups,
+                         weight_attr, bias_attr, data_format)
 
-    def forward(self, x, output_size=None):
-        return F.conv2d_transpose(x, self.weight, _param(self, "bias"), output_size=output_size,
-                                  name=self._full_name, **self._config)
+
+class Conv3DTranspose(_ConvTranspose):
+    """3-D transposed convolution; weight [in_channels, out_channels/groups, kd, kh, kw]."""
+    _nd, _fn, _format = 3, staticmethod(F.conv3d_transpose), "NCDHW"
 
 
 class GroupNorm(Layer):
-    def __init__(self, num_groups, num_channels, epsilon=1e-5, weight_attr=None, bias_attr=None,
-                 data_format="NCHW", name=None):
-        super().__init__(name)
+    def __init__(self, num_groups, num_channels, epsilon=1e-5, *, affine=True, device=None, dtype=None,
+                 weight_attr=None, bias_attr=None, data_format="NCHW", name=None):
+        super().__init__(name, dtype or "float32")
+        if not affine:
+            weight_attr = bias_attr = False
         self._groups, self._epsilon, self._format = int(num_groups), float(epsilon), data_format
         self.weight = self.create_parameter([num_channels], weight_attr, default_initializer=init.Constant(1.0))
         self.bias = self.create_parameter([num_channels], bias_attr, is_bias=True)
@@ -167,23 +178,26 @@ class GroupNorm(Layer):
 
 
 class InstanceNorm2D(Layer):
+    """Instance normalization (F.instance_norm); InstanceNorm1D/3D are the same over other ranks."""
+    _format = "NCHW"
+
     def __init__(self, num_features, epsilon=1e-5, momentum=0.9, weight_attr=None, bias_attr=None,
-                 data_format="NCHW", name=None):
+                 data_format=None, name=None):
         super().__init__(name)
-        if data_format != "NCHW":
-            raise ValueError("InstanceNorm2D: only data_format='NCHW' is supported")
+        self._data_format = data_format or self._format
         self._epsilon = float(epsilon)
         self.scale = self.create_parameter([num_features], weight_attr, default_initializer=init.Constant(1.0))
         self.bias = self.create_parameter([num_features], bias_attr, is_bias=True)
 
     def forward(self, x):
         return F.instance_norm(x, weight=_param(self, "scale"), bias=_param(self, "bias"), eps=self._epsilon,
-                               name=self._full_name)
+                               data_format=self._data_format, name=self._full_name)
 
 
 class BatchNorm(Layer):
     """Batch normalization over the channel dim; running statistics in `_mean`/`_variance`
     (updated in training mode, used in eval mode)."""
+    _op_type = "batch_norm"
 
     def __init__(self, num_features, momentum=0.9, epsilon=1e-5, weight_attr=None, bias_attr=None,
                  data_format="NCHW", use_global_stats=None, name=None):
@@ -199,25 +213,102 @@ class BatchNorm(Layer):
                                                                         trainable=False))
 
     def forward(self, x):
-        return F.batch_norm(x, self._mean, self._variance, _param(self, "weight"), _param(self, "bias"),
-                            training=self.training, momentum=self._momentum, epsilon=self._epsilon,
-                            data_format=self._data_format, use_global_stats=self._use_global_stats,
-                            name=self._full_name)
+        return F.norm.batch_norm_op(self._op_type, x, self._mean, self._variance, _param(self, "weight"),
+                                    _param(self, "bias"), self.training, self._momentum, self._epsilon,
+                                    self._data_format, self._use_global_stats, self._full_name)
 
 
 class BatchNorm1D(BatchNorm):
-    pass
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-5, weight_attr=None, bias_attr=None,
+                 data_format="NCL", use_global_stats=None, name=None):
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats, name)
 
 
 class BatchNorm2D(BatchNorm):
     pass
 
 
+class BatchNorm3D(BatchNorm):
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-5, weight_attr=None, bias_attr=None,
+                 data_format="NCDHW", use_global_stats=None, name=None):
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats, name)
+
+
+class SyncBatchNorm(BatchNorm):
+    """Batch normalization with the statistics of the global batch: op sync_batch_norm,
+    whose kernel all-reduces them over the data-parallel ranks (one process: batch_norm's)."""
+    _op_type = "sync_batch_norm"
+
+
+class InstanceNorm1D(InstanceNorm2D):
+    _format = "NCL"
+
+
+class InstanceNorm3D(InstanceNorm2D):
+    _format = "NCDHW"
+
+
+class PReLU(Layer):
+    """F.prelu with `num_parameters` weights (1: one for all, else one per channel) starting at `init`."""
+
+    def __init__(self, num_parameters=1, init=0.25, weight_attr=None, data_format="NCHW", name=None):
+        super().__init__(name)
+        self._data_format = data_format
+        self._weight = self.create_parameter([int(num_parameters)], weight_attr,  # PaddlePaddle's name for it
+                                             default_initializer=_init.Constant(float(init)))
+
+    def forward(self, x):
+        return F.prelu(x, self._weight, self._data_format, name=self._full_name)
+
+
+class ParameterList(Layer):
+    """A list of parameters that belong to the owner."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        for param in parameters or ():
+            self.append(param)
+
+    def append(self, parameter):
+        self.add_parameter(str(len(self._parameters)), parameter)
+        return self
+
+    def __getitem__(self, index):
+        return getattr(self, str(index % len(self) if isinstance(index, int) and index < 0 else index))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return (getattr(self, key) for key in self._parameters)
+
+
+class Unflatten(Layer):
+    """Split dim `axis` into `shape` (a reshape)."""
+
+    def __init__(self, axis, shape, name=None):
+        super().__init__(name)
+        self._axis, self._shape = int(axis), [int(d) for d in shape]
+
+    def forward(self, x):
+        axis = self._axis % x.ndim
+        dims = [d if d >= 0 else -1 for d in x.shape]
+        target = dims[:axis] + self._shape + dims[axis + 1:]
+        if target.count(-1) > 1:
+            raise ValueError(f"Unflatten: {x.name} {x.type_string()} has too many unknown dims to reshape")
+        return T.reshape(x, target)
+
+
 class LayerNorm(Layer):
     """Normalizes over the trailing `normalized_shape` dims; weight Constant(1), bias Constant(0)."""
 
-    def __init__(self, normalized_shape, epsilon=1e-5, weight_attr=None, bias_attr=None, name=None):
-        super().__init__(name)
+    def __init__(self, normalized_shape, epsilon=1e-5, *, elementwise_affine=True, bias=True, device=None,
+                 dtype=None, weight_attr=None, bias_attr=None, name=None):
+        super().__init__(name, dtype or "float32")
+        if not elementwise_affine:
+            weight_attr = bias_attr = False
+        elif not bias:
+            bias_attr = False
         self._shape = [int(normalized_shape)] if isinstance(normalized_shape, int) else list(normalized_shape)
         self._epsilon = float(epsilon)
         size = math.prod(self._shape)
@@ -232,11 +323,22 @@ class LayerNorm(Layer):
 class Embedding(Layer):
     """Lookup table [num_embeddings, embedding_dim] (lookup_table_v2)."""
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, sparse=False, weight_attr=None,
-                 name=None):
-        super().__init__(name)
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0, *,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None,
+                 weight_attr=None, name=None):
+        super().__init__(name, dtype or "float32")
+        if max_norm is not None or scale_grad_by_freq:
+            raise ValueError("Embedding: max_norm and scale_grad_by_freq are not supported (no embedding_renorm op)")
         self._padding_idx, self._sparse = padding_idx, sparse
+        if _weight is not None:  # the table's starting value, as PaddlePaddle's
+            value = _weight.numpy() if isinstance(_weight, Tensor) else _weight
+            weight_attr = ParamAttr(initializer=init.Assign(value), trainable=not _freeze)
+        elif _freeze:
+            weight_attr = ParamAttr.of(weight_attr) or ParamAttr()
+            weight_attr.trainable = False
         self.weight = self.create_parameter([int(num_embeddings), int(embedding_dim)], weight_attr)
+        if device is not None:
+            self.to(device)
 
     def forward(self, x):
         return F.embedding(x, self.weight, padding_idx=self._padding_idx, sparse=self._sparse, name=self._full_name)
@@ -246,7 +348,7 @@ class Dropout(Layer):
     """Dropout with probability p (upscale_in_train by default, as paddle.nn.Dropout);
     off in eval mode."""
 
-    def __init__(self, p=0.5, axis=None, mode="upscale_in_train", name=None):
+    def __init__(self, p=0.5, inplace=False, axis=None, mode="upscale_in_train", name=None):
         super().__init__(name)
         self.p, self.axis, self.mode = float(p), axis, mode
 
@@ -303,38 +405,58 @@ class Flatten(Layer):
         return T.flatten(x, self.start_axis, self.stop_axis)
 
 
-class _Activation(Layer):
-    """A layer applying one activation function with fixed keyword arguments."""
+REQUIRED = object()  # a function layer's option without a default
+
+
+class FunctionLayer(Layer):
+    """A layer calling one function of keel.nn.functional on its inputs with the options it
+    was made with (and, for the dropouts, `training` from its mode)."""
     _fn = None
+    _pass_training = False
 
-    def __init__(self, name=None, **kwargs):
+    def __init__(self, name=None, **options):
         super().__init__(name)
-        self._kwargs = kwargs
+        self._options = options
 
-    def forward(self, x):
-        return type(self)._fn(x, **self._kwargs)
+    def forward(self, *inputs):
+        extra = {"training": self.training} if self._pass_training else {}
+        return type(self)._fn(*inputs, **self._options, **extra)
 
 
-def _activation(cls_name, fn, **defaults):
+def function_layer(cls_name, fn, defaults=None, fixed=None, pass_training=False):
+    """A FunctionLayer class `cls_name` whose constructor takes `defaults`' options, in
+    order, positionally or by name (REQUIRED ones must be given), and calls `fn` with them
+    and with `fixed`."""
+    defaults, fixed = dict(defaults or {}), dict(fixed or {})
+
     def __init__(self, *args, name=None, **kwargs):
+        if len(args) > len(defaults):
+            raise TypeError(f"{cls_name} takes at most {len(defaults)} options, got {len(args)}")
+        unknown = set(kwargs) - set(defaults)
+        if unknown:
+            raise TypeError(f"{cls_name} got unexpected option(s) {sorted(unknown)}")
         values = dict(defaults)
         values.update(zip(defaults, args))
         values.update(kwargs)
-        _Activation.__init__(self, name, **values)
-    return type(cls_name, (_Activation,), {"_fn": staticmethod(fn), "__init__": __init__,
-                                           "__doc__": f"paddle.nn.{cls_name}: applies `{fn.__name__}`."})
+        missing = [k for k, v in values.items() if v is REQUIRED]
+        if missing:
+            raise TypeError(f"{cls_name} needs {', '.join(missing)}")
+        FunctionLayer.__init__(self, name, **values, **fixed)
+    return type(cls_name, (FunctionLayer,), {"_fn": staticmethod(fn), "_pass_training": pass_training,
+                                            "__init__": __init__,
+                                            "__doc__": f"paddle.nn.{cls_name}: applies `F.{fn.__name__}`."})
 
 
-ReLU = _activation("ReLU", F.relu)
-ReLU6 = _activation("ReLU6", F.relu6)
-GELU = _activation("GELU", F.gelu, approximate=False)
-Sigmoid = _activation("Sigmoid", F.sigmoid)
-Tanh = _activation("Tanh", F.tanh)
-Softmax = _activation("Softmax", F.softmax, axis=-1)
-LeakyReLU = _activation("LeakyReLU", F.leaky_relu, negative_slope=0.01)
-Hardswish = _activation("Hardswish", F.hardswish)
-Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid)
-Silu = _activation("Silu", F.silu)
+ReLU = function_layer("ReLU", F.relu)
+ReLU6 = function_layer("ReLU6", F.relu6)
+GELU = function_layer("GELU", F.gelu, {"approximate": False})
+Sigmoid = function_layer("Sigmoid", F.sigmoid)
+Tanh = function_layer("Tanh", F.tanh)
+Softmax = function_layer("Softmax", F.softmax, {"axis": -1})
+LeakyReLU = function_layer("LeakyReLU", F.leaky_relu, {"negative_slope": 0.01})
+Hardswish = function_layer("Hardswish", F.hardswish)
+Hardsigmoid = function_layer("Hardsigmoid", F.hardsigmoid)
+Silu = function_layer("Silu", F.silu)
 
 
 class Identity(Layer):
@@ -431,15 +553,8 @@ class LayerDict(Layer):
 
 
 # -- losses: each keeps its options and calls its function of keel.nn.functional ------------
-class _Loss(Layer):
-    _fn = None
-
-    def __init__(self, name=None, **options):
-        super().__init__(name)
-        self._options = options
-
-    def forward(self, *inputs):
-        return type(self)._fn(*inputs, **self._options)
+class _Loss(FunctionLayer):
+    """A loss layer: its options, then its function of keel.nn.functional."""
 
 
 class CrossEntropyLoss(_Loss):

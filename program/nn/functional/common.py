@@ -82,7 +82,7 @@ def dropout(x, p=0.5, axis=None, training=True, inplace=False, mode="upscale_in_
 
 
 def _channel_dropout(layer, x, p, training, data_format, nd, name):
-    formats = {1: ("NCL", "NLC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}[nd]
+    formats = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}[nd]
     if data_format not in formats:
         _fail(layer, f"data_format must be {formats[0]!r} or {formats[1]!r}, got {data_format!r}", AttrError)
     if x.ndim != nd + 2:
@@ -90,9 +90,14 @@ def _channel_dropout(layer, x, p, training, data_format, nd, name):
     return dropout(x, p, [0, 1] if data_format == formats[0] else [0, nd + 1], training, name=name)
 
 
-def dropout1d(x, p=0.5, training=True, data_format="NCL", name=None):
-    """Zero whole channels of a 3-d input."""
-    return _channel_dropout("dropout1d", x, p, training, data_format, 1, name)
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a [N, C, L] (or [C, L]) input; as PaddlePaddle's, one draw per
+    channel serves the whole batch (dropout along axis 1)."""
+    if input.ndim not in (2, 3):
+        _fail("dropout1d", f"expects a 2-d or 3-d input, got {input.name} {input.type_string()}")
+    if input.ndim == 2:
+        return T.squeeze(dropout(T.unsqueeze(input, [0]), p, 1, training), [0])
+    return dropout(input, p, 1, training)
 
 
 def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None):

@@ -39,7 +39,14 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     """Batch normalization (op batch_norm). Training (and use_global_stats not True)
     normalizes by the batch's statistics and updates running_mean/running_var in place
     (running = momentum * running + (1 - momentum) * batch); else it uses the running ones."""
-    layer = "batch_norm"
+    return batch_norm_op("batch_norm", x, running_mean, running_var, weight, bias, training, momentum, epsilon,
+                         data_format, use_global_stats, name)
+
+
+def batch_norm_op(layer, x, running_mean, running_var, weight, bias, training, momentum, epsilon, data_format,
+                  use_global_stats, name):
+    """Append op batch_norm, or sync_batch_norm (the same slots; statistics all-reduced over
+    the data-parallel ranks), with PaddlePaddle's output names."""
     _require_float(layer, x)
     layout = _layout(layer, data_format)
     if not 2 <= x.ndim <= 5:
