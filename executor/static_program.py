@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 
 from keel.executor.checkpoint import _host, _persistables  # one walk over a program's persistables
-from keel.executor.place import CPUPlace
+from keel.executor.place import CPUPlace, CUDAPlace
 from keel.executor.scope import global_scope
 from keel.program.errors import KeelError
 from keel.program.io import state_file
 from keel.program.io.atomic import FileSet, atomic_write
 
-__all__ = ["CompiledProgram", "BuildStrategy", "ExecutionStrategy", "cpu_places", "save", "load"]
+__all__ = ["CompiledProgram", "BuildStrategy", "ExecutionStrategy", "cpu_places", "cuda_places", "save", "load",
+           "load_program_state", "set_program_state"]
 
 
 class BuildStrategy:
@@ -58,6 +59,13 @@ def cpu_places(device_count: int | None = None) -> list:
     return [CPUPlace() for _ in range(int(device_count))]
 
 
+def cuda_places(device_ids=None) -> list:
+    """CUDA places for `device_ids` (default: every GPU cupy sees; cupy is needed then)."""
+    if device_ids is None:
+        device_ids = range(CUDAPlace(0).xp.cuda.runtime.getDeviceCount())
+    return [CUDAPlace(int(i)) for i in device_ids]
+
+
 class StaticStateError(KeelError, ValueError):
     """A static.save/load file set that is missing, damaged or does not fit the program."""
 
@@ -88,37 +96,75 @@ def save(program, model_path, protocol=4, **configs) -> None:
         fs.commit()
 
 
-def load(program, model_path, executor=None, var_list=None) -> None:
-    """Read model_path.pdparams (and .pdopt when present) into the global scope: the values
-    of `program`'s persistables (or of `var_list`'s). Every problem (a value missing, a
-    shape or dtype that does not fit) is reported at once, and nothing is set then."""
+def _prefix(model_path) -> str:
     prefix = os.fspath(model_path)
     for suffix in (".pdparams", ".pdopt", ".pdmodel"):
         if prefix.endswith(suffix):
-            prefix = prefix[:-len(suffix)]
+            return prefix[:-len(suffix)]
+    return prefix
+
+
+def load_program_state(model_path, var_list=None) -> dict:
+    """{name: array} of the values static.save wrote at model_path (.pdparams, and .pdopt
+    when present); only those of `var_list` when given."""
+    prefix = _prefix(model_path)
     if not os.path.exists(prefix + ".pdparams"):
         raise StaticStateError(f"static.load: {prefix}.pdparams does not exist")
     values = state_file.load(prefix + ".pdparams")
     if os.path.exists(prefix + ".pdopt"):
         values.update(state_file.load(prefix + ".pdopt"))
-    wanted = {var.name: var for var in _persistables(program)}
     if var_list is not None:
-        wanted = {v.name if hasattr(v, "name") else str(v): wanted.get(getattr(v, "name", v), v) for v in var_list}
+        names = [getattr(v, "name", v) for v in var_list]
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise StaticStateError(f"static.load({prefix}): no value for {missing}")
+        values = {n: values[n] for n in names}
+    return values
+
+
+def _fit(program, state: dict, source: str, require=None) -> dict:
+    """The values of `state` for `program`'s persistables, checked: every problem (a value
+    missing for a name of `require`, a shape that does not fit) reported at once."""
+    wanted = {var.name: var for var in _persistables(program)}
     problems, ready = [], {}
-    for name, var in wanted.items():
-        if name not in values:
-            if getattr(var, "is_parameter", False) or var_list is not None:
-                problems.append(f"{name}: not in {prefix}.pdparams/.pdopt")
+    for name in require or ():
+        if name not in state:
+            problems.append(f"{name}: not in {source}")
+    for name, value in state.items():
+        var = wanted.get(name)
+        if var is None:
             continue
-        value = values[name]
-        shape = [d for d in (var.shape or ())]
-        if shape and any(d >= 0 for d in shape) and (len(shape) != value.ndim or any(
-                d >= 0 and d != s for d, s in zip(shape, value.shape))):
+        value = _host(value)
+        shape = list(var.shape or ())
+        if shape and (len(shape) != value.ndim or any(d >= 0 and d != s for d, s in zip(shape, value.shape))):
             problems.append(f"{name}: the file holds shape {list(value.shape)}, the program {shape}")
             continue
         ready[name] = value
     if problems:
-        raise StaticStateError(f"static.load({prefix}): {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
+        raise StaticStateError(f"static.load({source}): {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
+    return ready
+
+
+def set_program_state(program, state_dict: dict) -> None:
+    """Put the values of `state_dict` ({name: array}) of `program`'s persistables in the
+    global scope (names the program lacks are skipped; a shape that does not fit is an error)."""
+    scope = global_scope()
+    for name, value in _fit(program, state_dict, "the state dict").items():
+        scope.set(name, value)
+
+
+def load(program, model_path, executor=None, var_list=None) -> None:
+    """Read model_path.pdparams (and .pdopt when present) into the global scope: the values
+    of `program`'s persistables (or of `var_list`'s). Every problem (a parameter missing, a
+    shape that does not fit) is reported at once, and nothing is set then."""
+    prefix = _prefix(model_path)
+    values = load_program_state(prefix)
+    if var_list is not None:
+        required = [getattr(v, "name", v) for v in var_list]
+        values = {n: values[n] for n in required if n in values}
+    else:
+        required = [var.name for var in _persistables(program) if var.is_parameter]
+    ready = _fit(program, values, f"{prefix}.pdparams/.pdopt", required)
     scope = global_scope()
     for name, value in ready.items():
         scope.set(name, value)

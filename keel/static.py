@@ -5,10 +5,12 @@ keel.executor (running: `Executor`, `global_scope`, `scope_guard`, `save`/`load`
 from keel.executor import Executor, Scope, global_scope, scope_guard  # noqa: F401
 from keel.executor.place import CPUPlace, CUDAPlace  # noqa: F401
 from keel.executor.static_program import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401
-                                          cpu_places, load, save)
+                                          cpu_places, cuda_places, load, load_program_state, save,
+                                          set_program_state)
 from keel.program import static as _static
 from keel.program.static import *  # noqa: F401,F403
 from keel.program.static import InputSpec, amp, nn  # noqa: F401
 
 __all__ = [*_static.__all__, "Executor", "Scope", "global_scope", "scope_guard", "CPUPlace", "CUDAPlace",
-           "CompiledProgram", "BuildStrategy", "ExecutionStrategy", "cpu_places", "save", "load"]
+           "CompiledProgram", "BuildStrategy", "ExecutionStrategy", "cpu_places", "cuda_places", "save", "load",
+           "load_program_state", "set_program_state"]

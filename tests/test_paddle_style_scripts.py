@@ -97,3 +97,37 @@ def test_static_load_refuses_values_that_do_not_fit(tmp_path):
         paddle.static.load(other, tmp_path / "a")
     with pytest.raises(ValueError, match="does not exist"):
         paddle.static.load(main, tmp_path / "missing")
+
+
+def test_program_state_and_serialization_functions(tmp_path):
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup), paddle.unique_name.guard():
+        x = paddle.static.data("x", [None, 3])
+        with paddle.static.device_guard("cpu"):
+            y = paddle.static.nn.fc(x, 2)
+        label = paddle.static.data("label", [None, 1], "int64")
+        acc = paddle.static.accuracy(paddle.nn.functional.softmax(y), label)
+        w = paddle.static.create_parameter([2], "float32", name="extra_w")
+    exe = paddle.static.Executor()
+    exe.run(startup)
+    paddle.static.save(main, tmp_path / "m")
+    state = paddle.static.load_program_state(str(tmp_path / "m"))
+    assert {"fc_0.w_0", "fc_0.b_0", "extra_w"} <= set(state)
+    assert list(paddle.static.load_program_state(str(tmp_path / "m"), var_list=[w])) == ["extra_w"]
+    paddle.static.set_program_state(main, {"fc_0.b_0": np.array([1.0, 2.0], "float32"), "unused": np.zeros(1)})
+    np.testing.assert_array_equal(paddle.static.global_scope().get("fc_0.b_0"), [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"fc_0.b_0: the file holds shape \[3\], the program \[2\]"):
+        paddle.static.set_program_state(main, {"fc_0.b_0": np.zeros(3, "float32")})
+
+    blob = paddle.static.serialize_program([x], [y], program=main)
+    paddle.static.save_to_file(str(tmp_path / "p.pdmodel"), blob)
+    program = paddle.static.deserialize_program(paddle.static.load_from_file(str(tmp_path / "p.pdmodel")))
+    assert program == paddle.static.normalize_program(main, [x], [y])
+    xs = np.ones((2, 3), "float32")
+    want, got_acc = exe.run(main, feed={"x": xs, "label": np.zeros((2, 1), "int64")}, fetch_list=[y, acc])
+    got, = exe.run(program, feed={"x": xs})
+    np.testing.assert_allclose(got, want)
+    assert 0.0 <= float(got_acc) <= 1.0
+    with pytest.raises(ValueError, match="device_guard"):
+        with paddle.static.device_guard("tpu"):
+            pass
