@@ -110,6 +110,15 @@ def test_layers_functions_sample():
     both("max_pool1d", [x], kernel_size=3, stride=2, padding=1, return_mask=True)
     both("avg_pool2d", [img], kernel_size=3, stride=2, padding=1, ceil_mode=True)
     both("avg_pool2d", [img], kernel_size=3, stride=2, padding=1, exclusive=False)
+    # not exclusive with ceil_mode or a larger trailing padding: the divisor stops at the
+    # input's end plus the leading padding
+    for kwargs in (dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, exclusive=False),
+                   dict(kernel_size=3, stride=2, padding=[0, 1, 1, 1], ceil_mode=True, exclusive=False),
+                   dict(kernel_size=2, stride=2, padding=[0, 1, 0, 1], exclusive=False)):
+        both("avg_pool2d", [img], **kwargs)
+    vol = rng.standard_normal((1, 2, 5, 6, 7)).astype("float32")
+    both("avg_pool3d", [vol], kernel_size=3, stride=2, padding=1, ceil_mode=True, exclusive=False)
+    both("avg_pool3d", [vol], kernel_size=2, stride=2, padding=[0, 1, 1, 0, 0, 1], ceil_mode=True, exclusive=False)
     both("avg_pool2d", [img], kernel_size=2, divisor_override=3)
     both("adaptive_max_pool2d", [img], output_size=[3, 4], return_mask=True)
     both("adaptive_avg_pool1d", [x], output_size=4)
