@@ -357,3 +357,25 @@ def test_the_functions_written_in_ops_in_both_modes():
     np.testing.assert_allclose(run_both(lambda t: F.channel_shuffle(t, 2), img), img[:, [0, 2, 1, 3]])
     x = rng.standard_normal((1, 2, 4, 6))
     np.testing.assert_allclose(run_both(lambda t: F.pixel_shuffle(F.pixel_unshuffle(t, 2), 2), x), x)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: paddle.nn.Conv1DTranspose(3, 2, 3, stride=2, output_padding=1), (2, 3, 5)),
+    (lambda: paddle.nn.Conv3DTranspose(3, 2, 2, stride=2), (1, 3, 2, 3, 2)),
+    (lambda: paddle.nn.PReLU(3), (2, 3, 4)), (lambda: paddle.nn.BatchNorm3D(3), (2, 3, 2, 2, 2)),
+    (lambda: paddle.nn.InstanceNorm1D(3), (2, 3, 5)), (lambda: paddle.nn.GroupNorm(3, 3, affine=False), (2, 3, 4)),
+    (lambda: paddle.nn.ReflectionPad2D([1, 0, 2, 1]), (1, 3, 4, 4)), (lambda: paddle.nn.Maxout(3), (1, 6, 2, 2)),
+    (lambda: paddle.nn.AvgPool3D(2, ceil_mode=True, exclusive=False), (1, 3, 3, 5, 5)),
+    (lambda: paddle.nn.UpsamplingBilinear2D(scale_factor=2), (1, 3, 2, 3)),
+    (lambda: paddle.nn.Unflatten(1, [3, 1]), (2, 3, 4)), (lambda: paddle.nn.ChannelShuffle(3), (1, 6, 2, 2)),
+], ids=lambda v: "" if callable(v) else str(v))
+def test_new_layer_classes_run_the_same_in_both_modes(make, shape):
+    layer = make()
+    x = rng.standard_normal(shape).astype("float32")
+    layer.eval()
+    eager = layer(paddle.to_tensor(x)).numpy()
+    main, startup = pg.Program(), pg.Program()
+    with pg.program_guard(main, startup):
+        y = layer(pg.data("x", list(shape)))
+    static, = Executor().run(main, feed={"x": x}, fetch_list=[y])     # the global scope holds the layer's values
+    np.testing.assert_allclose(eager, static, rtol=1e-6, atol=1e-7)
