@@ -48,6 +48,7 @@ static = _importlib.import_module(f"{__name__}.static")
 for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
                        "regularizer": regularizer, "vision": vision, "inference": inference,
                        "metric": metric, "callbacks": callbacks, "static.amp": static.amp, "static.nn": static.nn,
-                       "nn.functional": nn.functional, "nn.initializer": nn.initializer, "incubate": incubate,
+                       "nn.functional": nn.functional, "nn.initializer": nn.initializer, "nn.utils": nn.utils,
+                       "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module

@@ -7,7 +7,7 @@ The fluid-era builder functions of `keel.program.nn` (`fc`, `conv2d`, `batch_nor
 is PaddlePaddle 3's, over logits."""
 from keel.program import initializer  # noqa: F401
 from keel.program.gradient_clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa: F401
-from keel.program.nn import functional  # noqa: F401
+from keel.program.nn import functional, utils  # noqa: F401
 from keel.program.nn import function_layers as _function_layers, layers as _layers, transformer as _transformer
 from keel.program.nn.function_layers import *  # noqa: F401,F403
 from keel.program.nn.layer import Layer, LayerParameter  # noqa: F401
@@ -17,4 +17,4 @@ from keel.program.nn.transformer import *  # noqa: F401,F403
 
 __all__ = ["Layer", "LayerParameter", *_layers.__all__, *_function_layers.__all__, *_transformer.__all__, "LSTM",
            "GRU", "SimpleRNN",
-           "functional", "initializer", "ClipGradByValue", "ClipGradByNorm", "ClipGradByGlobalNorm"]
+           "functional", "initializer", "utils", "ClipGradByValue", "ClipGradByNorm", "ClipGradByGlobalNorm"]

@@ -379,3 +379,22 @@ def test_new_layer_classes_run_the_same_in_both_modes(make, shape):
         y = layer(pg.data("x", list(shape)))
     static, = Executor().run(main, feed={"x": x}, fetch_list=[y])     # the global scope holds the layer's values
     np.testing.assert_allclose(eager, static, rtol=1e-6, atol=1e-7)
+
+
+def test_nn_utils_clip_and_flatten_gradients_in_place():
+    params = [paddle.to_tensor(rng.standard_normal((2, 3)), stop_gradient=False),
+              paddle.to_tensor(rng.standard_normal(4), stop_gradient=False)]
+    (params[0].sum() * 3 + (params[1] * 4).sum()).backward()          # grads 3 (x6) and 4 (x4)
+    total = paddle.nn.utils.clip_grad_norm_(params, 1.0)
+    norm = np.sqrt(6 * 9 + 4 * 16)
+    np.testing.assert_allclose(float(total), norm, rtol=1e-12)
+    np.testing.assert_allclose(params[0].grad.numpy(), np.full((2, 3), 3 / (norm + 1e-6)), rtol=1e-12)
+    paddle.nn.utils.clip_grad_value_(params, 0.2)
+    for p in params:                                                     # 0.28 and 0.37 -> 0.2 (a float32 bound)
+        np.testing.assert_allclose(p.grad.numpy(), 0.2, rtol=1e-7)
+    vec = paddle.nn.utils.parameters_to_vector(params)
+    assert vec.shape == [10]
+    paddle.nn.utils.vector_to_parameters(vec * 0, params)
+    assert not params[0].numpy().any() and not params[1].numpy().any()
+    with pytest.raises(ValueError, match="norm_type"):
+        paddle.nn.utils.clip_grad_norm_(params, 1.0, norm_type=3)

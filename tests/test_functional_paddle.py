@@ -236,3 +236,23 @@ def test_embedding_and_the_distance_and_loss_layers_match_paddles():
                                                paddle.to_tensor(y))
         # (PaddlePaddle's p_norm raises to 1/p computed in float32: a few 1e-8 apart for p=1.5)
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_nn_utils_match_paddles(norm_type):
+    values = [rng.standard_normal((3, 4)), rng.standard_normal(5)]
+    grads = [rng.standard_normal(v.shape) * 3 for v in values]
+
+    def run(lib):
+        params = [lib.to_tensor(v, stop_gradient=False) for v in values]
+        loss = sum((p * lib.to_tensor(g)).sum() for p, g in zip(params, grads))
+        loss.backward()
+        total = lib.nn.utils.clip_grad_norm_(params, 1.5, norm_type)
+        clipped = [p.grad.numpy().copy() for p in params]
+        lib.nn.utils.clip_grad_value_(params, 0.1)
+        vec = lib.nn.utils.parameters_to_vector(params)
+        lib.nn.utils.vector_to_parameters(vec * 2, params)
+        return [total.numpy(), *clipped, *[p.grad.numpy() for p in params], vec.numpy(), *[p.numpy() for p in params]]
+
+    for ours, theirs in zip(run(keel), run(paddle)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
