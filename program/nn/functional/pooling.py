@@ -167,10 +167,14 @@ def _adaptive(layer, x, output_size, pool_type, return_mask, data_format, nd, na
         _fail(layer, f"expects a {nd + 2}-d input ({data_format}), got {x.name} {x.type_string()}")
     sizes = _output_size(layer, x, output_size, nd, channel_last)
     if pool_type == "max":
-        # PaddlePaddle pools adaptive max bins with the *_with_index op (its pool kernels do not)
+        # PaddlePaddle pools adaptive max bins with the *_with_index op (its pool kernels do
+        # not), which reads channel-first input: a channel-last one is transposed there and back
+        to_first, to_last = [0, nd + 1, *range(1, nd + 1)], [0, *range(2, nd + 2), 1]
+        xf = T.transpose(x, to_first) if channel_last else x
+        out, mask = pool_with_index(layer, xf, sizes, [1] * nd, [0] * nd, nd, adaptive=True, name=name)
         if channel_last:
-            _fail(layer, f"data_format {data_format!r} is not supported for adaptive max pooling", AttrError)
-        out, mask = pool_with_index(layer, x, sizes, [1] * nd, [0] * nd, nd, adaptive=True, name=name)
+            out = T.transpose(out, to_last)
+            mask = T.transpose(mask, to_last) if return_mask else mask
         return (out, mask) if return_mask else out
     return pool_nd(layer, x, "avg", sizes, [1] * nd, [0] * nd, "EXPLICIT", nd, data_format, adaptive=True,
                    name=name)
@@ -196,8 +200,10 @@ def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
                                  return_mask, "NCHW", 2, name))
 
 
-def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
-    return _adaptive("adaptive_max_pool2d", x, output_size, "max", return_mask, "NCHW", 2, name)
+def adaptive_max_pool2d(x, output_size, return_mask=False, name=None, *, data_format="NCHW"):
+    """Max over adaptive bins (op max_pool2d_with_index). `data_format="NHWC"` is Keel's
+    addition (PaddlePaddle's function is channel-first only)."""
+    return _adaptive("adaptive_max_pool2d", x, output_size, "max", return_mask, data_format, 2, name)
 
 
 def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
