@@ -6,6 +6,8 @@ download.
     python examples/paddle_functional_cnn.py
 """
 import keel as paddle  # import paddle
+import argparse
+
 import numpy as np
 
 nn = paddle.nn
@@ -67,4 +69,5 @@ def main():
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description="Train a small functional CNN eagerly on synthetic data.").parse_args()
     main()

@@ -6,8 +6,8 @@ PaddlePaddle with its first import line changed to `import paddle`.
     python examples/paddle_static_tutorial.py [out_dir]
 """
 import keel as paddle  # import paddle
+import argparse
 import os
-import sys
 import tempfile
 
 import numpy as np
@@ -58,4 +58,6 @@ def main(out_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())
+    parser = argparse.ArgumentParser(description="PaddlePaddle's static-graph workflow: train, save, load, serve.")
+    parser.add_argument("out_dir", nargs="?", help="where the files go (default: a new temporary directory)")
+    main(parser.parse_args().out_dir or tempfile.mkdtemp())

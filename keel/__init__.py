@@ -19,7 +19,6 @@ It holds no code of its own: `keel.program` (the IR, builder API, layers, io, ji
 """
 __version__ = "0.2.0"
 
-import importlib as _importlib
 import sys as _sys
 
 from keel.program import *  # noqa: F401,F403  (Program, data, nn, io, jit, static, optimizer, lr, seed, save, load, ...)
@@ -40,8 +39,8 @@ from keel.program import vision  # noqa: E402,F401
 # paddle.nn and paddle.static as PaddlePaddle 3.x has them (keel/nn.py, keel/static.py), in
 # place of the star import's keel.program.nn (Keel's static builders, fluid's cross_entropy
 # among them) and keel.program.static
-nn = _importlib.import_module(f"{__name__}.nn")
-static = _importlib.import_module(f"{__name__}.static")
+del nn, static  # the star import's; importing the submodules below binds them again
+from keel import nn, static  # noqa: E402
 
 # `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
 # packages' own modules under a second name (the same objects, not copies)
