@@ -223,7 +223,7 @@ def recompute_rows(data, seed=7):
             ids = paddle.static.data("ids", [-1, CONTEXT], "int64")
             targets = paddle.static.data("targets", [-1, CONTEXT], "int64")
             logits = model(ids)
-            loss = paddle.mean(paddle.nn.softmax_with_cross_entropy(
+            loss = paddle.mean(paddle.nn.functional.softmax_with_cross_entropy(
                 paddle.reshape(logits, [-1, logits.shape[-1]]), paddle.reshape(targets, [-1, 1])))
             opt = paddle.optimizer.AdamW(LR, parameters=model.parameters(), weight_decay=DECAY)
             if recompute:

@@ -207,7 +207,7 @@ def build_programs(model, context, learning_rate, warmup, total_steps, weight_de
             ids = paddle.static.data("ids", [-1, context], "int64")
             targets = paddle.static.data("targets", [-1, context], "int64")
             logits = model(ids)
-            loss = paddle.mean(paddle.nn.softmax_with_cross_entropy(
+            loss = paddle.mean(paddle.nn.functional.softmax_with_cross_entropy(
                 paddle.reshape(logits, [-1, logits.shape[-1]]), paddle.reshape(targets, [-1, 1])))
             if mode == "train":
                 no_decay = {p.name for n, p in model.named_parameters() if "norm" in n or n.endswith("bias")}

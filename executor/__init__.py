@@ -14,6 +14,7 @@ from keel.executor.inference import Config, PrecisionType, PredictorError, creat
 from keel.executor.place import CPUPlace, CUDAPlace
 from keel.executor.profiler import Profiler
 from keel.executor.scope import Scope, global_scope, scope_guard
+from keel.executor import static_program  # noqa: F401  (paddle.static's CompiledProgram, save/load, cpu_places)
 
 def _run_program(program, feed, fetch_names, scope, _executors={}):
     """program.default's runner (jit.load's layers called on arrays): one Executor per thread."""

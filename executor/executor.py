@@ -10,6 +10,7 @@ import numpy as np
 
 from keel.executor import feeds, lod
 from keel.executor import profiler as profiling
+from keel.executor.static_program import CompiledProgram
 from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.memory import tune_malloc
 from keel.executor.place import default_place
@@ -90,6 +91,8 @@ class Executor:
             [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
         """
         program = program if program is not None else default_main_program()
+        if isinstance(program, CompiledProgram):  # paddle.static.CompiledProgram runs as its program
+            program = program.program
         scope = scope if scope is not None else global_scope()
         feed = feed or {}
         block = program.block(block_idx)

@@ -26,7 +26,7 @@ from keel.program import *  # noqa: F401,F403  (Program, data, nn, io, jit, stat
 # The star import copied keel.program's module `program` (where Program is defined) over the
 # package's own name here: put the package back, before anything below imports keel.program.
 program = _sys.modules["keel.program"]
-from keel.program import incubate, io, jit, linalg, lr, nn, optimizer, regularizer, static  # noqa: F401
+from keel.program import incubate, io, jit, linalg, lr, optimizer, regularizer  # noqa: F401
 from keel.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
 from keel.executor import LoDTensor, create_lod_tensor  # noqa: F401  (feeds with a LoD: executor/lod.py)
 from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
@@ -44,16 +44,23 @@ from keel.hapi.model_summary import summary  # noqa: E402,F401
 from keel.program.dtype_names import *  # noqa: E402,F401,F403  (paddle.float32, paddle.int64, paddle.bool, ...)
 from keel.program.dtypes import get_default_dtype, set_default_dtype  # noqa: E402,F401
 
+# paddle.nn and paddle.static as PaddlePaddle 3.x has them (keel/nn.py, keel/static.py), in
+# place of the star import's keel.program.nn (Keel's static builders, fluid's cross_entropy
+# among them) and keel.program.static
+del nn, static  # the star import's; importing the submodules below binds them again
+from keel import nn, static  # noqa: E402
+
 # `from keel.static import InputSpec`, `import keel.nn as nn`: the submodules are the
 # packages' own modules under a second name (the same objects, not copies)
 for _name, _module in {"nn": nn, "static": static, "io": io, "jit": jit, "optimizer": optimizer, "lr": lr,
                        "regularizer": regularizer, "vision": vision, "inference": inference,
                        "metric": metric, "callbacks": callbacks, "optimizer.lr": lr, "linalg": linalg,
-                       "static.amp": static.amp, "incubate": incubate,
+                       "static.amp": static.amp, "static.nn": static.nn,
+                       "nn.functional": nn.functional, "nn.initializer": nn.initializer, "nn.utils": nn.utils,
+                       "incubate": incubate,
                        "incubate.optimizer": incubate.optimizer}.items():
     _sys.modules[f"{__name__}.{_name}"] = _module
-# paddle.vision.transforms, paddle.nn.initializer, paddle.DataParallel, paddle.amp (a line each, apart from the table above)
+# paddle.vision.transforms, paddle.DataParallel, paddle.amp (a line each, apart from the table above)
 _sys.modules[f"{__name__}.vision.transforms"] = vision.transforms
-_sys.modules[f"{__name__}.nn.initializer"] = nn.initializer
 from keel.distributed.data_parallel import DataParallel  # noqa: E402,F401
 import keel.amp as amp  # noqa: E402  (paddle.amp, eager decorate: `from keel import amp` would find the star import's static one)

@@ -11,9 +11,11 @@ Semantics follow PaddlePaddle's legacy ops (the phi CPU kernels are the referenc
   kernel: each tap assigned to its own cells, kernels/conv.py transpose_tiles_nchw).
 - pool2d: windows start at i*stride - pad_top and are clipped to the input
   ([max(start, 0), min(start + k, H))); avg divides by the clipped window size when
-  `exclusive` (or adaptive), else by kh*kw; max starts from -FLT_MAX. The window is reduced
-  by one elementwise max/add per window offset over a strided view (numpy reduces a view's
-  tiny trailing window axes ~25x slower). adaptive: avg over bins [floor(i*in/out),
+  `exclusive` (or adaptive), else by the window cut at the input's end plus its leading
+  padding (inclusive_pool_count: kh*kw but where ceil_mode or a larger trailing padding
+  runs past that); max starts from -FLT_MAX. The window is reduced by one elementwise
+  max/add per window offset over a strided view (numpy reduces a view's tiny trailing
+  window axes ~25x slower). adaptive: avg over bins [floor(i*in/out),
   ceil((i+1)*in/out)); max as PaddlePaddle's kernel runs it, windows of ksize from i*stride
   (see pool2d).
 - batch_norm: batch statistics use the biased variance, and so does the running-variance
@@ -423,6 +425,20 @@ def pool2d(xp, x, *, ksize, strides, paddings, ceil_mode, exclusive, data_format
                       global_pooling=global_pooling, adaptive=adaptive, padding_algorithm=padding_algorithm)(x)
 
 
+def inclusive_pool_count(xp, out_sizes, sizes, ksizes, strides, pads_before):
+    """The divisors of a non-exclusive average pool ([*out]), as PaddlePaddle's Pool2d/3d
+    functors compute them: along each axis a window runs from its unclipped start
+    (i*stride - pad_before) to min(start + k, size + pad_before): the leading padding counts
+    at both ends (not the trailing one, when it differs), and what ceil_mode adds past that
+    does not; a window wholly past it divides by 0."""
+    count = None
+    for o, n, k, st, p in zip(out_sizes, sizes, ksizes, strides, pads_before):
+        start = xp.arange(o) * st - p
+        extent = xp.minimum(start + k, n + p) - start
+        count = extent if count is None else xp.multiply.outer(count, extent)
+    return count
+
+
 def _pool_plan(xp, shape, dtype, *, ksize, strides, paddings, ceil_mode, exclusive, data_format, pooling_type,
                global_pooling, adaptive, padding_algorithm):
     """pool2d of an input of this shape and dtype, as a function of the input."""
@@ -480,12 +496,14 @@ def _pool_plan(xp, shape, dtype, *, ksize, strides, paddings, ceil_mode, exclusi
         count = (ch[:, None] * cw[None, :]).astype(cdt)
         count = count[:, :, None] if channel_last else count
     else:
-        count = kh * kw
+        count = inclusive_pool_count(np, (oh, ow), (h, w), (kh, kw), (sh, sw), (top, left)).astype(cdt)
+        count = xp.asarray(count[:, :, None] if channel_last else count)
 
     def avg_pool(x):
         xpad = _pad_spatial(xp, x.astype(cdt, copy=False), full_pads, channel_last, 0.0)
         total = _window_reduce(xp, xpad, oh, ow, kh, kw, sh, sw, channel_last, xp.add)
-        total /= count
+        with np.errstate(invalid="ignore"):  # a window wholly past the input and its padding: 0/0, as in PaddlePaddle
+            total /= count
         return total.astype(x.dtype, copy=False)
     return avg_pool
 
@@ -1336,9 +1354,10 @@ def pool2d_grad(xp, x, out, dout, *, ksize, strides, paddings, ceil_mode, exclus
             cw = xp.minimum(ws + kw, w) - xp.maximum(ws, 0)
             count = ch[:, None] * cw[None, :]
         else:
-            count = xp.full((1, 1), kh * kw)
+            count = xp.asarray(inclusive_pool_count(np, (oh, ow), (h, w), (kh, kw), (sh, sw), (top, left)))
         # Paddle's Pool2dGradFunctor: dX += float(1.0f / pool_size) * dOut
-        recip = (1.0 / count.astype(xp.float32)).astype(cdt)
+        with np.errstate(divide="ignore"):
+            recip = (1.0 / count.astype(xp.float32)).astype(cdt)
         share = dout_c * (recip[:, :, None] if channel_last else recip)
         for a in range(kh):
             for b in range(kw):

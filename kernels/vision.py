@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from keel.kernels.nn import (_FLT_MAX, _adaptive_windows, _as_list, _channel_last, _compute_dtype,
-                        _resolve_padding)
+                        _resolve_padding, inclusive_pool_count)
 from keel.kernels.registry import kernel
 from keel.kernels.tensor import check_index_range, scatter_add
 
@@ -344,7 +344,7 @@ class _PoolWindows:
     side (`taps`), one per window offset; adaptive bins by gathering their positions."""
 
     def __init__(self, sizes, ksizes, strides, pads, out_sizes, adaptive):
-        self.sizes, self.out_sizes = list(sizes), list(out_sizes)
+        self.sizes, self.out_sizes, self.pads = list(sizes), list(out_sizes), list(pads)
         self.adaptive, self.strides = adaptive, list(strides)
         self.index, self.valid = [], []
         for i, size in enumerate(sizes):
@@ -443,7 +443,9 @@ def _max_low(xp, dtype):
 
 
 def _pool_count(win, exclusive, adaptive, ksizes):
-    return win.count if (exclusive or adaptive) else np.full(win.count.shape, math.prod(ksizes))
+    if exclusive or adaptive:
+        return win.count
+    return inclusive_pool_count(np, win.out_sizes, win.sizes, ksizes, win.strides, win.pads[::2])
 
 
 def _pool_forward(xp, x, win, pooling_type, exclusive, adaptive, ksizes):
@@ -462,7 +464,8 @@ def _pool_forward(xp, x, win, pooling_type, exclusive, adaptive, ksizes):
     zero = xp.asarray(0, dtype=cdt)
     for _, tap, _, valid in win.taps(xp, x.astype(cdt, copy=False), 0.0):
         total += xp.where(xp.asarray(valid), tap, zero) if win.adaptive else tap
-    total /= xp.asarray(_pool_count(win, exclusive, adaptive, ksizes).astype(cdt))
+    with np.errstate(invalid="ignore"):  # a window wholly past the input and its padding: 0/0, as in PaddlePaddle
+        total /= xp.asarray(_pool_count(win, exclusive, adaptive, ksizes).astype(cdt))
     return total.astype(x.dtype, copy=False)
 
 
@@ -502,7 +505,8 @@ def _pool_grad(xp, x, out, dout, win, pooling_type, exclusive, adaptive, ksizes)
     dout_c = dout.astype(cdt, copy=False)
     n, c = x.shape[:2]
     if pooling_type == "avg":
-        recip = (1.0 / _pool_count(win, exclusive, adaptive, ksizes).astype(np.float32)).astype(cdt)
+        with np.errstate(divide="ignore"):
+            recip = (1.0 / _pool_count(win, exclusive, adaptive, ksizes).astype(np.float32)).astype(cdt)
         share = dout_c * xp.asarray(recip)
     if win.adaptive:
         if pooling_type == "max":

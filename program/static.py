@@ -1,15 +1,72 @@
-"""`program.static`: what PaddlePaddle's `paddle.static` offers that Keel's builder API does
-not already have under another name: `InputSpec`, the description of a model input that
-`program.jit.save` turns into a feed, and `static.nn`, the control flow (`cond`, `case`,
-`switch_case`, `while_loop`: program/control_flow.py)."""
+"""`program.static`: the program-side half of PaddlePaddle's `paddle.static`: `data`,
+`InputSpec` (a model input that `program.jit.save` turns into a feed), `Program`,
+`program_guard`, the default programs, `name_scope`, `append_backward`/`gradients`,
+`save_inference_model`/`load_inference_model`, `amp`, and `static.nn` (the
+builder layers and the control flow: program/static_nn.py). `keel.static` adds what runs
+programs (Executor, scopes, save/load, CompiledProgram, cpu_places), which lives in the executor package."""
 from __future__ import annotations
 
-from keel.program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
-from keel.program import control_flow as nn
-from keel.program.global_var import create_global_var  # noqa: F401
-from keel.program.layers.data import data
+import contextlib
 
-__all__ = ["InputSpec", "data", "nn", "amp", "create_global_var"]
+from keel.program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
+from keel.program import static_nn as nn
+from keel.program.backward import append_backward, gradients  # noqa: F401
+from keel.program.default import (default_main_program, default_startup_program, name_scope,  # noqa: F401
+                                  program_guard)
+from keel.program.global_var import create_global_var  # noqa: F401
+from keel.program.io.atomic import atomic_write
+from keel.program.io.inference_model import (_names, inference_program, load_inference_model,  # noqa: F401
+                                             save_inference_model)
+from keel.program.io.program_file import parse_program
+from keel.program.layers.data import data
+from keel.program.layers.parameter import create_parameter  # noqa: F401
+from keel.program.nn import accuracy  # noqa: F401
+from keel.program.program import Program  # noqa: F401
+from keel.program.variable import Variable  # noqa: F401
+
+__all__ = ["InputSpec", "data", "nn", "amp", "create_global_var", "Program", "Variable", "program_guard",
+           "default_main_program", "default_startup_program", "name_scope", "append_backward", "gradients",
+           "save_inference_model", "load_inference_model", "create_parameter", "accuracy", "device_guard",
+           "normalize_program", "serialize_program", "deserialize_program", "save_to_file", "load_from_file"]
+
+
+@contextlib.contextmanager
+def device_guard(device=None):
+    """PaddlePaddle's `static.device_guard`: ops built inside run on `device` ("cpu", "gpu",
+    "gpu:N" or None). Keel runs a program's ops on its Executor's place, copying host inputs
+    over where an op needs them, so the block only checks the name."""
+    if device is not None and not (device in ("cpu", "gpu") or str(device).startswith("gpu:")):
+        raise ValueError(f"device_guard: device must be 'cpu', 'gpu' or 'gpu:N', got {device!r}")
+    yield
+
+
+def normalize_program(program, feed_vars, fetch_vars, **kwargs):
+    """The inference program of `program` from `feed_vars` to `fetch_vars` (what
+    save_inference_model writes): pruned, with feed and fetch ops."""
+    return inference_program(program, _names(feed_vars, "feed_vars"), _names(fetch_vars, "fetch_vars"))
+
+
+def serialize_program(feed_vars, fetch_vars, **kwargs) -> bytes:
+    """normalize_program(kwargs' `program`, default the main program) as ProgramDesc bytes."""
+    program = kwargs.get("program") or default_main_program()
+    return normalize_program(program, feed_vars, fetch_vars).serialize_to_string()
+
+
+def deserialize_program(data: bytes):
+    """A Program from serialize_program's bytes (a ProgramDesc, or PIR JSON)."""
+    return parse_program(bytes(data), source="<serialized program>")
+
+
+def save_to_file(path, content: bytes) -> None:
+    """Write `content` (bytes) to `path`, atomically."""
+    if not isinstance(content, (bytes, bytearray)):
+        raise TypeError(f"save_to_file: content must be bytes, got {type(content).__name__}")
+    atomic_write(path, bytes(content))
+
+
+def load_from_file(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 class InputSpec:

@@ -195,3 +195,46 @@ def grad_cases() -> list[Case]:
     """Every `Case` in the CASES lists of tests/test_grad_*.py (some modules list other
     parameters under that name)."""
     return [c for module in case_modules() for c in getattr(module, "CASES", ()) if isinstance(c, Case)]
+
+
+def check_function_grads(fn, inputs: dict, wrt, rtol=1e-5, atol=1e-8, delta=1e-6, max_elems=24):
+    """Gradient check of a function composed of ops (keel.nn.functional's): a static
+    program computing `fn(**variables)` on float64/int `inputs`, loss = sum(out * w) with
+    fixed random weights, its appended gradients w.r.t. the inputs named in `wrt` compared
+    with central finite differences."""
+    main, startup = pg.Program(), pg.Program()
+    feed = {}
+    with pg.program_guard(main, startup), pg.unique_name.guard():
+        block = main.global_block()
+        variables = {}
+        for name, arr in inputs.items():
+            arr = np.asarray(arr)
+            var = block.create_var(name, arr.shape, str(arr.dtype), need_check_feed=True, stop_gradient=name not in wrt)
+            variables[name] = var
+            feed[name] = arr
+        out = fn(**variables)
+        w = block.create_var("w_out", out.shape, out.dtype_name, need_check_feed=True, stop_gradient=True)
+        feed["w_out"] = np.random.default_rng(1234).uniform(0.5, 1.5, out.shape).astype(out.dtype_name)
+        loss = pg.reduce_sum(out * w)
+        grads = pg.gradients([loss], [variables[n] for n in wrt])
+    exe, scope = Executor(CPUPlace()), Scope()
+
+    def run(f, fetch):
+        return exe.run(main, feed=f, fetch_list=fetch, scope=scope)
+
+    analytic = run(feed, grads)
+    pick = np.random.default_rng(0)
+    for name, got in zip(wrt, analytic):
+        size = got.size
+        idx = np.arange(size) if size <= max_elems else pick.choice(size, max_elems, replace=False)
+        numeric = []
+        for i in idx:
+            values = []
+            for sign in (1, -1):
+                f = dict(feed)
+                arr = feed[name].copy()
+                arr.flat[i] += sign * delta
+                f[name] = arr
+                values.append(float(run(f, [loss])[0]))
+            numeric.append((values[0] - values[1]) / (2 * delta))
+        np.testing.assert_allclose(got.reshape(-1)[idx], numeric, rtol=rtol, atol=atol, err_msg=f"d loss / d {name}")

@@ -98,6 +98,11 @@ CASES = [
                                                   paddings=[1, 1]), id="avg exclusive pad"),
     Case("pool2d", {"X": rand(2, 3, 7, 6)}, dict(_POOL, pooling_type="avg", ksize=[3, 3], strides=[2, 2],
                                                   paddings=[1, 1], exclusive=False), id="avg non-exclusive pad"),
+    # ceil_mode's extra window and a trailing padding larger than the leading one: the
+    # divisor stops at the input's end plus the leading padding, as in PaddlePaddle
+    Case("pool2d", {"X": rand(2, 3, 6, 7)}, dict(_POOL, pooling_type="avg", ksize=[3, 3], strides=[2, 2],
+                                                  paddings=[0, 1, 1, 1], ceil_mode=True, exclusive=False),
+         id="avg non-exclusive ceil asymmetric"),
     Case("pool2d", {"X": rand(2, 3, 7, 6)}, dict(_POOL, pooling_type="avg", ksize=[3, 2], strides=[2, 2],
                                                   paddings=[0, 1], ceil_mode=True), id="avg exclusive ceil"),
     Case("pool2d", {"X": rand(2, 7, 6, 3)}, dict(_POOL, pooling_type="avg", ksize=[3, 3], strides=[1, 2],

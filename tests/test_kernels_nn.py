@@ -268,6 +268,9 @@ def ref_pool2d(x, ksize, strides, pads4, pooling_type, exclusive, ceil_mode, ada
         else:
             hs = i * strides[0] - pads4[0]
             ws = j * strides[1] - pads4[2]
+            # not exclusive: PaddlePaddle divides by the window cut at the input's end plus
+            # the *leading* padding (tests/test_functional_paddle.py checks it against its outputs)
+            inclusive = (min(hs + ksize[0], h + pads4[0]) - hs) * (min(ws + ksize[1], w + pads4[2]) - ws)
             he, we = min(hs + ksize[0], h), min(ws + ksize[1], w)
             hs, ws = max(hs, 0), max(ws, 0)
         for b, ch in itertools.product(range(n), range(c)):
@@ -277,7 +280,7 @@ def ref_pool2d(x, ksize, strides, pads4, pooling_type, exclusive, ceil_mode, ada
                     v = max(v, x[b, ch, y, xx])
             else:
                 total = sum(x[b, ch, y, xx] for y, xx in itertools.product(range(hs, he), range(ws, we)))
-                count = (he - hs) * (we - ws) if (exclusive or adaptive) else ksize[0] * ksize[1]
+                count = (he - hs) * (we - ws) if (exclusive or adaptive) else inclusive
                 v = total / count if count else float("nan")
             out[b, ch, i, j] = v
     return out.transpose(0, 2, 3, 1) if nhwc else out

@@ -192,10 +192,10 @@ def test_conv1d_conv_transpose_group_and_instance_norm_layers_against_numpy():
     for p in main.all_parameters():
         scope.set(p.name, rng.standard_normal(p.shape).astype(np.float32))
     got = Executor().run(main, feed={"seq": seq, "img": img, "img2": img}, fetch_list=outs, scope=scope)
-    w = scope.get(conv1d._conv._parameters["weight"].name)[:, :, 0]        # [4, 3, 3]
+    w = scope.get(conv1d._parameters["weight"].name)                       # [4, 3, 3], PaddlePaddle's layout
     padded = np.pad(seq, ((0, 0), (0, 0), (1, 1)))
     want = np.einsum("nclk,ock->nol", np.stack([padded[:, :, i:i + 3] for i in range(7)], 2), w)
-    want += scope.get(conv1d._conv._parameters["bias"].name)[None, :, None]
+    want += scope.get(conv1d._parameters["bias"].name)[None, :, None]
     np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-5)
     wt = scope.get(deconv._parameters["weight"].name)                      # [2, 3, 2, 2], stride 2: no overlap
     want = np.einsum("nchw,cokl->nohkwl", img, wt).reshape(2, 3, 6, 6) + \

@@ -55,3 +55,9 @@ def test_what_cannot_be_stored_is_named(tmp_path):
         pg.save({"a/b": 1}, tmp_path / "x")
     with pytest.raises(StateFileError, match="'w' is str"):
         pg.save({"w": "text"}, tmp_path / "x")
+
+
+def test_an_empty_state_dict_round_trips(tmp_path):
+    """static.save writes an optimizer-state file even for a program without one."""
+    pg.save({}, tmp_path / "empty.pdopt")
+    assert pg.load(tmp_path / "empty.pdopt") == {}

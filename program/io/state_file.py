@@ -64,7 +64,7 @@ def load(path) -> dict:
                              "code, so Keel never does. Convert it where PaddlePaddle is installed and you trust the "
                              "file: state = paddle.load(path); np.savez(out, **{k: np.asarray(v) for k, v in "
                              "state.items()}), then program.load(out)")
-    if head != b"PK\x03\x04":
+    if head not in (b"PK\x03\x04", b"PK\x05\x06"):  # an archive's first entry, or an empty archive (save({}))
         raise StateFileError(f"{path} is not a Keel state file (an .npz archive written by program.save)")
     out: dict = {}
     try:

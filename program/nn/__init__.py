@@ -174,8 +174,8 @@ def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation
 
 
 def linear(x, out_features, weight_attr=None, bias_attr=None, name=None):
-    """Linear layer (paddle.nn.Linear): `matmul_v2` with `linear_N.w_0` [in_features,
-    out_features] then `elementwise_add` of `linear_N.b_0` [out_features] (axis -1)."""
+    """Linear layer building its parameters: `linear_N.w_0` [in_features, out_features] and
+    `linear_N.b_0` [out_features], then functional.linear (matmul_v2 + elementwise_add)."""
     helper = LayerHelper("linear", name)
     _require_float("linear", x)
     in_features = x.shape[-1] if x.shape else -1
@@ -183,14 +183,7 @@ def linear(x, out_features, weight_attr=None, bias_attr=None, name=None):
         _fail("linear", f"the last dim of input {x.name} {x.type_string()} must be known")
     w = helper.create_parameter(weight_attr, [in_features, out_features], x.dtype)
     b = helper.create_parameter(bias_attr, [out_features], x.dtype, init.Constant(0.0), suffix="b")
-    out = helper.create_tmp(x.dtype)
-    helper.append_op("matmul_v2", {"X": x, "Y": w}, {"Out": out},
-                     {"trans_x": False, "trans_y": False})
-    if b is None:
-        return out
-    res = helper.create_tmp(x.dtype)
-    helper.append_op("elementwise_add", {"X": out, "Y": b}, {"Out": res}, {"axis": -1})
-    return res
+    return functional.linear(x, w, b, name=helper.name)
 
 
 # -- convolution -------------------------------------------------------------------------------
@@ -205,10 +198,9 @@ def _channels(layer, x, data_format):
 
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=1,
            param_attr=None, bias_attr=None, act=None, data_format="NCHW", name=None):
-    """2-D convolution (paddle.static.nn.conv2d). `padding`: an int, [pad_h, pad_w],
-    [top, bottom, left, right], or "SAME"/"VALID". Uses op `depthwise_conv2d` when
-    groups == in_channels > 1 and num_filters is a multiple of it (as PaddlePaddle's exported
-    models do). Filter `conv2d_N.w_0` [num_filters, in_channels/groups, kh, kw], default init
+    """2-D convolution (paddle.static.nn.conv2d) building its parameters, then
+    functional.conv2d. `padding`: an int, [pad_h, pad_w], [top, bottom, left, right], or
+    "SAME"/"VALID". Filter `conv2d_N.w_0` [num_filters, in_channels/groups, kh, kw], default init
     Normal(0, sqrt(2 / (kh*kw*in_channels))); bias `conv2d_N.b_0` [num_filters] added with
     `elementwise_add` (axis 1 for NCHW, 3 for NHWC); then `act`."""
     _check_format("conv2d", data_format)
@@ -222,23 +214,15 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
                         f"divisible by groups ({groups})")
     if num_filters % groups:
         _fail("conv2d", f"num_filters ({num_filters}) must be divisible by groups ({groups})")
-    op_type = "depthwise_conv2d" if (c == groups and c != 1 and num_filters % c == 0) else "conv2d"
     helper = LayerHelper("conv2d", name)
     ksize = _pair("conv2d", filter_size, "filter_size")
-    strides = _pair("conv2d", stride, "stride")
-    dilations = _pair("conv2d", dilation, "dilation")
-    paddings, algorithm = _padding("conv2d", padding, data_format)
     fan_in = ksize[0] * ksize[1] * c
     if fan_in <= 0:
         _fail("conv2d", f"filter_size {filter_size!r} gives an empty filter", AttrError)
     w = helper.create_parameter(param_attr, [num_filters, c // groups, *ksize], input.dtype,
                                 init.Normal(0.0, math.sqrt(2.0 / fan_in)))
-    out = helper.create_tmp(input.dtype)
-    helper.append_op(op_type, {"Input": input, "Filter": w}, {"Output": out},
-                     {"strides": strides, "paddings": paddings, "padding_algorithm": algorithm,
-                      "dilations": dilations, "groups": groups, "data_format": data_format})
-    out = _add_bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCHW" else 3,
-                    input.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], input.dtype, init.Constant(0.0), suffix="b")
+    out = functional.conv2d(input, w, b, stride, padding, dilation, groups, data_format, name=helper.name)
     return helper.append_activation(out, act)
 
 
@@ -260,7 +244,7 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
     helper = LayerHelper(layer, name)
     strides = _pair(layer, stride, "stride")
     dilations = _pair(layer, dilation, "dilation")
-    paddings, algorithm = _padding(layer, padding, data_format)
+    paddings, _ = _padding(layer, padding, data_format)
     pads4 = paddings if len(paddings) == 4 else [paddings[0], paddings[0], paddings[1], paddings[1]]
     out_size = [] if output_size is None else _pair(layer, output_size, "output_size")
     if filter_size is None:
@@ -275,13 +259,9 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
     else:
         ksize = _pair(layer, filter_size, "filter_size")
     w = helper.create_parameter(param_attr, [c, num_filters // groups, *ksize], input.dtype)
-    out = helper.create_tmp(input.dtype)
-    helper.append_op(layer, {"Input": input, "Filter": w}, {"Output": out},
-                     {"output_size": out_size, "strides": strides, "paddings": paddings,
-                      "padding_algorithm": algorithm, "dilations": dilations, "groups": groups,
-                      "data_format": data_format})
-    out = _add_bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCHW" else 3,
-                    input.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], input.dtype, init.Constant(0.0), suffix="b")
+    out = functional.conv2d_transpose(input, w, b, strides, padding, dilation=dilations, groups=groups,
+                                      output_size=out_size or None, data_format=data_format, name=helper.name)
     return helper.append_activation(out, act)
 
 
@@ -300,62 +280,20 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
     paddings, algorithm = _padding("pool2d", pool_padding, data_format)
     if algorithm == "VALID" and ceil_mode:
         _fail("pool2d", "ceil_mode must be False with padding 'VALID'", AttrError)
-    return _pool(input, _pair("pool2d", pool_size, "pool_size"), pool_type,
-                 _pair("pool2d", pool_stride, "pool_stride"), paddings, algorithm, global_pooling,
-                 ceil_mode, exclusive, False, data_format, name)
-
-
-def _pool(x, ksize, pool_type, strides, paddings, algorithm, global_pooling, ceil_mode, exclusive,
-          adaptive, data_format, name):
-    helper = LayerHelper("pool2d", name)
-    out = helper.create_tmp(x.dtype)
-    helper.append_op("pool2d", {"X": x}, {"Out": out},
-                     {"pooling_type": pool_type, "ksize": ksize, "global_pooling": global_pooling,
-                      "strides": strides, "paddings": paddings, "padding_algorithm": algorithm,
-                      "use_cudnn": not adaptive, "ceil_mode": ceil_mode, "exclusive": exclusive,
-                      "adaptive": adaptive, "data_format": data_format})
-    return out
+    ksize = [1, 1] if global_pooling and pool_size in (None, -1) else _pair("pool2d", pool_size, "pool_size")
+    return functional.pooling.pool_nd("pool2d", input, pool_type, ksize, _pair("pool2d", pool_stride, "pool_stride"),
+                                      paddings, algorithm, 2, data_format, ceil_mode=ceil_mode, exclusive=exclusive,
+                                      global_pooling=global_pooling, name=name)
 
 
 def adaptive_pool2d(input, pool_size, pool_type="avg", data_format="NCHW", name=None):
-    """Adaptive pooling to a fixed output size `pool_size` (op pool2d with adaptive=True)."""
+    """Adaptive pooling to a fixed output size `pool_size` (fluid's layers.adaptive_pool2d;
+    op pool2d with adaptive=True for both pool types, as fluid wrote it)."""
     _check_format("adaptive_pool2d", data_format)
     if pool_type not in ("max", "avg"):
         _fail("adaptive_pool2d", f"pool_type must be 'max' or 'avg', got {pool_type!r}", AttrError)
-    if input.ndim != 4:
-        _fail("adaptive_pool2d", f"expects a 4-d input, got {input.name} {input.type_string()}")
-    return _pool(input, _pair("adaptive_pool2d", pool_size, "pool_size"), pool_type, [1, 1], [0, 0],
-                 "EXPLICIT", False, False, True, True, data_format, name)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCHW", name=None):
-    """paddle.nn.functional.max_pool2d: the stride defaults to the kernel size."""
-    return pool2d(x, kernel_size, "max", kernel_size if stride is None else stride, padding,
-                  ceil_mode=ceil_mode, data_format=data_format, name=name)
-
-
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
-               data_format="NCHW", name=None):
-    """paddle.nn.functional.avg_pool2d: the stride defaults to the kernel size."""
-    return pool2d(x, kernel_size, "avg", kernel_size if stride is None else stride, padding,
-                  ceil_mode=ceil_mode, exclusive=exclusive, data_format=data_format, name=name)
-
-
-def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
-    return adaptive_pool2d(x, output_size, "avg", data_format, name)
-
-
-def adaptive_max_pool2d(x, output_size, data_format="NCHW", name=None):
-    """paddle.nn.functional.adaptive_max_pool2d: op max_pool2d_with_index (adaptive), as
-    PaddlePaddle's layer writes it; NHWC is transposed to NCHW and back. (PaddlePaddle's
-    pool2d kernel does not pool adaptive bins for max pooling: kernels/nn.py pool2d.)"""
-    _check_format("adaptive_max_pool2d", data_format)
-    from keel.program.layers.tensor import transpose
-    from keel.program.nn.vision import adaptive_max_pool2d_with_index
-    if data_format == "NCHW":
-        return adaptive_max_pool2d_with_index(x, output_size, name)[0]
-    pooled = adaptive_max_pool2d_with_index(transpose(x, [0, 3, 1, 2]), output_size, name)[0]
-    return transpose(pooled, [0, 2, 3, 1])
+    return functional.pooling.pool_nd("pool2d", input, pool_type, _pair("adaptive_pool2d", pool_size, "pool_size"),
+                                      [1, 1], [0, 0], "EXPLICIT", 2, data_format, adaptive=True, name=name)
 
 
 # -- normalization ---------------------------------------------------------------------------------
@@ -387,17 +325,8 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-5, param
                                        [c], dtype)
     mean.stop_gradient = True
     variance.stop_gradient = True
-    saved_mean = helper.create_tmp(dtype, stop_gradient=True)
-    saved_variance = helper.create_tmp(dtype, stop_gradient=True)
-    outputs = {"SavedMean": saved_mean, "SavedVariance": saved_variance}
-    if not is_test:
-        outputs["ReserveSpace"] = helper.create_tmp(input.dtype, stop_gradient=True)
-    y = helper.create_tmp(input.dtype)
-    helper.append_op(layer,
-                     {"X": input, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": variance},
-                     {"Y": y, "MeanOut": mean, "VarianceOut": variance, **outputs},
-                     {"momentum": momentum, "epsilon": epsilon, "is_test": is_test,
-                      "data_layout": data_layout, "use_global_stats": use_global_stats})
+    y = functional.batch_norm(input, mean, variance, scale, bias, not is_test, momentum, epsilon, data_layout,
+                              use_global_stats, name=helper.name)
     return helper.append_activation(y, act)
 
 
@@ -418,21 +347,16 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-5, p
     helper = LayerHelper(layer, name)
     dtype = _param_dtype(input)
     size = reduce(lambda a, b: a * b, tail, 1)
-    inputs = {"X": input}
+    weight = bias = None
     if scale:
         if param_attr is False:
             _fail(layer, "param_attr cannot be False when scale is True", AttrError)
-        inputs["Scale"] = helper.create_parameter(param_attr, [size], dtype, init.Constant(1.0))
+        weight = helper.create_parameter(param_attr, [size], dtype, init.Constant(1.0))
     if shift:
         if bias_attr is False:
             _fail(layer, "bias_attr cannot be False when shift is True", AttrError)
-        inputs["Bias"] = helper.create_parameter(bias_attr, [size], dtype, init.Constant(0.0),
-                                                 suffix="b")
-    mean = helper.create_tmp(dtype, stop_gradient=True)
-    variance = helper.create_tmp(dtype, stop_gradient=True)
-    y = helper.create_tmp(input.dtype)
-    helper.append_op(layer, inputs, {"Y": y, "Mean": mean, "Variance": variance},
-                     {"epsilon": epsilon, "begin_norm_axis": begin_norm_axis})
+        bias = helper.create_parameter(bias_attr, [size], dtype, init.Constant(0.0), suffix="b")
+    y = functional.layer_norm(input, tail, weight, bias, epsilon, name=helper.name)
     return helper.append_activation(y, act)
 
 
@@ -453,18 +377,9 @@ def group_norm(input, groups, epsilon=1e-5, param_attr=None, bias_attr=None, act
                      f"groups ({groups})")
     helper = LayerHelper(layer, name)
     dtype = _param_dtype(input)
-    inputs = {"X": input}
     s = helper.create_parameter(param_attr, [c], dtype, init.Constant(1.0))
-    if s is not None:
-        inputs["Scale"] = s
     b = helper.create_parameter(bias_attr, [c], dtype, init.Constant(0.0), suffix="b")
-    if b is not None:
-        inputs["Bias"] = b
-    mean = helper.create_tmp(dtype, stop_gradient=True)
-    variance = helper.create_tmp(dtype, stop_gradient=True)
-    y = helper.create_tmp(input.dtype)
-    helper.append_op(layer, inputs, {"Y": y, "Mean": mean, "Variance": variance},
-                     {"epsilon": epsilon, "groups": groups, "data_layout": data_layout})
+    y = functional.group_norm(input, groups, epsilon, s, b, data_layout, name=helper.name)
     return helper.append_activation(y, act)
 
 
@@ -481,18 +396,14 @@ def instance_norm(input, epsilon=1e-5, param_attr=None, bias_attr=None, name=Non
     c = input.shape[1]
     helper = LayerHelper(layer, name)
     dtype = _param_dtype(input)
-    inputs = {"X": input}
+    scale = bias = None
     if param_attr is not False:
         if c < 0:
             _fail(layer, f"the channel dim of input {input.name} {input.type_string()} must be known")
-        inputs["Scale"] = helper.create_parameter(param_attr, [c], dtype, init.Constant(1.0))
-        inputs["Bias"] = helper.create_parameter(bias_attr, [c], dtype, init.Constant(0.0), suffix="b")
-    saved_mean = helper.create_tmp(dtype, stop_gradient=True)
-    saved_variance = helper.create_tmp(dtype, stop_gradient=True)
-    y = helper.create_tmp(input.dtype)
-    helper.append_op(layer, inputs, {"Y": y, "SavedMean": saved_mean, "SavedVariance": saved_variance},
-                     {"epsilon": epsilon})
-    return y
+        scale = helper.create_parameter(param_attr, [c], dtype, init.Constant(1.0))
+        bias = helper.create_parameter(bias_attr, [c], dtype, init.Constant(0.0), suffix="b")
+    return functional.instance_norm(input, weight=scale, bias=bias, eps=epsilon,
+                                    data_format=["NC", "NCL", "NCHW", "NCDHW"][input.ndim - 2], name=helper.name)
 
 
 # -- dropout, embedding ---------------------------------------------------------------------------
@@ -500,18 +411,7 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
             dropout_implementation="downgrade_in_infer"):
     """Dropout (fluid's layers.dropout): op `dropout` with a uint8 Mask output. With a `seed`
     (or a main program whose random_seed is set) it emits fix_seed=True and that seed."""
-    helper = LayerHelper("dropout", name)
-    out = helper.create_tmp(x.dtype)
-    mask = helper.create_tmp(pb.VarType.UINT8, stop_gradient=True)
-    attrs = {"dropout_prob": dropout_prob, "is_test": is_test,
-             "dropout_implementation": dropout_implementation}
-    if not seed:
-        seed = helper.main_program.random_seed or seed
-    if seed is not None:
-        attrs["fix_seed"] = True
-        attrs["seed"] = int(seed)
-    helper.append_op("dropout", {"X": x}, {"Out": out, "Mask": mask}, attrs)
-    return out
+    return functional.common.dropout_op(x, dropout_prob, is_test, dropout_implementation, seed, name)
 
 
 def embedding(input, size, is_sparse=False, padding_idx=None, param_attr=None, dtype="float32",
@@ -526,20 +426,9 @@ def embedding(input, size, is_sparse=False, padding_idx=None, param_attr=None, d
     size = [int(s) for s in size]
     if len(size) != 2 or any(s <= 0 for s in size):
         _fail(layer, f"size must be [vocab_size, embedding_dim], got {size}", AttrError)
-    if padding_idx is None:
-        pad = -1
-    else:
-        pad = int(padding_idx)
-        if not -size[0] <= pad < size[0]:
-            _fail(layer, f"padding_idx {padding_idx} is out of range for a vocabulary of {size[0]}",
-                  AttrError)
-        if pad < 0:
-            pad += size[0]
     helper = LayerHelper(layer, name)
     w = helper.create_parameter(param_attr, size, dtype)
-    out = helper.create_tmp(dtype)
-    helper.append_op("lookup_table_v2", {"Ids": input, "W": w}, {"Out": out}, {"padding_idx": pad})
-    return out
+    return functional.embedding(input, w, padding_idx, name=helper.name)
 
 
 # -- losses and metrics ----------------------------------------------------------------------------
@@ -547,13 +436,8 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-10
                                numeric_stable_mode=True, return_softmax=False, axis=-1):
     """Softmax over `axis` then cross entropy (op softmax_with_cross_entropy). Returns the
     loss (the class axis reduced to 1), and the softmax too with return_softmax=True."""
-    helper = LayerHelper("softmax_with_cross_entropy")
-    softmax = helper.create_tmp(logits.dtype)
-    loss = helper.create_tmp(logits.dtype)
-    helper.append_op("softmax_with_cross_entropy", {"Logits": logits, "Label": label},
-                     {"Softmax": softmax, "Loss": loss},
-                     {"soft_label": soft_label, "ignore_index": ignore_index,
-                      "numeric_stable_mode": numeric_stable_mode, "axis": axis})
+    loss, softmax = functional.loss.softmax_with_cross_entropy_op(logits, label, soft_label, True, ignore_index,
+                                                                  axis, numeric_stable_mode=numeric_stable_mode)
     return (loss, softmax) if return_softmax else loss
 
 
@@ -577,11 +461,7 @@ def cross_entropy(input, label, soft_label=False, ignore_index=-100):
 
 def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, name=None, normalize=False):
     """Elementwise sigmoid cross entropy of logits `x` against `label` in [0, 1]."""
-    helper = LayerHelper("sigmoid_cross_entropy_with_logits", name)
-    out = helper.create_tmp(x.dtype)
-    helper.append_op("sigmoid_cross_entropy_with_logits", {"X": x, "Label": label}, {"Out": out},
-                     {"ignore_index": ignore_index, "normalize": normalize})
-    return out
+    return functional.loss.sigmoid_cross_entropy_op(x, label, None, ignore_index, normalize, name)
 
 
 def accuracy(input, label, k=1, correct=None, total=None):
@@ -629,68 +509,32 @@ def prelu(x, mode, param_attr=None, data_format="NCHW", name=None):
         _fail(layer, f"mode {mode!r} needs the dims of input {x.name} {x.type_string()} to be known")
     helper = LayerHelper(layer, name)
     alpha = helper.create_parameter(param_attr, shape, x.dtype, init.Constant(0.25))
-    out = helper.create_tmp(x.dtype)
-    helper.append_op(layer, {"X": x, "Alpha": alpha}, {"Out": out},
-                     {"mode": mode, "data_format": data_format})
-    return out
-
-
-def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
-                data_format="NCHW", name=None):
-    """Resize the H and W dims (paddle.nn.functional.interpolate for 4-d inputs): op
-    `nearest_interp_v2` or `bilinear_interp_v2`, to `size` [out_h, out_w] or by `scale_factor`."""
-    layer = "interpolate"
-    mode = mode.lower()
-    if mode not in ("nearest", "bilinear"):
-        _fail(layer, f"mode must be 'nearest' or 'bilinear', got {mode!r}", AttrError)
-    _check_format(layer, data_format)
-    if x.ndim != 4:
-        _fail(layer, f"expects a 4-d input, got {x.name} {x.type_string()}")
-    if (size is None) == (scale_factor is None):
-        _fail(layer, "give exactly one of size and scale_factor", AttrError)
-    if mode == "nearest" and align_corners:
-        _fail(layer, "align_corners must be False for mode 'nearest'", AttrError)
-    if align_mode not in (0, 1):
-        _fail(layer, f"align_mode must be 0 or 1, got {align_mode}", AttrError)
-    attrs = {"data_layout": data_format, "out_d": -1, "out_h": -1, "out_w": -1, "scale": [],
-             "interp_method": mode, "align_corners": bool(align_corners), "align_mode": int(align_mode)}
-    if size is not None:
-        attrs["out_h"], attrs["out_w"] = _pair(layer, size, "size")
-    else:
-        scale = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [scale_factor] * 2
-        if len(scale) != 2 or any(s <= 0 for s in scale):
-            _fail(layer, f"scale_factor must be a positive number or 2 of them, got {scale_factor!r}",
-                  AttrError)
-        attrs["scale"] = [float(s) for s in scale]
-    op_type = f"{mode}_interp_v2"
-    helper = LayerHelper(op_type, name)
-    out = helper.create_tmp(x.dtype)
-    helper.append_op(op_type, {"X": x}, {"Out": out}, attrs)
-    return out
+    return functional.activation.prelu_op(x, alpha, mode, data_format, helper.name)
 
 
 def resize_bilinear(input, out_shape=None, scale=None, name=None, align_corners=True, align_mode=1,
                     data_format="NCHW"):
     """Bilinear resize (fluid's layers.resize_bilinear defaults), op bilinear_interp_v2."""
-    return interpolate(input, out_shape, None if out_shape is not None else scale, "bilinear",
-                       align_corners, align_mode, data_format, name)
+    return functional.interpolate(input, out_shape, None if out_shape is not None else scale, "bilinear",
+                                  align_corners, align_mode, data_format, name=name)
 
 
 def resize_nearest(input, out_shape=None, scale=None, name=None, data_format="NCHW"):
     """Nearest-neighbour resize, op nearest_interp_v2."""
-    return interpolate(input, out_shape, None if out_shape is not None else scale, "nearest",
-                       False, 0, data_format, name)
+    return functional.interpolate(input, out_shape, None if out_shape is not None else scale, "nearest",
+                                  False, 0, data_format, name=name)
 
 
-def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
-    """[N, C*r*r, H, W] -> [N, C, H*r, W*r] (op pixel_shuffle)."""
-    _check_format("pixel_shuffle", data_format)
-    helper = LayerHelper("pixel_shuffle", name)
-    out = helper.create_tmp(x.dtype)
-    helper.append_op("pixel_shuffle", {"X": x}, {"Out": out},
-                     {"upscale_factor": int(upscale_factor), "data_format": data_format})
-    return out
+# -- paddle.nn.functional (program/nn/functional/): the computations over given tensors; the
+# builders above make their parameters and call these. Its pools, resizing and vision
+# functions keep their names here too.
+from keel.program.nn import functional  # noqa: E402
+from keel.program.nn.functional import (adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool2d,  # noqa: E402,F401
+                                        adaptive_max_pool3d, affine_grid, avg_pool2d, avg_pool3d, grid_sample,
+                                        interpolate, max_pool2d, max_pool3d, max_unpool2d, pixel_shuffle)
 
+__all__ += ["avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool2d",
+            "affine_grid", "grid_sample", "functional"]
 
 # recurrent layers and CTC (program/nn/rnn.py)
 from keel.program.nn.rnn import (ctc_greedy_decoder, ctc_loss, gru, lstm, rnn, simple_rnn,  # noqa: E402,F401
@@ -698,21 +542,18 @@ from keel.program.nn.rnn import (ctc_greedy_decoder, ctc_loss, gru, lstm, rnn, s
 
 __all__ += ["rnn", "lstm", "gru", "simple_rnn", "warpctc", "ctc_loss", "ctc_greedy_decoder"]
 
+# -- vision builder layers beyond conv2d/pool2d (program/nn/vision.py) ----------------------------
+from keel.program.nn.vision import conv3d, conv3d_transpose, deform_conv2d, pool3d  # noqa: E402,F401
+
+__all__ += ["conv3d", "conv3d_transpose", "pool3d", "deform_conv2d"]
+
 # -- layer classes (paddle.nn.Layer and its subclasses), built on the functions above ---------
 from keel.program.nn.layer import Layer, LayerParameter  # noqa: E402,F401
 from keel.program.nn.layers import *  # noqa: E402,F401,F403
+from keel.program.nn.function_layers import *  # noqa: E402,F401,F403
 from keel.program.nn.transformer import *  # noqa: E402,F401,F403
 from keel.program.nn.rnn_layers import GRU, LSTM, SimpleRNN  # noqa: E402,F401
 
-from keel.program.nn import layers as _layers, transformer as _transformer  # noqa: E402
-__all__ += ["Layer", "LayerParameter", *_layers.__all__, *_transformer.__all__, "LSTM", "GRU", "SimpleRNN"]
-
-# -- vision layers beyond conv2d/pool2d (program/nn/vision.py) -----------------------------------
-from keel.program.nn.vision import (adaptive_avg_pool3d, adaptive_max_pool2d_with_index,  # noqa: E402,F401
-                               adaptive_max_pool3d, affine_grid, avg_pool3d, conv3d, conv3d_transpose,
-                               deform_conv2d, grid_sample, max_pool2d_with_index, max_pool3d,
-                               max_unpool2d, pool3d)
-
-__all__ += ["conv3d", "conv3d_transpose", "pool3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
-            "adaptive_max_pool3d", "max_pool2d_with_index", "adaptive_max_pool2d_with_index",
-            "max_unpool2d", "affine_grid", "grid_sample", "deform_conv2d"]
+from keel.program.nn import function_layers as _function_layers, layers as _layers, transformer as _transformer  # noqa: E402,E501
+__all__ += ["Layer", "LayerParameter", *_layers.__all__, *_function_layers.__all__, *_transformer.__all__, "LSTM",
+            "GRU", "SimpleRNN"]

@@ -1,9 +1,10 @@
-"""PaddlePaddle's `paddle.nn` layer classes, on Keel's static program.
+"""PaddlePaddle's `paddle.nn` layer classes.
 
-Each layer's `forward` calls the functional layer of the same family (`pg.nn.linear`,
-`pg.nn.conv2d`, ...) with its own parameters' names, so the ops, attributes and parameter
-layouts are exactly those the functional API (and PaddlePaddle) writes, and a parameter the
-program already has is reused rather than made again. Layer names follow PaddlePaddle's
+Each layer's `forward` calls the function of `keel.nn.functional` that computes it
+(`F.linear`, `F.conv2d`, `F.cross_entropy`, ...) with its own parameters: the Tensors
+themselves in eager mode, their Parameters of the program being built in static mode
+(`Layer.__getattr__`), so the ops, attributes and parameter layouts are exactly those
+PaddlePaddle writes, in both modes. Layer names follow PaddlePaddle's
 (`linear_0`, `conv2d_0`, `batch_norm2d_0`, ...), and so do parameter names (`.w_0`, `.b_0`;
 batch norm's running mean and variance `.w_1`, `.w_2`).
 """
@@ -12,26 +13,26 @@ from __future__ import annotations
 import math
 
 from keel.program import initializer as init
-from keel.program import nn as F
-from keel.program.layers import math as M
+from keel.program import initializer as _init  # PReLU's `init` argument shadows the module
 from keel.program.layers import tensor as T
+from keel.program.nn import functional as F
 from keel.program.nn.layer import Layer
 from keel.program.param_attr import ParamAttr
+from keel.program.tensor import Tensor
 
-__all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "GroupNorm", "InstanceNorm2D", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "LayerNorm", "Embedding",
+__all__ = ["Linear", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "GroupNorm",
+           "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "BatchNorm", "BatchNorm1D", "BatchNorm2D",
+           "BatchNorm3D", "SyncBatchNorm", "LayerNorm", "Embedding", "PReLU", "ParameterList", "Unflatten",
            "Dropout", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Flatten",
            "ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LeakyReLU", "Hardswish",
-           "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict", "ParameterList",
-           "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss"]
+           "Hardsigmoid", "Silu", "Identity", "Sequential", "LayerList", "LayerDict",
+           "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "BCELoss", "NLLLoss", "KLDivLoss",
+           "SmoothL1Loss", "MarginRankingLoss"]
 
 
-def _attr(param):
-    """The ParamAttr that makes a functional layer use `param` (False for no parameter)."""
-    return False if param is None else param.attr
-
-
-def _pair(value):
-    return [int(value)] * 2 if isinstance(value, int) else [int(v) for v in value]
+def _param(layer, key):
+    """The layer's parameter `key` as the current mode uses it (None when it has none)."""
+    return getattr(layer, key) if key in layer._parameters else None
 
 
 class Linear(Layer):
@@ -53,14 +54,67 @@ class Linear(Layer):
         self.bias = self.create_parameter([self.out_features], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return F.linear(x, self.out_features, weight_attr=_attr(self._parameters["weight"]),
-                        bias_attr=_attr(self._parameters.get("bias")), name=self._full_name)
+        return F.linear(x, self.weight, _param(self, "bias"), name=self._full_name)
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}"
 
 
-class Conv2D(Layer):
+class _ConvNd(Layer):
+    """Convolutions of `_nd` spatial dims (F.conv1d/2d/3d, or their transposes): weight
+    [out_channels, in_channels/groups, *kernel] (transposed: [in_channels,
+    out_channels/groups, *kernel]); a convolution's weight starts Normal(0,
+    sqrt(2 / (prod(kernel) * in_channels))), a transpose's XavierUniform, as PaddlePaddle's."""
+    _nd, _fn, _format, _transposed = 2, None, "NCHW", False
+
+    def _make(self, in_channels, out_channels, kernel_size, groups, bias, padding_mode, device, dtype, weight_attr,
+              bias_attr, data_format, **config):
+        cls = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(f"{cls}: padding_mode {padding_mode!r} is not supported; pad the input (F.pad) and "
+                             f"use padding_mode='zeros'")
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"{cls}: groups {groups} must divide in_channels {in_channels} and out_channels "
+                             f"{out_channels}")
+        k = [int(kernel_size)] * self._nd if isinstance(kernel_size, int) else [int(v) for v in kernel_size]
+        self._config = dict(groups=int(groups), data_format=data_format or self._format, **config)
+        if dtype is not None:
+            self._dtype = dtype
+        if self._transposed:
+            self.weight = self.create_parameter([in_channels, out_channels // groups, *k], weight_attr)
+        else:
+            std = math.sqrt(2.0 / (math.prod(k) * in_channels))
+            self.weight = self.create_parameter([out_channels, in_channels // groups, *k], weight_attr,
+                                                default_initializer=init.Normal(0.0, std))
+        self.bias = self.create_parameter([out_channels], False if bias is False else bias_attr, is_bias=True)
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x, output_size=None):
+        extra = {"output_size": output_size} if self._transposed else {}
+        return type(self)._fn(x, self.weight, _param(self, "bias"), name=self._full_name, **self._config, **extra)
+
+
+class _Conv(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, *,
+                 bias=True, padding_mode="zeros", device=None, dtype=None, weight_attr=None, bias_attr=None,
+                 data_format=None):
+        super().__init__()
+        self._make(in_channels, out_channels, kernel_size, groups, bias, padding_mode, device, dtype, weight_attr,
+                   bias_attr, data_format, stride=stride, padding=padding, dilation=dilation)
+
+
+class _ConvTranspose(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, dilation=1,
+                 groups=1, weight_attr=None, bias_attr=None, data_format=None):
+        super().__init__()
+        self._make(in_channels, out_channels, kernel_size, groups, True, "zeros", None, None, weight_attr, bias_attr,
+                   data_format, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
+
+
+class Conv2D(_Conv):
     """2-D convolution; `depthwise_conv2d` when groups == in_channels, as PaddlePaddle writes.
     Weight [out_channels, in_channels/groups, kh, kw], Normal(0, sqrt(2 / (kh*kw*in_channels))).
 
@@ -73,30 +127,12 @@ class Conv2D(Layer):
         (-1, 8, 16, 16)
     """
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
-        super().__init__()
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv2D: padding_mode {padding_mode!r} is not supported; pad the input "
-                             f"(pg.pad) and use padding_mode='zeros'")
-        if in_channels % groups:
-            raise ValueError(f"Conv2D: in_channels {in_channels} is not divisible by groups {groups}")
-        self._config = dict(num_filters=int(out_channels), filter_size=_pair(kernel_size), stride=stride,
-                            padding=padding, dilation=dilation, groups=int(groups), data_format=data_format)
-        kh, kw = self._config["filter_size"]
-        std = math.sqrt(2.0 / (kh * kw * in_channels))
-        self.weight = self.create_parameter([out_channels, in_channels // groups, kh, kw], weight_attr,
-                                            default_initializer=init.Normal(0.0, std))
-        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
-
-    def forward(self, x):
-        return F.conv2d(x, param_attr=_attr(self._parameters["weight"]),
-                        bias_attr=_attr(self._parameters.get("bias")), name=self._full_name, **self._config)
+    _nd, _fn, _format = 2, staticmethod(F.conv2d), "NCHW"
 
 
-class Conv1D(Layer):
-    """1-D convolution of [N, C, L] (NCL) input, as PaddlePaddle builds it: unsqueeze to
-    [N, C, 1, L], conv2d with a [out, in/groups, 1, k] filter, squeeze back.
+class Conv1D(_Conv):
+    """1-D convolution of [N, C, L] (NCL) or [N, L, C] (NLC) input; weight [out_channels,
+    in_channels/groups, k] (F.conv1d: a conv2d over a height-1 image, as PaddlePaddle's).
 
     Examples:
         >>> import keel as paddle
@@ -105,24 +141,11 @@ class Conv1D(Layer):
         >>> conv(x).shape
         [2, 8, 16]
     """
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCL"):
-        super().__init__()
-        if data_format != "NCL" or padding_mode != "zeros":
-            raise ValueError("Conv1D: only data_format='NCL' and padding_mode='zeros' are supported")
-        k = int(kernel_size if isinstance(kernel_size, int) else kernel_size[0])
-        single = lambda v: int(v if isinstance(v, int) else v[0])  # noqa: E731
-        self._conv = Conv2D(in_channels, out_channels, (1, k), (1, single(stride)), (0, single(padding)),
-                            (1, single(dilation)), groups, weight_attr=weight_attr, bias_attr=bias_attr)
-
-    def forward(self, x):
-        return T.squeeze(self._conv(T.unsqueeze(x, [2])), [2])
+    _nd, _fn, _format = 1, staticmethod(F.conv1d), "NCL"
 
 
-class Conv3D(Layer):
-    """3-D convolution; weight [out_channels, in_channels/groups, kd, kh, kw],
-    Normal(0, sqrt(2 / (kd*kh*kw*in_channels))).
+class Conv3D(_Conv):
+    """3-D convolution; weight [out_channels, in_channels/groups, kd, kh, kw].
 
     Examples:
         >>> import keel as paddle
@@ -131,26 +154,10 @@ class Conv3D(Layer):
         >>> conv(x).shape
         [2, 6, 6, 6, 6]
     """
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCDHW"):
-        super().__init__()
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv3D: padding_mode {padding_mode!r} is not supported")
-        k = [int(kernel_size)] * 3 if isinstance(kernel_size, int) else [int(v) for v in kernel_size]
-        self._config = dict(num_filters=int(out_channels), filter_size=k, stride=stride, padding=padding,
-                            dilation=dilation, groups=int(groups), data_format=data_format)
-        std = math.sqrt(2.0 / (math.prod(k) * in_channels))
-        self.weight = self.create_parameter([out_channels, in_channels // groups, *k], weight_attr,
-                                            default_initializer=init.Normal(0.0, std))
-        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
-
-    def forward(self, x):
-        return F.conv3d(x, param_attr=_attr(self._parameters["weight"]), bias_attr=_attr(self._parameters.get("bias")),
-                      name=self._full_name, **self._config)
+    _nd, _fn, _format = 3, staticmethod(F.conv3d), "NCDHW"
 
 
-class Conv2DTranspose(Layer):
+class Conv2DTranspose(_ConvTranspose):
     """2-D transposed convolution; weight [in_channels, out_channels/groups, kh, kw].
 
     Examples:
@@ -160,21 +167,23 @@ class Conv2DTranspose(Layer):
         >>> deconv(x).shape                       # (8 - 1) * 2 + 3 = 17
         [1, 6, 17, 17]
     """
+    _nd, _fn, _format = 2, staticmethod(F.conv2d_transpose), "NCHW"
+
+
+class Conv1DTranspose(_ConvTranspose):
+    """1-D transposed convolution; weight [in_channels, out_channels/groups, k]. (Its
+    positional order after output_padding is groups, dilation, as PaddlePaddle's.)"""
+    _nd, _fn, _format = 1, staticmethod(F.conv1d_transpose), "NCL"
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 dilation=1, weight_attr=None, bias_attr=None, data_format="NCHW"):
-        super().__init__()
-        if output_padding:
-            raise ValueError("Conv2DTranspose: output_padding is not supported; give output_size in forward")
-        self._config = dict(num_filters=int(out_channels), filter_size=_pair(kernel_size), stride=stride,
-                            padding=padding, dilation=dilation, groups=int(groups), data_format=data_format)
-        self.weight = self.create_parameter([in_channels, out_channels // groups, *_pair(kernel_size)], weight_attr)
-        self.bias = self.create_parameter([out_channels], bias_attr, is_bias=True)
+                 dilation=1, weight_attr=None, bias_attr=None, data_format="NCL"):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups,
+                         weight_attr, bias_attr, data_format)
 
-    def forward(self, x, output_size=None):
-        return F.conv2d_transpose(x, output_size=output_size, param_attr=_attr(self._parameters["weight"]),
-                                  bias_attr=_attr(self._parameters.get("bias")), name=self._full_name,
-                                  **self._config)
+
+class Conv3DTranspose(_ConvTranspose):
+    """3-D transposed convolution; weight [in_channels, out_channels/groups, kd, kh, kw]."""
+    _nd, _fn, _format = 3, staticmethod(F.conv3d_transpose), "NCDHW"
 
 
 class GroupNorm(Layer):
@@ -192,22 +201,22 @@ class GroupNorm(Layer):
         >>> bool(abs(groups.mean(-1)).max() < 1e-5), bool(abs(groups.var(-1) - 1).max() < 1e-3)
         (True, True)
     """
-    def __init__(self, num_groups, num_channels, epsilon=1e-5, weight_attr=None, bias_attr=None,
-                 data_format="NCHW", name=None):
-        super().__init__(name)
+    def __init__(self, num_groups, num_channels, epsilon=1e-5, *, affine=True, device=None, dtype=None,
+                 weight_attr=None, bias_attr=None, data_format="NCHW", name=None):
+        super().__init__(name, dtype or "float32")
+        if not affine:
+            weight_attr = bias_attr = False
         self._groups, self._epsilon, self._format = int(num_groups), float(epsilon), data_format
         self.weight = self.create_parameter([num_channels], weight_attr, default_initializer=init.Constant(1.0))
         self.bias = self.create_parameter([num_channels], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return F.group_norm(x, self._groups, self._epsilon, param_attr=_attr(self._parameters.get("weight")),
-                            bias_attr=_attr(self._parameters.get("bias")), data_layout=self._format,
-                            name=self._full_name)
+        return F.group_norm(x, self._groups, self._epsilon, _param(self, "weight"), _param(self, "bias"),
+                            self._format, name=self._full_name)
 
 
 class InstanceNorm2D(Layer):
-    """Instance normalization: each sample's channel normalized over its spatial positions;
-    scale Constant(1), bias Constant(0).
+    """Instance normalization (F.instance_norm); InstanceNorm1D/3D are the same over other ranks.
 
     Examples:
         >>> import keel as paddle
@@ -218,18 +227,19 @@ class InstanceNorm2D(Layer):
         >>> bool(abs(y.numpy().mean(axis=(2, 3))).max() < 1e-5)
         True
     """
+    _format = "NCHW"
+
     def __init__(self, num_features, epsilon=1e-5, momentum=0.9, weight_attr=None, bias_attr=None,
-                 data_format="NCHW", name=None):
+                 data_format=None, name=None):
         super().__init__(name)
-        if data_format != "NCHW":
-            raise ValueError("InstanceNorm2D: only data_format='NCHW' is supported")
+        self._data_format = data_format or self._format
         self._epsilon = float(epsilon)
         self.scale = self.create_parameter([num_features], weight_attr, default_initializer=init.Constant(1.0))
         self.bias = self.create_parameter([num_features], bias_attr, is_bias=True)
 
     def forward(self, x):
-        return F.instance_norm(x, self._epsilon, param_attr=_attr(self._parameters.get("scale")),
-                               bias_attr=_attr(self._parameters.get("bias")), name=self._full_name)
+        return F.instance_norm(x, weight=_param(self, "scale"), bias=_param(self, "bias"), eps=self._epsilon,
+                               data_format=self._data_format, name=self._full_name)
 
 
 class BatchNorm(Layer):
@@ -248,6 +258,7 @@ class BatchNorm(Layer):
         >>> bn(x).shape
         [4, 3, 2, 2]
     """
+    _op_type = "batch_norm"
 
     def __init__(self, num_features, momentum=0.9, epsilon=1e-5, weight_attr=None, bias_attr=None,
                  data_format="NCHW", use_global_stats=None, name=None):
@@ -263,12 +274,9 @@ class BatchNorm(Layer):
                                                                         trainable=False))
 
     def forward(self, x):
-        return F.batch_norm(x, is_test=not self.training, momentum=self._momentum, epsilon=self._epsilon,
-                            param_attr=_attr(self._parameters["weight"]),
-                            bias_attr=_attr(self._parameters["bias"]),
-                            data_layout=self._data_format, use_global_stats=bool(self._use_global_stats),
-                            name=self._full_name, moving_mean_name=self._parameters["_mean"].name,
-                            moving_variance_name=self._parameters["_variance"].name)
+        return F.norm.batch_norm_op(self._op_type, x, self._mean, self._variance, _param(self, "weight"),
+                                    _param(self, "bias"), self.training, self._momentum, self._epsilon,
+                                    self._data_format, self._use_global_stats, self._full_name)
 
 
 class BatchNorm1D(BatchNorm):
@@ -281,7 +289,9 @@ class BatchNorm1D(BatchNorm):
         >>> bn(x).shape
         [2, 1, 3]
     """
-    pass
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-5, weight_attr=None, bias_attr=None,
+                 data_format="NCL", use_global_stats=None, name=None):
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats, name)
 
 
 class BatchNorm2D(BatchNorm):
@@ -295,6 +305,98 @@ class BatchNorm2D(BatchNorm):
         [2, 1, 2, 3]
     """
     pass
+
+
+class BatchNorm3D(BatchNorm):
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-5, weight_attr=None, bias_attr=None,
+                 data_format="NCDHW", use_global_stats=None, name=None):
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats, name)
+
+
+class SyncBatchNorm(BatchNorm):
+    """Batch normalization with the statistics of the global batch: op sync_batch_norm,
+    whose kernel all-reduces them over the data-parallel ranks (one process: batch_norm's)."""
+    _op_type = "sync_batch_norm"
+
+
+class InstanceNorm1D(InstanceNorm2D):
+    _format = "NCL"
+
+
+class InstanceNorm3D(InstanceNorm2D):
+    _format = "NCDHW"
+
+
+class PReLU(Layer):
+    """F.prelu with `num_parameters` weights (1: one for all, else one per channel) starting at `init`."""
+
+    def __init__(self, num_parameters=1, init=0.25, weight_attr=None, data_format="NCHW", name=None):
+        super().__init__(name)
+        self._data_format = data_format
+        self._weight = self.create_parameter([int(num_parameters)], weight_attr,  # PaddlePaddle's name for it
+                                             default_initializer=_init.Constant(float(init)))
+
+    def forward(self, x):
+        return F.prelu(x, self._weight, self._data_format, name=self._full_name)
+
+
+class ParameterList(Layer):
+    """A list of parameters that belong to the owner.
+
+    Examples:
+        >>> import keel as paddle
+        >>> class Stacked(paddle.nn.Layer):
+        ...     def __init__(self, num_stacked_param):
+        ...         super().__init__()
+        ...         self.params = paddle.nn.ParameterList(
+        ...             [self.create_parameter([2, 2]) for _ in range(num_stacked_param)])
+        ...     def forward(self, x):
+        ...         for p in self.params:
+        ...             x = paddle.matmul(x, p)
+        ...         return x
+        >>> layer = Stacked(3)
+        >>> len(layer.parameters()), layer(paddle.ones([4, 2])).shape
+        (3, [4, 2])
+        >>> _ = layer.params.append(layer.create_parameter([2, 3]))
+        >>> len(layer.params), layer(paddle.ones([4, 2])).shape
+        (4, [4, 3])
+        >>> list(layer.state_dict())
+        ['params.0', 'params.1', 'params.2', 'params.3']
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        for param in parameters or ():
+            self.append(param)
+
+    def append(self, parameter):
+        self.add_parameter(str(len(self._parameters)), parameter)
+        return self
+
+    def __getitem__(self, index):
+        return getattr(self, str(index % len(self) if isinstance(index, int) and index < 0 else index))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return (getattr(self, key) for key in self._parameters)
+
+
+class Unflatten(Layer):
+    """Split dim `axis` into `shape` (a reshape)."""
+
+    def __init__(self, axis, shape, name=None):
+        super().__init__(name)
+        self._axis, self._shape = int(axis), [int(d) for d in shape]
+
+    def forward(self, x):
+        axis = self._axis % x.ndim
+        dims = [d if d >= 0 else -1 for d in x.shape]
+        target = dims[:axis] + self._shape + dims[axis + 1:]
+        if target.count(-1) > 1:
+            raise ValueError(f"Unflatten: {x.name} {x.type_string()} has too many unknown dims to reshape")
+        return T.reshape(x, target)
 
 
 class LayerNorm(Layer):
@@ -311,8 +413,13 @@ class LayerNorm(Layer):
         True
     """
 
-    def __init__(self, normalized_shape, epsilon=1e-5, weight_attr=None, bias_attr=None, name=None):
-        super().__init__(name)
+    def __init__(self, normalized_shape, epsilon=1e-5, *, elementwise_affine=True, bias=True, device=None,
+                 dtype=None, weight_attr=None, bias_attr=None, name=None):
+        super().__init__(name, dtype or "float32")
+        if not elementwise_affine:
+            weight_attr = bias_attr = False
+        elif not bias:
+            bias_attr = False
         self._shape = [int(normalized_shape)] if isinstance(normalized_shape, int) else list(normalized_shape)
         self._epsilon = float(epsilon)
         size = math.prod(self._shape)
@@ -320,11 +427,8 @@ class LayerNorm(Layer):
         self.bias = self.create_parameter([size], bias_attr, is_bias=True)
 
     def forward(self, x):
-        weight, bias = self._parameters.get("weight"), self._parameters.get("bias")
-        return F.layer_norm(x, scale=weight is not None, shift=bias is not None,
-                            begin_norm_axis=x.ndim - len(self._shape), epsilon=self._epsilon,
-                            param_attr=_attr(weight) if weight is not None else None,
-                            bias_attr=_attr(bias) if bias is not None else None, name=self._full_name)
+        return F.layer_norm(x, self._shape, _param(self, "weight"), _param(self, "bias"), self._epsilon,
+                            name=self._full_name)
 
 
 class Embedding(Layer):
@@ -341,16 +445,25 @@ class Embedding(Layer):
         True
     """
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, sparse=False, weight_attr=None,
-                 name=None):
-        super().__init__(name)
-        self._size = [int(num_embeddings), int(embedding_dim)]
-        self._padding_idx = padding_idx
-        self.weight = self.create_parameter(self._size, weight_attr)
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0, *,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None,
+                 weight_attr=None, name=None):
+        super().__init__(name, dtype or "float32")
+        if max_norm is not None or scale_grad_by_freq:
+            raise ValueError("Embedding: max_norm and scale_grad_by_freq are not supported (no embedding_renorm op)")
+        self._padding_idx, self._sparse = padding_idx, sparse
+        if _weight is not None:  # the table's starting value, as PaddlePaddle's
+            value = _weight.numpy() if isinstance(_weight, Tensor) else _weight
+            weight_attr = ParamAttr(initializer=init.Assign(value), trainable=not _freeze)
+        elif _freeze:
+            weight_attr = ParamAttr.of(weight_attr) or ParamAttr()
+            weight_attr.trainable = False
+        self.weight = self.create_parameter([int(num_embeddings), int(embedding_dim)], weight_attr)
+        if device is not None:
+            self.to(device)
 
     def forward(self, x):
-        return F.embedding(x, self._size, padding_idx=self._padding_idx,
-                           param_attr=_attr(self._parameters["weight"]), name=self._full_name)
+        return F.embedding(x, self.weight, padding_idx=self._padding_idx, sparse=self._sparse, name=self._full_name)
 
 
 class Dropout(Layer):
@@ -372,24 +485,15 @@ class Dropout(Layer):
         1.0 1.0
     """
 
-    def __init__(self, p=0.5, axis=None, mode="upscale_in_train", name=None):
+    def __init__(self, p=0.5, inplace=False, axis=None, mode="upscale_in_train", name=None):
         super().__init__(name)
-        if axis is not None:
-            raise ValueError("Dropout: axis is not supported (whole-tensor dropout only)")
-        self.p, self.mode = float(p), mode
+        self.p, self.axis, self.mode = float(p), axis, mode
 
     def forward(self, x):
-        return F.dropout(x, self.p, is_test=not self.training, dropout_implementation=self.mode)
+        return F.dropout(x, self.p, self.axis, training=self.training, mode=self.mode)
 
 
-class _Pool(Layer):
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCHW", **extra):
-        super().__init__()
-        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
-                          data_format=data_format, **extra)
-
-
-class MaxPool2D(_Pool):
+class MaxPool2D(Layer):
     """2-D max pooling (`pool2d`, pooling_type max) over [N, C, H, W] input.
 
     Examples:
@@ -400,11 +504,17 @@ class MaxPool2D(_Pool):
         [[[[ 5.  7.]
            [13. 15.]]]]
     """
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
+                 name=None):
+        super().__init__(name)
+        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, return_mask=return_mask,
+                          ceil_mode=ceil_mode, data_format=data_format)
+
     def forward(self, x):
         return F.max_pool2d(x, **self._args)
 
 
-class AvgPool2D(_Pool):
+class AvgPool2D(Layer):
     """2-D average pooling (`pool2d`, pooling_type avg); `exclusive` leaves padding out of
     the count.
 
@@ -416,9 +526,11 @@ class AvgPool2D(_Pool):
         [[[[ 2.5  4.5]
            [10.5 12.5]]]]
     """
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
-                 data_format="NCHW"):
-        super().__init__(kernel_size, stride, padding, ceil_mode, data_format, exclusive=exclusive)
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+                 data_format="NCHW", name=None):
+        super().__init__(name)
+        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+                          exclusive=exclusive, divisor_override=divisor_override, data_format=data_format)
 
     def forward(self, x):
         return F.avg_pool2d(x, **self._args)
@@ -456,12 +568,10 @@ class AdaptiveMaxPool2D(Layer):
     """
     def __init__(self, output_size, return_mask=False, name=None):
         super().__init__(name)
-        if return_mask:
-            raise ValueError("AdaptiveMaxPool2D: return_mask is not supported")
-        self._output_size = output_size
+        self._output_size, self._return_mask = output_size, return_mask
 
     def forward(self, x):
-        return F.adaptive_max_pool2d(x, self._output_size)
+        return F.adaptive_max_pool2d(x, self._output_size, self._return_mask)
 
 
 class Flatten(Layer):
@@ -483,97 +593,58 @@ class Flatten(Layer):
         return T.flatten(x, self.start_axis, self.stop_axis)
 
 
-class _Activation(Layer):
-    """A layer applying one activation function with fixed keyword arguments."""
+REQUIRED = object()  # a function layer's option without a default
+
+
+class FunctionLayer(Layer):
+    """A layer calling one function of keel.nn.functional on its inputs with the options it
+    was made with (and, for the dropouts, `training` from its mode)."""
     _fn = None
+    _pass_training = False
 
-    def __init__(self, name=None, **kwargs):
+    def __init__(self, name=None, **options):
         super().__init__(name)
-        self._kwargs = kwargs
+        self._options = options
 
-    def forward(self, x):
-        return type(self)._fn(x, **self._kwargs)
+    def forward(self, *inputs):
+        extra = {"training": self.training} if self._pass_training else {}
+        return type(self)._fn(*inputs, **self._options, **extra)
 
 
-def _activation(cls_name, fn, examples, **defaults):
-    """A Layer class applying `fn`; `examples` (doctest lines) become its docstring's
-    Examples section, so each generated class documents itself like a written one."""
+def function_layer(cls_name, fn, defaults=None, fixed=None, pass_training=False):
+    """A FunctionLayer class `cls_name` whose constructor takes `defaults`' options, in
+    order, positionally or by name (REQUIRED ones must be given), and calls `fn` with them
+    and with `fixed`."""
+    defaults, fixed = dict(defaults or {}), dict(fixed or {})
+
     def __init__(self, *args, name=None, **kwargs):
+        if len(args) > len(defaults):
+            raise TypeError(f"{cls_name} takes at most {len(defaults)} options, got {len(args)}")
+        unknown = set(kwargs) - set(defaults)
+        if unknown:
+            raise TypeError(f"{cls_name} got unexpected option(s) {sorted(unknown)}")
         values = dict(defaults)
         values.update(zip(defaults, args))
         values.update(kwargs)
-        _Activation.__init__(self, name, **values)
-    body = "\n".join("        " + line if line.strip() else "" for line in examples.strip("\n").split("\n"))
-    doc = f"paddle.nn.{cls_name}: applies `{fn.__name__}` elementwise.\n\n    Examples:\n{body}\n    "
-    return type(cls_name, (_Activation,), {"_fn": staticmethod(fn), "__init__": __init__, "__doc__": doc})
+        missing = [k for k, v in values.items() if v is REQUIRED]
+        if missing:
+            raise TypeError(f"{cls_name} needs {', '.join(missing)}")
+        FunctionLayer.__init__(self, name, **values, **fixed)
+    return type(cls_name, (FunctionLayer,), {"_fn": staticmethod(fn), "_pass_training": pass_training,
+                                            "__init__": __init__,
+                                            "__doc__": f"paddle.nn.{cls_name}: applies `F.{fn.__name__}`."})
 
 
-ReLU = _activation("ReLU", M.relu, """
->>> import keel as paddle
->>> relu = paddle.nn.ReLU()
->>> print(relu(paddle.to_tensor([-2.0, 0.0, 1.0])).numpy())
-[0. 0. 1.]
-""")
-ReLU6 = _activation("ReLU6", M.relu6, """
->>> import keel as paddle
->>> relu6 = paddle.nn.ReLU6()
->>> print(relu6(paddle.to_tensor([-1.0, 0.5, 6.5])).numpy())
-[0.  0.5 6. ]
-""")
-GELU = _activation("GELU", M.gelu, """
->>> import keel as paddle
->>> x = paddle.to_tensor([[-1.0, 0.5], [1.0, 1.5]])
->>> print(paddle.nn.GELU()(x).numpy().round(4))
-[[-0.1587  0.3457]
- [ 0.8413  1.3998]]
->>> print(paddle.nn.GELU(approximate=True)(x).numpy().round(4))   # the tanh approximation
-[[-0.1588  0.3457]
- [ 0.8412  1.3996]]
-""", approximate=False)
-Sigmoid = _activation("Sigmoid", M.sigmoid, """
->>> import keel as paddle
->>> sigmoid = paddle.nn.Sigmoid()
->>> print(sigmoid(paddle.to_tensor([-1.0, 0.0, 1.0])).numpy().round(4))
-[0.2689 0.5    0.7311]
-""")
-Tanh = _activation("Tanh", M.tanh, """
->>> import keel as paddle
->>> tanh = paddle.nn.Tanh()
->>> print(tanh(paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])).numpy().round(4))
-[-0.3799 -0.1974  0.0997  0.2913]
-""")
-Softmax = _activation("Softmax", M.softmax, """
->>> import keel as paddle
->>> softmax = paddle.nn.Softmax(axis=-1)
->>> y = softmax(paddle.to_tensor([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]]))
->>> print(y.numpy().round(4))
-[[0.09   0.2447 0.6652]
- [0.3333 0.3333 0.3333]]
-""", axis=-1)
-LeakyReLU = _activation("LeakyReLU", M.leaky_relu, """
->>> import keel as paddle
->>> leaky = paddle.nn.LeakyReLU(negative_slope=0.1)
->>> print(leaky(paddle.to_tensor([-2.0, 0.0, 1.0])).numpy())
-[-0.2  0.   1. ]
-""", negative_slope=0.01)
-Hardswish = _activation("Hardswish", M.hard_swish, """
->>> import keel as paddle
->>> hardswish = paddle.nn.Hardswish()
->>> print(hardswish(paddle.to_tensor([-2.0, 5.0, 1.0])).numpy().round(4))   # x * relu6(x + 3) / 6
-[-0.3333  5.      0.6667]
-""")
-Hardsigmoid = _activation("Hardsigmoid", M.hard_sigmoid, """
->>> import keel as paddle
->>> hardsigmoid = paddle.nn.Hardsigmoid()     # clip(x / 6 + 0.5, 0, 1)
->>> print(hardsigmoid(paddle.to_tensor([-4.0, 5.0, 1.0])).numpy().round(4))
-[0.     1.     0.6667]
-""")
-Silu = _activation("Silu", M.silu, """
->>> import keel as paddle
->>> silu = paddle.nn.Silu()
->>> print(silu(paddle.to_tensor([1.0, 2.0, 3.0, 4.0])).numpy().round(4))
-[0.7311 1.7616 2.8577 3.9281]
-""")
+ReLU = function_layer("ReLU", F.relu)
+ReLU6 = function_layer("ReLU6", F.relu6)
+GELU = function_layer("GELU", F.gelu, {"approximate": False})
+Sigmoid = function_layer("Sigmoid", F.sigmoid)
+Tanh = function_layer("Tanh", F.tanh)
+Softmax = function_layer("Softmax", F.softmax, {"axis": -1})
+LeakyReLU = function_layer("LeakyReLU", F.leaky_relu, {"negative_slope": 0.01})
+Hardswish = function_layer("Hardswish", F.hardswish)
+Hardsigmoid = function_layer("Hardsigmoid", F.hardsigmoid)
+Silu = function_layer("Silu", F.silu)
 
 
 class Identity(Layer):
@@ -716,69 +787,13 @@ class LayerDict(Layer):
         return self._sub_layers.items()
 
 
-class ParameterList(Layer):
-    """A list of parameters that belong to the owner (named "0", "1", ... in its state dict).
-
-    Examples:
-        >>> import keel as paddle
-        >>> class Stacked(paddle.nn.Layer):
-        ...     def __init__(self, num_stacked_param):
-        ...         super().__init__()
-        ...         self.params = paddle.nn.ParameterList(
-        ...             [self.create_parameter([2, 2]) for _ in range(num_stacked_param)])
-        ...     def forward(self, x):
-        ...         for p in self.params:
-        ...             x = paddle.matmul(x, p)
-        ...         return x
-        >>> layer = Stacked(3)
-        >>> len(layer.parameters()), layer(paddle.ones([4, 2])).shape
-        (3, [4, 2])
-        >>> _ = layer.params.append(layer.create_parameter([2, 3]))
-        >>> len(layer.params), layer(paddle.ones([4, 2])).shape
-        (4, [4, 3])
-        >>> list(layer.state_dict())
-        ['params.0', 'params.1', 'params.2', 'params.3']
-    """
-
-    def __init__(self, parameters=None):
-        super().__init__()
-        for parameter in parameters or ():
-            self.append(parameter)
-
-    def append(self, parameter):
-        self.add_parameter(str(len(self._parameters)), parameter)
-        return self
-
-    def __getitem__(self, index):       # as attribute access: the Parameter of the program being built
-        params = list(self._parameters.values())[index]
-        return [p.in_mode() for p in params] if isinstance(index, slice) else params.in_mode()
-
-    def __setitem__(self, index, parameter):
-        if not -len(self) <= index < len(self):
-            raise IndexError(f"ParameterList: index {index} out of range for {len(self)} parameters")
-        self.add_parameter(str(index % len(self)), parameter)
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter([p.in_mode() for p in self._parameters.values()])
+# -- losses: each keeps its options and calls its function of keel.nn.functional ------------
+class _Loss(FunctionLayer):
+    """A loss layer: its options, then its function of keel.nn.functional."""
 
 
-# -- losses ------------------------------------------------------------------------------------
-def _reduce(loss, reduction: str, layer: str):
-    if reduction == "mean":
-        return M.mean(loss)
-    if reduction == "sum":
-        return M.reduce_sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{layer}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-
-
-class CrossEntropyLoss(Layer):
-    """Softmax cross entropy of logits and integer labels ([N, 1] or soft labels); the mean
-    is over the samples whose label is not `ignore_index` (PaddlePaddle's rule).
+class CrossEntropyLoss(_Loss):
+    """F.cross_entropy of logits (use_softmax=True) and class ids or soft labels.
 
     Examples:
         >>> import keel as paddle
@@ -790,25 +805,15 @@ class CrossEntropyLoss(Layer):
         >>> paddle.nn.CrossEntropyLoss(reduction="none")(logits, labels).shape
         [2, 1]
     """
+    _fn = staticmethod(F.cross_entropy)
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", soft_label=False, axis=-1,
-                 use_softmax=True, name=None):
-        super().__init__(name)
-        if weight is not None or not use_softmax:
-            raise ValueError("CrossEntropyLoss: class weights and use_softmax=False are not supported")
-        self.ignore_index, self.reduction = int(ignore_index), reduction
-        self.soft_label, self.axis = bool(soft_label), int(axis)
-
-    def forward(self, input, label):
-        loss = F.softmax_with_cross_entropy(input, label, soft_label=self.soft_label,
-                                            ignore_index=self.ignore_index, axis=self.axis)
-        if self.reduction != "mean" or self.soft_label:
-            return _reduce(loss, self.reduction, "CrossEntropyLoss")
-        valid = M.cast(M.not_equal(label, T.full_like(label, self.ignore_index)), loss.dtype)
-        return M.divide(M.reduce_sum(loss), M.maximum(M.reduce_sum(valid), T.full([], 1.0, loss.dtype)))
+                 use_softmax=True, label_smoothing=0.0, name=None):
+        super().__init__(name, weight=weight, ignore_index=ignore_index, reduction=reduction, soft_label=soft_label,
+                         axis=axis, use_softmax=use_softmax, label_smoothing=label_smoothing)
 
 
-class MSELoss(Layer):
+class MSELoss(_Loss):
     """Mean squared error: reduction (mean, sum or none) of (input - label) ** 2.
 
     Examples:
@@ -818,15 +823,13 @@ class MSELoss(Layer):
         >>> round(float(loss), 4)                 # (0.25 + 0 + 1) / 3
         0.4167
     """
+    _fn = staticmethod(F.mse_loss)
+
     def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input, label):
-        return _reduce(M.square(M.subtract(input, label)), self.reduction, "MSELoss")
+        super().__init__(None, reduction=reduction)
 
 
-class L1Loss(Layer):
+class L1Loss(_Loss):
     """Mean absolute error: reduction (mean, sum or none) of |input - label|.
 
     Examples:
@@ -841,15 +844,20 @@ class L1Loss(Layer):
         [[0.2 0.2]
          [0.2 0.8]]
     """
+    _fn = staticmethod(F.l1_loss)
+
     def __init__(self, reduction="mean", name=None):
-        super().__init__(name)
-        self.reduction = reduction
-
-    def forward(self, input, label):
-        return _reduce(M.abs(M.subtract(input, label)), self.reduction, "L1Loss")
+        super().__init__(name, reduction=reduction)
 
 
-class BCEWithLogitsLoss(Layer):
+class BCELoss(_Loss):
+    _fn = staticmethod(F.binary_cross_entropy)
+
+    def __init__(self, weight=None, reduction="mean", name=None):
+        super().__init__(name, weight=weight, reduction=reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
     """Binary cross entropy of sigmoid(logit) and label, computed stably from the logits.
 
     Examples:
@@ -859,11 +867,35 @@ class BCEWithLogitsLoss(Layer):
         >>> round(float(paddle.nn.BCEWithLogitsLoss()(logit, label)), 4)
         0.4562
     """
-    def __init__(self, weight=None, reduction="mean", pos_weight=None, name=None):
-        super().__init__(name)
-        if weight is not None or pos_weight is not None:
-            raise ValueError("BCEWithLogitsLoss: weight and pos_weight are not supported")
-        self.reduction = reduction
+    _fn = staticmethod(F.binary_cross_entropy_with_logits)
 
-    def forward(self, logit, label):
-        return _reduce(F.sigmoid_cross_entropy_with_logits(logit, label), self.reduction, "BCEWithLogitsLoss")
+    def __init__(self, weight=None, reduction="mean", pos_weight=None, name=None):
+        super().__init__(name, weight=weight, reduction=reduction, pos_weight=pos_weight)
+
+
+class NLLLoss(_Loss):
+    _fn = staticmethod(F.nll_loss)
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", name=None):
+        super().__init__(name, weight=weight, ignore_index=ignore_index, reduction=reduction)
+
+
+class KLDivLoss(_Loss):
+    _fn = staticmethod(F.kl_div)
+
+    def __init__(self, reduction="mean", log_target=False):
+        super().__init__(None, reduction=reduction, log_target=log_target)
+
+
+class SmoothL1Loss(_Loss):
+    _fn = staticmethod(F.smooth_l1_loss)
+
+    def __init__(self, reduction="mean", delta=1.0, is_huber=True, name=None):
+        super().__init__(name, reduction=reduction, delta=delta, is_huber=is_huber)
+
+
+class MarginRankingLoss(_Loss):
+    _fn = staticmethod(F.margin_ranking_loss)
+
+    def __init__(self, margin=0.0, reduction="mean", name=None):
+        super().__init__(name, margin=margin, reduction=reduction)

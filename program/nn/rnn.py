@@ -136,14 +136,17 @@ def warpctc(input, label, input_length=None, label_length=None, blank=0, norm_by
 
 
 def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction="mean",
-             norm_by_times=False):
+             norm_by_times=False, zero_infinity=False):
     """paddle.nn.functional.ctc_loss: `warpctc`, then reduction 'none' (the [batch] losses),
-    'sum', or 'mean' (each loss divided by its label length, then averaged)."""
+    'sum', or 'mean' (each loss divided by its label length, then averaged). zero_infinity:
+    an infinite loss (no alignment fits) counts as 0."""
     from keel.program.layers import math as M
     from keel.program.layers import tensor as Tn
 
     loss = Tn.squeeze(warpctc(log_probs, labels, input_lengths, label_lengths, blank,
                               norm_by_times), [-1])
+    if zero_infinity:
+        loss = M.where(M.isinf(loss), Tn.zeros_like(loss), loss)
     if reduction == "none":
         return loss
     if reduction == "sum":

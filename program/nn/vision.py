@@ -1,7 +1,7 @@
-"""Vision layers beyond conv2d/pool2d, appending the ops of program/ops/vision.py as
-PaddlePaddle's static-graph layers do (paddle.static.nn.conv3d / conv3d_transpose /
-deform_conv2d, paddle.nn.functional.max_pool3d / avg_pool3d / adaptive_*_pool3d /
-max_pool2d(return_mask=True) / max_unpool2d / affine_grid / grid_sample):
+"""Vision builder layers beyond conv2d/pool2d, appending the ops of program/ops/vision.py
+as PaddlePaddle's static-graph layers do (paddle.static.nn.conv3d / conv3d_transpose /
+deform_conv2d, fluid's pool3d); the functional pools, max_unpool2d, affine_grid and
+grid_sample are program/nn/functional's:
 
     x = pg.data("x", [-1, 1, 8, 16, 16])
     h = pg.nn.conv3d(x, 8, 3, padding=1, act="relu")
@@ -18,8 +18,9 @@ from keel.program import initializer as init
 from keel.program.errors import AttrError
 from keel.program.layers.helper import LayerHelper
 from keel.program.nn import _fail as _nn_fail, _ints, _pair  # defined before program.nn imports this module
-from keel.program.variable import Variable
-from keel.proto import pb
+from keel.program.nn import functional as F
+from keel.program.nn.functional.conv import add_channel_bias
+from keel.program.nn.functional.pooling import pool_nd
 
 _LAYOUTS = ("NCDHW", "NDHWC")
 
@@ -59,15 +60,6 @@ def _channels3d(layer, x, data_format):
     return c
 
 
-def _bias(helper, out, bias_attr, size, axis, dtype):
-    b = helper.create_parameter(bias_attr, [size], dtype, init.Constant(0.0), suffix="b")
-    if b is None:
-        return out
-    res = helper.create_tmp(dtype)
-    helper.append_op("elementwise_add", {"X": out, "Y": b}, {"Out": res}, {"axis": axis})
-    return res
-
-
 # -- 3-D convolution ----------------------------------------------------------------------------
 def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=1, param_attr=None,
            bias_attr=None, act=None, data_format="NCDHW", name=None):
@@ -81,16 +73,11 @@ def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
         _fail(layer, f"groups ({groups}) must divide the input channels ({c}) and num_filters ({num_filters})")
     helper = LayerHelper(layer, name)
     ksize = _triple(layer, filter_size, "filter_size")
-    paddings, algorithm = _padding3d(layer, padding)
     fan_in = math.prod(ksize) * c // groups
     w = helper.create_parameter(param_attr, [num_filters, c // groups, *ksize], input.dtype,
                                 init.Normal(0.0, math.sqrt(2.0 / fan_in)))
-    out = helper.create_tmp(input.dtype)
-    helper.append_op(layer, {"Input": input, "Filter": w}, {"Output": out},
-                     {"strides": _triple(layer, stride, "stride"), "paddings": paddings,
-                      "padding_algorithm": algorithm, "dilations": _triple(layer, dilation, "dilation"),
-                      "groups": groups, "data_format": data_format})
-    out = _bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCDHW" else 4, input.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], input.dtype, init.Constant(0.0), suffix="b")
+    out = F.conv3d(input, w, b, stride, padding, dilation, groups, data_format, name=helper.name)
     return helper.append_activation(out, act)
 
 
@@ -106,7 +93,7 @@ def conv3d_transpose(input, num_filters, output_size=None, filter_size=None, pad
         _fail(layer, f"groups ({groups}) must divide the input channels ({c}) and num_filters ({num_filters})")
     helper = LayerHelper(layer, name)
     strides, dilations = _triple(layer, stride, "stride"), _triple(layer, dilation, "dilation")
-    paddings, algorithm = _padding3d(layer, padding)
+    paddings, _ = _padding3d(layer, padding)
     out_size = [] if output_size is None else _triple(layer, output_size, "output_size")
     if filter_size is None:
         spatial = input.shape[2:5] if data_format == "NCDHW" else input.shape[1:4]
@@ -117,12 +104,9 @@ def conv3d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                        // dilations[i] + 1 for i in range(3)]
     ksize = _triple(layer, filter_size, "filter_size")
     w = helper.create_parameter(param_attr, [c, num_filters // groups, *ksize], input.dtype)
-    out = helper.create_tmp(input.dtype)
-    helper.append_op(layer, {"Input": input, "Filter": w}, {"Output": out},
-                     {"output_size": out_size, "output_padding": [], "strides": strides, "paddings": paddings,
-                      "padding_algorithm": algorithm, "dilations": dilations, "groups": groups,
-                      "data_format": "NCHW" if data_format == "NCDHW" else "NHWC"})
-    out = _bias(helper, out, bias_attr, num_filters, 1 if data_format == "NCDHW" else 4, input.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], input.dtype, init.Constant(0.0), suffix="b")
+    out = F.conv3d_transpose(input, w, b, strides, padding, groups=groups, dilation=dilations,
+                             output_size=out_size or None, data_format=data_format, name=helper.name)
     return helper.append_activation(out, act)
 
 
@@ -138,119 +122,9 @@ def pool3d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
         _fail(layer, "pool_size must be given unless global_pooling is True")
     paddings, algorithm = _padding3d(layer, pool_padding)
     ksize = [1, 1, 1] if global_pooling and pool_size in (None, -1) else _triple(layer, pool_size, "pool_size")
-    return _pool3d(input, ksize, pool_type, _triple(layer, pool_stride, "pool_stride"), paddings, algorithm,
-                   global_pooling, ceil_mode, exclusive, False, data_format, name)
-
-
-def _pool3d(x, ksize, pool_type, strides, paddings, algorithm, global_pooling, ceil_mode, exclusive, adaptive,
-            data_format, name):
-    helper = LayerHelper("pool3d", name)
-    out = helper.create_tmp(x.dtype)
-    helper.append_op("pool3d", {"X": x}, {"Out": out},
-                     {"pooling_type": pool_type, "ksize": ksize, "global_pooling": global_pooling,
-                      "strides": strides, "paddings": paddings, "padding_algorithm": algorithm,
-                      "use_cudnn": False, "ceil_mode": ceil_mode, "exclusive": exclusive,
-                      "adaptive": adaptive, "data_format": data_format})
-    return out
-
-
-def max_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCDHW", name=None):
-    return pool3d(x, kernel_size, "max", kernel_size if stride is None else stride, padding,
-                  ceil_mode=ceil_mode, data_format=data_format, name=name)
-
-
-def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, data_format="NCDHW",
-               name=None):
-    return pool3d(x, kernel_size, "avg", kernel_size if stride is None else stride, padding,
-                  ceil_mode=ceil_mode, exclusive=exclusive, data_format=data_format, name=name)
-
-
-def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
-    """op pool3d with adaptive=True (bins [floor(i*in/out), ceil((i+1)*in/out)))."""
-    _channels3d("adaptive_avg_pool3d", x, data_format)
-    return _pool3d(x, _triple("adaptive_avg_pool3d", output_size, "output_size"), "avg", [1, 1, 1], [0, 0, 0],
-                   "EXPLICIT", False, False, True, True, data_format, name)
-
-
-def _max_pool_with_index(layer, op_type, nd, x, ksize, strides, paddings, adaptive, ceil_mode, name):
-    helper = LayerHelper(layer, name)
-    out = helper.create_tmp(x.dtype)
-    mask = helper.create_tmp(pb.VarType.INT32, stop_gradient=True)
-    helper.append_op(op_type, {"X": x}, {"Out": out, "Mask": mask},
-                     {"ksize": ksize, "strides": strides, "paddings": paddings, "global_pooling": False,
-                      "adaptive": adaptive, "ceil_mode": ceil_mode})
-    return out, mask
-
-
-def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
-    """op max_pool3d_with_index with adaptive=True (as paddle.nn.functional.adaptive_max_pool3d)."""
-    size = _triple("adaptive_max_pool3d", output_size, "output_size")
-    out, mask = _max_pool_with_index("adaptive_max_pool3d", "max_pool3d_with_index", 3, x, size, [1, 1, 1],
-                                     [0, 0, 0], True, False, name)
-    return (out, mask) if return_mask else out
-
-
-def max_pool2d_with_index(x, kernel_size, stride=None, padding=0, ceil_mode=False, name=None):
-    """paddle.nn.functional.max_pool2d(..., return_mask=True): (Out, Mask) from op
-    max_pool2d_with_index (NCHW; symmetric padding)."""
-    layer = "max_pool2d"
-    ksize = _pair(layer, kernel_size, "kernel_size")
-    strides = ksize if stride is None else _pair(layer, stride, "stride")
-    return _max_pool_with_index(layer, "max_pool2d_with_index", 2, x, ksize, strides,
-                                _pair(layer, padding, "padding"), False, ceil_mode, name)
-
-
-def adaptive_max_pool2d_with_index(x, output_size, name=None):
-    size = _pair("adaptive_max_pool2d", output_size, "output_size")
-    return _max_pool_with_index("adaptive_max_pool2d", "max_pool2d_with_index", 2, x, size, [1, 1], [0, 0],
-                                True, False, name)
-
-
-def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None, name=None):
-    """paddle.nn.functional.max_unpool2d: op unpool; the output size defaults to
-    (in - 1) * stride - 2 * padding + kernel_size."""
-    layer = "max_unpool2d"
-    ksize = _pair(layer, kernel_size, "kernel_size")
-    strides = ksize if stride is None else _pair(layer, stride, "stride")
-    pads = _pair(layer, padding, "padding")
-    if output_size is None:
-        hw = x.shape[2:4]
-        if any(d < 0 for d in hw):
-            _fail(layer, f"output_size must be given when the spatial dims of {x.name} are unknown")
-        output_size = [(hw[i] - 1) * strides[i] - 2 * pads[i] + ksize[i] for i in range(2)]
-    else:
-        output_size = list(output_size)[-2:]
-    helper = LayerHelper(layer, name)
-    out = helper.create_tmp(x.dtype)
-    helper.append_op("unpool", {"X": x, "Indices": indices}, {"Out": out},
-                     {"unpooling_type": "max", "ksize": ksize, "strides": strides, "paddings": pads,
-                      "output_size": [int(v) for v in output_size], "data_format": "NCHW"})
-    return out
-
-
-# -- spatial transformer -------------------------------------------------------------------------------
-def affine_grid(theta, out_shape, align_corners=True, name=None):
-    """paddle.nn.functional.affine_grid: Theta [N, 2, 3] -> grid [N, H, W, 2] for out_shape
-    [N, C, H, W] (a list, written as the output_shape attribute, or an int32 Variable,
-    bound to the OutputShape input)."""
-    helper = LayerHelper("affine_grid", name)
-    out = helper.create_tmp(theta.dtype)
-    if isinstance(out_shape, Variable):
-        helper.append_op("affine_grid", {"Theta": theta, "OutputShape": out_shape}, {"Output": out},
-                         {"align_corners": bool(align_corners), "output_shape": []})
-    else:
-        helper.append_op("affine_grid", {"Theta": theta}, {"Output": out},
-                         {"align_corners": bool(align_corners), "output_shape": [int(v) for v in out_shape]})
-    return out
-
-
-def grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True, name=None):
-    """paddle.nn.functional.grid_sample: op grid_sampler."""
-    helper = LayerHelper("grid_sample", name)
-    out = helper.create_tmp(x.dtype)
-    helper.append_op("grid_sampler", {"X": x, "Grid": grid}, {"Output": out},
-                     {"mode": mode, "padding_mode": padding_mode, "align_corners": bool(align_corners)})
-    return out
+    return pool_nd(layer, input, pool_type, ksize, _triple(layer, pool_stride, "pool_stride"), paddings, algorithm,
+                   3, data_format, ceil_mode=ceil_mode, exclusive=exclusive, global_pooling=global_pooling,
+                   name=name)
 
 
 # -- deformable convolution ---------------------------------------------------------------------------------
@@ -277,4 +151,5 @@ def deform_conv2d(x, offset, mask, num_filters, filter_size, stride=1, padding=0
                      {"strides": _pair(layer, stride, "stride"), "paddings": _pair(layer, padding, "padding"),
                       "dilations": _pair(layer, dilation, "dilation"), "groups": groups,
                       "deformable_groups": int(deformable_groups), "im2col_step": int(im2col_step)})
-    return _bias(helper, out, bias_attr, num_filters, 1, x.dtype)
+    b = helper.create_parameter(bias_attr, [num_filters], x.dtype, init.Constant(0.0), suffix="b")
+    return add_channel_bias(helper, out, b, False, 2)

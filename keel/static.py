@@ -1,0 +1,16 @@
+"""`keel.static`: PaddlePaddle's `paddle.static`, gathered from keel.program (building:
+`data`, `InputSpec`, `Program`, `program_guard`, `nn`, `append_backward`, `amp`, ...) and
+keel.executor (running: `Executor`, `global_scope`, `scope_guard`, `save`/`load`,
+`CompiledProgram`, `cpu_places`)."""
+from keel.executor import Executor, Scope, global_scope, scope_guard  # noqa: F401
+from keel.executor.place import CPUPlace, CUDAPlace  # noqa: F401
+from keel.executor.static_program import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401
+                                          cpu_places, cuda_places, load, load_program_state, save,
+                                          set_program_state)
+from keel.program import static as _static
+from keel.program.static import *  # noqa: F401,F403
+from keel.program.static import InputSpec, amp, nn  # noqa: F401
+
+__all__ = [*_static.__all__, "Executor", "Scope", "global_scope", "scope_guard", "CPUPlace", "CUDAPlace",
+           "CompiledProgram", "BuildStrategy", "ExecutionStrategy", "cpu_places", "cuda_places", "save", "load",
+           "load_program_state", "set_program_state"]
