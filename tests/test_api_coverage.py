@@ -13,16 +13,6 @@ import keel
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "paddle_api" / "paddle_3.3.1.json").read_text())
 
-# Namespaces, and single names, that other branches bring (issue 30's split of the work): their
-# check is expected to fail until those branches are merged, then holds like the rest.
-OTHER_BRANCHES = {
-    "paddle.nn": "func", "paddle.nn.functional": "func", "paddle.static": "func", "paddle.static.nn": "func",
-    "paddle.linalg": "ns", "paddle.optimizer.lr": "ns",
-    "paddle.set_flags": "ns", "paddle.get_flags": "ns", "paddle.summary": "ns", "paddle.flops": "ns",
-    "paddle.inference.get_trt_runtime_version": "ns",
-}
-
-
 def resolve(namespace: str, name: str):
     """`keel.<namespace without paddle>.<name>`, or None when Keel lacks it."""
     module_name = "keel" + namespace[len("paddle"):]
@@ -37,28 +27,10 @@ def resolve(namespace: str, name: str):
     return getattr(module, name, None)
 
 
-def _owner(namespace: str, name: str) -> str | None:
-    return OTHER_BRANCHES.get(f"{namespace}.{name}") or OTHER_BRANCHES.get(namespace)
-
-
-def _zoo_names(of_other_branches: bool):
-    return [(ns, name) for ns, names in sorted(FIXTURE["used_by_zoo"].items()) for name in sorted(names)
-            if (_owner(ns, name) is not None) == of_other_branches]
-
-
-def _missing(pairs):
-    return [f"{ns}.{name}" for ns, name in pairs if resolve(ns, name) is None]
-
-
 def test_every_zoo_name_resolves():
-    missing = _missing(_zoo_names(of_other_branches=False))
+    missing = [f"{ns}.{name}" for ns, names in sorted(FIXTURE["used_by_zoo"].items()) for name in sorted(names)
+               if resolve(ns, name) is None]
     assert not missing, f"PaddlePaddle names the model zoos use that keel lacks: {missing}"
-
-
-@pytest.mark.xfail(strict=False, reason="lands with branch func/ns")
-def test_every_zoo_name_of_the_other_branches_resolves():
-    missing = _missing(_zoo_names(of_other_branches=True))
-    assert not missing, f"names that branches func/ns bring, missing here: {missing}"
 
 
 def test_the_fixture_is_the_recorded_api():
