@@ -639,15 +639,43 @@ def unfold(xp, x, *, kernel_sizes, strides, paddings, dilations):
     return cols.reshape(n, c * k[0] * k[1], o[0] * o[1])
 
 
+def _col2im(xp, cols, image_shape, kernel_sizes, strides, paddings, dilations):
+    """The adjoint of unfold: each column entry added at the image position it copies."""
+    k, s, p, d, o = _unfold_geometry(image_shape, kernel_sizes, strides, paddings, dilations)
+    n, c, h, w = image_shape
+    if cols.shape[1:] != (c * k[0] * k[1], o[0] * o[1]):
+        raise ValueError(f"fold: input {list(cols.shape)} is not [N, C*{k[0]}*{k[1]}, {o[0] * o[1]}] "
+                         f"for a {h}x{w} output")
+    blocks = cols.reshape(n, c, k[0], k[1], o[0], o[1])
+    pad = xp.zeros((n, c, h + p[0] + p[2], w + p[1] + p[3]), dtype=cols.dtype)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            pad[_block(i, j, k, s, d, o)] += blocks[:, :, i, j]
+    return pad[:, :, p[0]:p[0] + h, p[1]:p[1] + w].copy()
+
+
 @kernel("unfold_grad", inputs=["X", "Y@GRAD"], outputs=["X@GRAD"],
         attrs=["kernel_sizes", "strides", "paddings", "dilations"])
 def unfold_grad(xp, x, dy, *, kernel_sizes, strides, paddings, dilations):
-    """col2im: each column entry added back at the input position it copied."""
-    k, s, p, d, o = _unfold_geometry(x.shape, kernel_sizes, strides, paddings, dilations)
-    n, c, h, w = x.shape
-    cols = dy.reshape(n, c, k[0], k[1], o[0], o[1])
-    dpad = xp.zeros((n, c, h + p[0] + p[2], w + p[1] + p[3]), dtype=dy.dtype)
-    for i in range(k[0]):
-        for j in range(k[1]):
-            dpad[_block(i, j, k, s, d, o)] += cols[:, :, i, j]
-    return dpad[:, :, p[0]:p[0] + h, p[1]:p[1] + w].copy()
+    """col2im of dY."""
+    return _col2im(xp, dy, x.shape, kernel_sizes, strides, paddings, dilations)
+
+
+def _fold_shape(x, output_sizes, kernel_sizes):
+    kh, kw = (int(v) for v in kernel_sizes)
+    return (x.shape[0], x.shape[1] // (kh * kw), int(output_sizes[0]), int(output_sizes[1]))
+
+
+@kernel("fold", inputs=["X"], outputs=["Y"],
+        attrs=["output_sizes", "kernel_sizes", "strides", "paddings", "dilations"])
+def fold(xp, x, *, output_sizes, kernel_sizes, strides, paddings, dilations):
+    """col2im (PaddlePaddle's fold): X [N, C*kh*kw, L] summed into Y [N, C, H, W], overlapping
+    blocks adding up."""
+    return _col2im(xp, x, _fold_shape(x, output_sizes, kernel_sizes), kernel_sizes, strides, paddings, dilations)
+
+
+@kernel("fold_grad", inputs=["X", "Y@GRAD"], outputs=["X@GRAD"],
+        attrs=["output_sizes", "kernel_sizes", "strides", "paddings", "dilations"])
+def fold_grad(xp, x, dy, *, output_sizes, kernel_sizes, strides, paddings, dilations):
+    """unfold of dY."""
+    return unfold(xp, dy, kernel_sizes=kernel_sizes, strides=strides, paddings=paddings, dilations=dilations)

@@ -45,6 +45,10 @@ CASES = [
     Case("unfold", {"X": rand(2, 1, 5, 5)}, {"kernel_sizes": [3, 2], "strides": [2, 1],
                                              "paddings": [1, 1, 1, 1], "dilations": [2, 2]},
          id="unfold dilated overlapping"),
+    Case("fold", {"X": rand(1, 12, 12)}, {"output_sizes": [5, 6], "kernel_sizes": [2, 3], "strides": [1, 2],
+                                         "paddings": [1, 0, 1, 0], "dilations": [1, 1]}, id="fold"),
+    Case("fold", {"X": rand(2, 6, 10)}, {"output_sizes": [5, 5], "kernel_sizes": [3, 2], "strides": [2, 1],
+                                        "paddings": [1, 1, 1, 1], "dilations": [2, 2]}, id="fold dilated overlapping"),
     # -- index-taking (negative indices counted from the end) --
     Case("index_select", {"X": rand(5, 3), "Index": idx(4, -1, 0, -1)}, {"dim": 0}, id="index_select"),
     Case("index_select", {"X": rand(2, 4, 3), "Index": idx(3, -2, 3, dtype=np.int32)}, {"dim": 1},

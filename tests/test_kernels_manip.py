@@ -303,6 +303,26 @@ def test_unfold_loop(k, s, p, d):
         assert y[n, (c * k[0] + i) * k[1] + j, r * ow + q] == want
 
 
+@pytest.mark.parametrize("k, s, p, d", [([2, 2], [1, 1], [0, 0, 0, 0], [1, 1]),
+                                        ([2, 3], [1, 2], [1, 0, 0, 2], [1, 1]),
+                                        ([3, 2], [2, 1], [1, 2, 1, 0], [2, 1])])
+def test_fold_loop_and_adjoint_of_unfold(k, s, p, d):
+    attrs = {"kernel_sizes": k, "strides": s, "paddings": p, "dilations": d}
+    oh = (5 + p[0] + p[2] - (d[0] * (k[0] - 1) + 1)) // s[0] + 1
+    ow = (6 + p[1] + p[3] - (d[1] * (k[1] - 1) + 1)) // s[1] + 1
+    cols = rnd(2, 2 * k[0] * k[1], oh * ow)
+    y = out("fold", {"X": cols}, {"output_sizes": [5, 6], **attrs}, slot="Y")
+    want = np.zeros((2, 2, 5, 6))
+    for n, c, i, j, r, q in itertools.product(range(2), range(2), range(k[0]), range(k[1]), range(oh), range(ow)):
+        row, col = r * s[0] + i * d[0] - p[0], q * s[1] + j * d[1] - p[1]
+        if 0 <= row < 5 and 0 <= col < 6:
+            want[n, c, row, col] += cols[n, (c * k[0] + i) * k[1] + j, r * ow + q]
+    np.testing.assert_allclose(y, want, rtol=1e-14, atol=1e-15)
+    image = rnd(2, 2, 5, 6)   # <unfold(x), cols> == <x, fold(cols)>
+    unfolded = out("unfold", {"X": image}, attrs, slot="Y")
+    assert float((unfolded * cols).sum()) == pytest.approx(float((image * y).sum()), rel=1e-12)
+
+
 def test_size_and_share_data():
     got = out("size", {"Input": np.zeros((2, 3, 4), np.float32)})
     assert got.shape == () and got.dtype == np.int64 and int(got) == 24

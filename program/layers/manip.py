@@ -230,17 +230,39 @@ def _pair(v):
     return [int(v), int(v)] if isinstance(v, int) else [int(a) for a in v]
 
 
+def _pads4(paddings):
+    """An int, 2 values [h, w] or 4 [top, left, bottom, right] as the 4."""
+    if isinstance(paddings, int):
+        return [paddings] * 4
+    pads = [int(p) for p in paddings]
+    return pads + pads if len(pads) == 2 else pads
+
+
 def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
     """im2col of an NCHW x: [N, C*kh*kw, L] (op unfold); paddings an int, 2 values
     [h, w] or 4 [top, left, bottom, right]."""
-    if isinstance(paddings, int):
-        pads = [paddings] * 4
-    else:
-        pads = [int(p) for p in paddings]
-        if len(pads) == 2:
-            pads = pads + pads
     return _one("unfold", {"X": x}, {"kernel_sizes": _pair(kernel_sizes), "strides": _pair(strides),
-                                     "paddings": pads, "dilations": _pair(dilations)}, name=name, out="Y")
+                                     "paddings": _pads4(paddings), "dilations": _pair(dilations)}, name=name, out="Y")
+
+
+def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
+    """col2im (PaddlePaddle's paddle.nn.functional.fold): x [N, C*kh*kw, L] into [N, C, H, W]
+    = output_sizes, overlapping blocks summed; the adjoint of unfold with the same arguments.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([1, 4, 9])                     # 1 channel, 2x2 blocks, 3x3 positions
+        >>> F.fold(x, output_sizes=[4, 4], kernel_sizes=2).numpy()[0, 0]   # how many blocks cover each pixel
+        array([[1., 2., 2., 1.],
+               [2., 4., 4., 2.],
+               [2., 4., 4., 2.],
+               [1., 2., 2., 1.]], dtype=float32)
+    """
+    return _one("fold", {"X": x}, {"output_sizes": _pair(output_sizes), "kernel_sizes": _pair(kernel_sizes),
+                                   "strides": _pair(strides), "paddings": _pads4(paddings),
+                                   "dilations": _pair(dilations)}, name=name, out="Y")
 
 
 def acos(x, name=None):

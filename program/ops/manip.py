@@ -412,6 +412,42 @@ def _infer_unfold(ctx):
     ctx.set_output("Y", [x.shape[0], c, h * w if h >= 0 and w >= 0 else -1], x.dtype)
 
 
+def _infer_fold(ctx):
+    x = ctx.input("X")
+    if len(x.shape) != 3:
+        ctx.fail(f"X must be [N, C*kh*kw, L], got {x}")
+    k, s, p, d = (list(ctx.attr(a)) for a in ("kernel_sizes", "strides", "paddings", "dilations"))
+    out = list(ctx.attr("output_sizes"))
+    if len(k) != 2 or len(s) != 2 or len(d) != 2 or len(p) != 4 or len(out) != 2:
+        ctx.fail(f"need 2 output_sizes, kernel_sizes, strides, dilations and 4 paddings: "
+                 f"{out}, {k}, {s}, {d}, {p}")
+    if min(out + k + s + d) <= 0 or min(p) < 0:
+        ctx.fail(f"output_sizes, kernel_sizes, strides and dilations must be positive, paddings >= 0: "
+                 f"{out}, {k}, {s}, {d}, {p}")
+    if p[0] != p[2] or p[1] != p[3]:  # PaddlePaddle's shape rule counts 2 * paddings[0], 2 * paddings[1]
+        ctx.fail(f"paddings {p} must be symmetric ([top, left, bottom, right] with top == bottom and "
+                 "left == right), as PaddlePaddle's fold requires")
+    h = unfold_output_size(out[0], k[0], s[0], p[0], p[0], d[0])
+    w = unfold_output_size(out[1], k[1], s[1], p[1], p[1], d[1])
+    if h <= 0 or w <= 0:
+        ctx.fail(f"the sliding blocks do not fit the {out[0]}x{out[1]} output: {h} x {w} positions")
+    c = x.shape[1]
+    if c >= 0 and c % (k[0] * k[1]):
+        ctx.fail(f"X's dim 1 ({c}) is not a multiple of kernel_sizes' product {k[0] * k[1]}")
+    if x.shape[2] >= 0 and x.shape[2] != h * w:
+        ctx.fail(f"X has {x.shape[2]} blocks; output_sizes {out} with these kernel_sizes, strides, paddings "
+                 f"and dilations make {h * w}")
+    ctx.set_output("Y", [x.shape[0], c // (k[0] * k[1]) if c >= 0 else -1, out[0], out[1]], x.dtype)
+
+
+define("fold", inputs=["X"], outputs=["Y"],
+       attrs={"output_sizes": INTS(), "kernel_sizes": INTS(), "strides": INTS(), "paddings": INTS(),
+              "dilations": INTS()},
+       infer=_infer_fold, grad=grad_op(["X", "Y@GRAD"], ["X@GRAD"]),
+       doc="col2im, the adjoint of unfold: Y[n, c] sums every block entry X[n, c*kh*kw + i*kw + j, l] "
+           "at the position it covers, the image zero-padded by paddings [top, left, bottom, right] "
+           "(symmetric, as PaddlePaddle's fold requires)")
+
 define("unfold", inputs=["X"], outputs=["Y"],
        attrs={"kernel_sizes": INTS(), "strides": INTS(), "paddings": INTS(), "dilations": INTS()},
        infer=_infer_unfold, grad=grad_op(["X", "Y@GRAD"], ["X@GRAD"]),

@@ -191,6 +191,8 @@ SIGNATURES: dict[str, Signature] = {
     "pd_op.scatter_nd_add": _sig(1),
     "pd_op.select_input": _sig(1),
     "pd_op.selu": _sig(1, "scale:f32 alpha:f32"),
+    "pd_op.set_value_": _sig(1, "axes:i64s decrease_axes:i64s none_axes:i64s shape:i64s values:f64s"),
+    "pd_op.set_value_with_tensor_": _sig(1, "axes:i64s decrease_axes:i64s none_axes:i64s"),
     "pd_op.shape": _sig(1),
     "pd_op.shape64": _sig(1),
     "pd_op.sigmoid": _sig(1),

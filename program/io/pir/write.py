@@ -120,6 +120,7 @@ _CHOOSE = {
     else "pd_op.split",
     "tril_triu": lambda op: "pd_op.tril" if op.attr("lower", True) else "pd_op.triu",
     "shuffle_channel": lambda op: "pd_op.channel_shuffle",
+    "set_value": lambda op: "pd_op.set_value_with_tensor" if op.input("ValueTensor") else "pd_op.set_value",
 }
 
 

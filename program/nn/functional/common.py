@@ -9,7 +9,7 @@ from keel.program.errors import AttrError, DTypeError
 from keel.program.layers import math as M
 from keel.program.layers import tensor as T
 from keel.program.layers.helper import LayerHelper
-from keel.program.layers.manip import unfold  # noqa: F401  (paddle.nn.functional.unfold)
+from keel.program.layers.manip import fold, unfold  # noqa: F401  (paddle.nn.functional.fold, unfold)
 from keel.program.layers.random import rand
 from keel.program.nn import _check_format, _fail, _require_float
 from keel.program.nn.functional.pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
@@ -18,7 +18,7 @@ from keel.proto import pb
 
 __all__ = ["linear", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding", "one_hot", "pad", "zeropad2d",
            "interpolate", "upsample", "label_smooth", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
-           "grid_sample", "affine_grid", "unfold"]
+           "grid_sample", "affine_grid", "fold", "unfold"]
 
 
 def linear(x, weight, bias=None, name=None):
