@@ -20,7 +20,7 @@ import math
 
 __all__ = ["LRScheduler", "StepDecay", "MultiStepDecay", "ExponentialDecay", "NaturalExpDecay",
            "InverseTimeDecay", "CosineAnnealingDecay", "CosineDecay", "LinearWarmup", "PiecewiseDecay",
-           "PolynomialDecay", "LambdaDecay", "NoamDecay"]
+           "PolynomialDecay", "LambdaDecay", "NoamDecay", "OneCycleLR", "CyclicLR", "ReduceOnPlateau"]
 
 
 class LRScheduler:
@@ -370,3 +370,175 @@ class LinearWarmup(LRScheduler):
         super().set_state_dict(state)
         if self.after is not None and "after" in state:
             self.after.set_state_dict(state["after"])
+
+
+class OneCycleLR(LRScheduler):
+    """The one-cycle policy: from max_learning_rate / divide_factor up to max_learning_rate
+    over the first phase_pct of total_steps, then down to end_learning_rate (three_phase:
+    back to the initial rate, then down to end_learning_rate), by cosine or linear
+    annealing, as PaddlePaddle's OneCycleLR. Step it once a batch.
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.OneCycleLR(max_learning_rate=1.0, total_steps=6, phase_pct=0.5)
+        >>> rates = []
+        >>> for step in range(6):
+        ...     rates.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> rates            # up from 1/25 to 1 by step 2, then down to 1e-4 by step 5
+        [0.04, 0.52, 1.0, 0.750025, 0.250075, 0.0001]
+    """
+
+    def __init__(self, max_learning_rate, total_steps, divide_factor=25.0, end_learning_rate=0.0001,
+                 phase_pct=0.3, anneal_strategy="cos", three_phase=False, last_epoch=-1, verbose=False):
+        if int(total_steps) <= 0:
+            raise ValueError(f"OneCycleLR: total_steps must be positive, got {total_steps}")
+        if not 0.0 <= float(phase_pct) <= 1.0:
+            raise ValueError(f"OneCycleLR: phase_pct must be in [0, 1], got {phase_pct}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
+        self.total_steps = int(total_steps)
+        self.max_lr = float(max_learning_rate)
+        initial, end, n = self.max_lr / float(divide_factor), float(end_learning_rate), self.total_steps
+        if three_phase:
+            self._ends = [phase_pct * n - 1.0, 2 * phase_pct * n - 2.0, n - 1.0]
+            self._rates = [initial, self.max_lr, initial, end]
+        else:
+            self._ends = [phase_pct * n - 1.0, n - 1.0]
+            self._rates = [initial, self.max_lr, end]
+        self._anneal = self._cos if anneal_strategy == "cos" else self._linear
+        super().__init__(initial, last_epoch, verbose)
+
+    @staticmethod
+    def _cos(start, end, pct):
+        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+    @staticmethod
+    def _linear(start, end, pct):
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"OneCycleLR: step {step} is past total_steps {self.total_steps}")
+        begin = 0.0
+        for i, end in enumerate(self._ends):
+            if step <= end or i == len(self._ends) - 1:   # the last phase takes what is left
+                return self._anneal(self._rates[i], self._rates[i + 1], (step - begin) / (end - begin))
+            begin = end
+
+
+class CyclicLR(LRScheduler):
+    """Rates cycling between base_learning_rate and max_learning_rate: step_size_up steps up,
+    step_size_down (default the same) down, the amplitude scaled per cycle ("triangular":
+    constant, "triangular2": halved each cycle) or per step ("exp_range": exp_gamma ** step),
+    or by `scale_fn` of the cycle or step (scale_mode), as PaddlePaddle's CyclicLR. Step it
+    once a batch.
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.CyclicLR(0.1, 0.5, step_size_up=2, mode="triangular2")
+        >>> rates = []
+        >>> for step in range(9):
+        ...     rates.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> rates            # the second cycle's peak is half as high
+        [0.1, 0.3, 0.5, 0.3, 0.1, 0.2, 0.3, 0.2, 0.1]
+    """
+
+    def __init__(self, base_learning_rate, max_learning_rate, step_size_up, step_size_down=None,
+                 mode="triangular", exp_gamma=1.0, scale_fn=None, scale_mode="cycle", last_epoch=-1, verbose=False):
+        if int(step_size_up) <= 0 or (step_size_down is not None and int(step_size_down) <= 0):
+            raise ValueError(f"CyclicLR: step sizes must be positive, got {step_size_up}, {step_size_down}")
+        if scale_fn is None and mode not in ("triangular", "triangular2", "exp_range"):
+            raise ValueError(f"CyclicLR: mode must be 'triangular', 'triangular2' or 'exp_range', got {mode!r}")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"CyclicLR: scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.cycle_size, self.step_up_pct = up + down, up / (up + down)
+        self.max_lr, self.gamma = float(max_learning_rate), float(exp_gamma)
+        self.amplitude = self.max_lr - float(base_learning_rate)
+        if scale_fn is not None:
+            self.scale_fn, self.scale_mode = scale_fn, scale_mode
+        else:
+            self.scale_fn, self.scale_mode = {
+                "triangular": (lambda x: 1.0, "cycle"),
+                "triangular2": (lambda x: 1 / (2.0 ** (x - 1)), "cycle"),
+                "exp_range": (lambda x: self.gamma ** x, "iterations")}[mode]
+        super().__init__(base_learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        iterations = self.last_epoch
+        cycle = 1 + iterations // self.cycle_size
+        pct = 1.0 + iterations / self.cycle_size - cycle
+        scale = pct / self.step_up_pct if pct <= self.step_up_pct else (1 - pct) / (1 - self.step_up_pct)
+        return self.base_lr + self.amplitude * scale * self.scale_fn(cycle if self.scale_mode == "cycle" else iterations)
+
+
+class ReduceOnPlateau(LRScheduler):
+    """Multiply the rate by `factor` when a metric has stopped improving for more than
+    `patience` epochs (mode "min": lower is better, "max": higher; improvement by more than
+    `threshold`, relative or absolute), then wait `cooldown` epochs, never below `min_lr`, as
+    PaddlePaddle's ReduceOnPlateau. `step(metrics)` takes the epoch's metric.
+
+    Examples:
+        >>> import keel as paddle
+        >>> scheduler = paddle.optimizer.lr.ReduceOnPlateau(learning_rate=1.0, factor=0.5, patience=1)
+        >>> rates = []
+        >>> for loss in [3.0, 2.0, 2.0, 2.0, 2.0, 1.0]:
+        ...     scheduler.step(loss)
+        ...     rates.append(scheduler())
+        >>> rates            # halved after a second epoch without improvement, twice
+        [1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
+    """
+
+    def __init__(self, learning_rate, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
+                 cooldown=0, min_lr=0, epsilon=1e-8, verbose=False):
+        if mode not in ("min", "max"):
+            raise ValueError(f"ReduceOnPlateau: mode must be 'min' or 'max', got {mode!r}")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceOnPlateau: threshold_mode must be 'rel' or 'abs', got {threshold_mode!r}")
+        if float(factor) >= 1.0:
+            raise ValueError(f"ReduceOnPlateau: factor must be below 1.0, got {factor}")
+        self.mode, self.factor, self.patience = mode, float(factor), int(patience)
+        self.threshold, self.threshold_mode = float(threshold), threshold_mode
+        self.cooldown, self.min_lr, self.epsilon = int(cooldown), float(min_lr), float(epsilon)
+        self.cooldown_counter, self.best, self.num_bad_epochs = 0, None, 0
+        # (no step at construction: the first step takes the first metric)
+        self.base_lr = self.last_lr = float(learning_rate)
+        self.last_epoch, self.verbose = 0, verbose
+
+    def _is_better(self, current, best) -> bool:
+        margin = best * self.threshold if self.threshold_mode == "rel" else self.threshold
+        return current < best - margin if self.mode == "min" else current > best + margin
+
+    def step(self, metrics, epoch=None) -> None:
+        self.last_epoch = self.last_epoch + 1 if epoch is None else int(epoch)
+        current = float(metrics.item() if hasattr(metrics, "item") else metrics)
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            return
+        if self.best is None or self._is_better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.num_bad_epochs > self.patience:
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+            new_lr = max(self.last_lr * self.factor, self.min_lr)
+            if self.last_lr - new_lr > self.epsilon:
+                self.last_lr = new_lr
+                if self.verbose:
+                    print(f"Epoch {self.last_epoch}: ReduceOnPlateau set learning rate to {self.last_lr}.")
+
+    def get_lr(self):
+        return self.last_lr
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "best": self.best, "num_bad_epochs": self.num_bad_epochs,
+                "cooldown_counter": self.cooldown_counter}
+
+    def set_state_dict(self, state: dict) -> None:
+        super().set_state_dict(state)
+        self.best, self.num_bad_epochs = state["best"], int(state["num_bad_epochs"])
+        self.cooldown_counter = int(state["cooldown_counter"])
