@@ -88,7 +88,8 @@ ROWS: dict[str, Row] = {
     **{f"pd_op.{name}": _unary(name) for name in (
         "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "floor", "ceil", "sin", "cos",
         "square", "reciprocal", "silu", "erf", "logical_not", "sign", "softsign", "log1p", "tanh_shrink",
-        "logsigmoid", "relu6", "assign", "round", "mish")},
+        "logsigmoid", "relu6", "assign", "round")},
+    "pd_op.mish": _unary("mish", {"lambda": "threshold"}),
     **{f"pd_op.{name}": _unary(name) for name in ("acos", "asin", "atan", "expm1", "log2", "log10", "stanh")},
     **{f"pd_op.{name}": _unary(f"{name}_v2") for name in ("isfinite", "isinf", "isnan")},
     "pd_op.hardswish": _unary("hard_swish"),
