@@ -252,7 +252,19 @@ ROWS: dict[str, Row] = {
     "pd_op.any": Row("reduce_any", ("X",), ("Out",), {"axis": "dim", "keepdim": "keep_dim"}, derive=("reduce_all",)),
     "pd_op.p_norm": _unary("p_norm"),
     # -- interpolation
-    **{f"pd_op.{m}_interp": _interp(f"{m}_interp_v2") for m in ("nearest", "bilinear")},
+    **{f"pd_op.{m}_interp": _interp(f"{m}_interp_v2") for m in ("nearest", "bilinear", "linear", "trilinear")},
+    # losses
+    "pd_op.bce_loss": Row("bce_loss", ("X", "Label")),
+    "pd_op.sigmoid_cross_entropy_with_logits": Row("sigmoid_cross_entropy_with_logits", ("X", "Label", "pos_weight")),
+    "pd_op.kldiv_loss": Row("kldiv_loss", ("X", "Target"), ("Loss",)),
+    "pd_op.huber_loss": Row("huber_loss", ("X", "Y"), ("Out", "Residual")),
+    # linear algebra, col2im
+    "pd_op.det": Row("determinant", ("Input",)),
+    "pd_op.inverse": Row("inverse", ("Input",), ("Output",)),
+    "pd_op.solve": Row("solve", ("X", "Y")),
+    "pd_op.cholesky": _unary("cholesky"),
+    "pd_op.fold": Row("fold", ("X",), ("Y",)),
+    "pd_op.mean_all": _unary("mean"),
     # -- recurrent
     "pd_op.rnn": Row("rnn", ("Input", "PreState", "WeightList", "SequenceLength", None),
                      ("Out", "DropoutState", "State", "Reserve"), {"dropout_prob": "dropout_prob"}),
