@@ -265,6 +265,13 @@ ROWS: dict[str, Row] = {
     "pd_op.cholesky": _unary("cholesky"),
     "pd_op.fold": Row("fold", ("X",), ("Y",)),
     "pd_op.mean_all": _unary("mean"),
+    "pd_op.svd": Row("svd", ("X",), ("U", "S", "VH")),
+    "pd_op.qr": Row("qr", ("X",), ("Q", "R")),
+    "pd_op.eigh": Row("eigh", ("X",), ("Eigenvalues", "Eigenvectors")),
+    "pd_op.frobenius_norm": Row("frobenius_norm", ("X", Fold("dim"))),
+    "pd_op.histogram": Row("histogram", ("X", "Weight")),
+    **{f"pd_op.{name}": Row(name, ("X", "Y")) for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    "pd_op.bitwise_not": _unary("bitwise_not"),
     # -- recurrent
     "pd_op.rnn": Row("rnn", ("Input", "PreState", "WeightList", "SequenceLength", None),
                      ("Out", "DropoutState", "State", "Reserve"), {"dropout_prob": "dropout_prob"}),
