@@ -219,14 +219,20 @@ def _keel_control_flow_program():
     return main, startup, [x, n], [branch, nested, power, count]
 
 
-@pytest.mark.parametrize("shift", [1.5, -1.5])
-def test_save_inference_model_format_pir_keeps_keel_built_control_flow(shift, tmp_path):
+def keel_control_flow_run(shift):
+    """_keel_control_flow_program run once on inputs shifted by `shift` (which branch is
+    taken): (main, feeds, fetches, executor, scope, inputs, outputs)."""
     main, startup, feeds_, fetches = _keel_control_flow_program()
     exe, scope = Executor(seed=1), Scope()
     exe.run(startup, scope=scope)
     inputs = {"x": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32) + shift,
               "n": np.array([3])}
-    want = exe.run(main, feed=inputs, fetch_list=fetches, scope=scope)
+    return main, feeds_, fetches, exe, scope, inputs, exe.run(main, feed=inputs, fetch_list=fetches, scope=scope)
+
+
+@pytest.mark.parametrize("shift", [1.5, -1.5])
+def test_save_inference_model_format_pir_keeps_keel_built_control_flow(shift, tmp_path):
+    main, feeds_, fetches, exe, scope, inputs, want = keel_control_flow_run(shift)
     prefix = tmp_path / "cf"
     pg.io.save_inference_model(str(prefix), feeds_, fetches, exe, program=main, scope=scope, format="pir")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cf.json", "cf.pdiparams"]

@@ -124,13 +124,8 @@ def test_jit_save_format_pir_loads_in_paddle_jit_load(tmp_path):
 
 @pytest.mark.parametrize("shift", [1.5, -1.5])
 def test_save_inference_model_format_pir_with_control_flow_loads_in_paddle(shift, tmp_path):
-    from test_pir_writer import _keel_control_flow_program
-    main, startup, feed_vars, fetches = _keel_control_flow_program()
-    exe, scope = Executor(seed=1), Scope()
-    exe.run(startup, scope=scope)
-    inputs = {"x": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32) + shift,
-              "n": np.array([3])}
-    want = exe.run(main, feed=inputs, fetch_list=fetches, scope=scope)
+    from test_pir_writer import keel_control_flow_run
+    main, feed_vars, fetches, exe, scope, inputs, want = keel_control_flow_run(shift)
     pg.io.save_inference_model(str(tmp_path / "cf"), feed_vars, fetches, exe, program=main, scope=scope,
                                format="pir")
     assert_close(paddle_outputs(str(tmp_path / "cf"), inputs), want, "Paddle Inference")
