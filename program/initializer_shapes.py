@@ -34,7 +34,22 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
 class Dirac(Initializer):
     """A convolution filter [out, in, k...] that passes its input through: within each of
     `groups` groups of output channels, output channel i takes input channel i at the
-    kernel's centre (1), for i below min(out / groups, in); 0 elsewhere."""
+    kernel's centre (1), for i below min(out / groups, in); 0 elsewhere.
+
+    Examples:
+        >>> import keel as paddle
+        >>> init = paddle.nn.initializer.Dirac()
+        >>> attr = paddle.ParamAttr(initializer=init)
+        >>> conv = paddle.nn.Conv1D(2, 2, kernel_size=3, padding=1, weight_attr=attr, bias_attr=False)
+        >>> print(conv.weight.numpy()[:, :, 1])       # output channel i takes input channel i at the centre
+        [[1. 0.]
+         [0. 1.]]
+        >>> float(conv.weight.numpy().sum())
+        2.0
+        >>> x = paddle.rand([1, 2, 5])
+        >>> bool((conv(x).numpy() == x.numpy()).all())  # the convolution passes its input through
+        True
+    """
 
     def __init__(self, groups: int = 1, name=None):
         if int(groups) < 1:

@@ -85,7 +85,18 @@ def var(x, axis=None, unbiased=None, keepdim=False, name=None, *, correction=1):
 
 
 def sort(x, axis=-1, descending=False, stable=False, name=None):
-    """x's values sorted along `axis` (op argsort's Out)."""
+    """x's values sorted along `axis` (op argsort's Out).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[3.0, 1.0, 2.0], [0.5, 4.0, -1.0]])
+        >>> print(paddle.sort(x).numpy())
+        [[ 1.   2.   3. ]
+         [-1.   0.5  4. ]]
+        >>> print(paddle.sort(x, axis=0, descending=True).numpy())
+        [[ 3.   4.   2. ]
+         [ 0.5  1.  -1. ]]
+    """
     values, _ = argsort(x, axis=axis, descending=descending, stable=stable, name=name, return_values=True)
     return values
 

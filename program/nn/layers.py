@@ -11,6 +11,8 @@ batch norm's running mean and variance `.w_1`, `.w_2`).
 from __future__ import annotations
 
 import math
+import sys
+import textwrap
 
 from keel.program import initializer as init
 from keel.program import initializer as _init  # PReLU's `init` argument shadows the module
@@ -172,7 +174,15 @@ class Conv2DTranspose(_ConvTranspose):
 
 class Conv1DTranspose(_ConvTranspose):
     """1-D transposed convolution; weight [in_channels, out_channels/groups, k]. (Its
-    positional order after output_padding is groups, dilation, as PaddlePaddle's.)"""
+    positional order after output_padding is groups, dilation, as PaddlePaddle's.)
+
+    Examples:
+        >>> import keel as paddle
+        >>> deconv = paddle.nn.Conv1DTranspose(4, 6, kernel_size=3, stride=2)
+        >>> x = paddle.rand([1, 4, 8])
+        >>> deconv(x).shape
+        [1, 6, 17]
+    """
     _nd, _fn, _format = 1, staticmethod(F.conv1d_transpose), "NCL"
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
@@ -182,7 +192,15 @@ class Conv1DTranspose(_ConvTranspose):
 
 
 class Conv3DTranspose(_ConvTranspose):
-    """3-D transposed convolution; weight [in_channels, out_channels/groups, kd, kh, kw]."""
+    """3-D transposed convolution; weight [in_channels, out_channels/groups, kd, kh, kw].
+
+    Examples:
+        >>> import keel as paddle
+        >>> deconv = paddle.nn.Conv3DTranspose(4, 6, kernel_size=3, stride=2, padding=1)
+        >>> x = paddle.rand([2, 4, 4, 8, 8])
+        >>> deconv(x).shape
+        [2, 6, 7, 15, 15]
+    """
     _nd, _fn, _format = 3, staticmethod(F.conv3d_transpose), "NCDHW"
 
 
@@ -308,6 +326,21 @@ class BatchNorm2D(BatchNorm):
 
 
 class BatchNorm3D(BatchNorm):
+    """Batch normalization of [N, C, D, H, W] input: each channel normalized over the batch and its
+    positions.
+
+    Examples:
+        >>> import keel as paddle
+        >>> bn = paddle.nn.BatchNorm3D(2)
+        >>> x = paddle.rand([2, 2, 2, 2, 3])
+        >>> y = bn(x)
+        >>> y.shape
+        [2, 2, 2, 2, 3]
+        >>> channels = y.numpy().transpose(1, 0, 2, 3, 4).reshape(2, -1)
+        >>> bool(abs(channels.mean(-1)).max() < 1e-5), bool(abs(channels.var(-1) - 1).max() < 1e-2)
+        (True, True)
+    """
+
     def __init__(self, num_features, momentum=0.9, epsilon=1e-5, weight_attr=None, bias_attr=None,
                  data_format="NCDHW", use_global_stats=None, name=None):
         super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats, name)
@@ -315,20 +348,69 @@ class BatchNorm3D(BatchNorm):
 
 class SyncBatchNorm(BatchNorm):
     """Batch normalization with the statistics of the global batch: op sync_batch_norm,
-    whose kernel all-reduces them over the data-parallel ranks (one process: batch_norm's)."""
+    whose kernel all-reduces them over the data-parallel ranks (one process: batch_norm's).
+
+    Examples:
+        >>> import keel as paddle
+        >>> bn = paddle.nn.SyncBatchNorm(3)
+        >>> x = paddle.rand([2, 3, 4, 4])
+        >>> y = bn(x)
+        >>> y.shape
+        [2, 3, 4, 4]
+        >>> channels = y.numpy().transpose(1, 0, 2, 3).reshape(3, -1)
+        >>> bool(abs(channels.mean(-1)).max() < 1e-5), bool(abs(channels.var(-1) - 1).max() < 1e-2)
+        (True, True)
+    """
     _op_type = "sync_batch_norm"
 
 
 class InstanceNorm1D(InstanceNorm2D):
+    """Instance normalization of [N, C, L] input: each channel of each sample normalized over its
+    positions.
+
+    Examples:
+        >>> import keel as paddle
+        >>> norm = paddle.nn.InstanceNorm1D(2)
+        >>> x = paddle.rand([2, 2, 6])
+        >>> y = norm(x)
+        >>> y.shape
+        [2, 2, 6]
+        >>> bool(abs(y.numpy().mean(-1)).max() < 1e-5), bool(abs(y.numpy().var(-1) - 1).max() < 1e-3)
+        (True, True)
+    """
+
     _format = "NCL"
 
 
 class InstanceNorm3D(InstanceNorm2D):
+    """Instance normalization of [N, C, D, H, W] input: each channel of each sample normalized over its
+    positions.
+
+    Examples:
+        >>> import keel as paddle
+        >>> norm = paddle.nn.InstanceNorm3D(2)
+        >>> x = paddle.rand([2, 2, 2, 2, 3])
+        >>> y = norm(x)
+        >>> y.shape
+        [2, 2, 2, 2, 3]
+        >>> per_instance = y.numpy().reshape(2, 2, -1)
+        >>> bool(abs(per_instance.mean(-1)).max() < 1e-5), bool(abs(per_instance.var(-1) - 1).max() < 1e-3)
+        (True, True)
+    """
+
     _format = "NCDHW"
 
 
 class PReLU(Layer):
-    """F.prelu with `num_parameters` weights (1: one for all, else one per channel) starting at `init`."""
+    """F.prelu with `num_parameters` weights (1: one for all, else one per channel) starting at `init`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[[[-2.0, 3.0], [1.0, -1.0]]]])
+        >>> print(paddle.nn.PReLU(num_parameters=1, init=0.25)(x).numpy())
+        [[[[-0.5   3.  ]
+           [ 1.   -0.25]]]]
+    """
 
     def __init__(self, num_parameters=1, init=0.25, weight_attr=None, data_format="NCHW", name=None):
         super().__init__(name)
@@ -384,7 +466,20 @@ class ParameterList(Layer):
 
 
 class Unflatten(Layer):
-    """Split dim `axis` into `shape` (a reshape)."""
+    """Split dim `axis` into `shape` (a reshape).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([2, 6, 4])
+        >>> paddle.nn.Unflatten(axis=1, shape=[2, 3])(x).shape
+        [2, 2, 3, 4]
+        >>> paddle.nn.Unflatten(1, [3, -1])(x).shape          # -1: the size that remains
+        [2, 3, 2, 4]
+        >>> x = paddle.reshape(paddle.arange(6, dtype="float32"), [1, 6])
+        >>> print(paddle.nn.Unflatten(1, (2, 3))(x).numpy())
+        [[[0. 1. 2.]
+          [3. 4. 5.]]]
+    """
 
     def __init__(self, axis, shape, name=None):
         super().__init__(name)
@@ -611,11 +706,16 @@ class FunctionLayer(Layer):
         return type(self)._fn(*inputs, **self._options, **extra)
 
 
-def function_layer(cls_name, fn, defaults=None, fixed=None, pass_training=False):
+def function_layer(cls_name, fn, defaults=None, fixed=None, pass_training=False, example=None):
     """A FunctionLayer class `cls_name` whose constructor takes `defaults`' options, in
     order, positionally or by name (REQUIRED ones must be given), and calls `fn` with them
-    and with `fixed`."""
+    and with `fixed`; `example`, doctest lines, becomes its docstring's Examples section. The
+    class belongs to the calling module (as namedtuple's), where its docstring is found."""
     defaults, fixed = dict(defaults or {}), dict(fixed or {})
+    doc = f"paddle.nn.{cls_name}: applies `F.{fn.__name__}`."
+    if example:
+        doc += "\n\n    Examples:\n" + textwrap.indent(textwrap.dedent(example).strip("\n"), " " * 8) + "\n    "
+    module = sys._getframe(1).f_globals.get("__name__", __name__)
 
     def __init__(self, *args, name=None, **kwargs):
         if len(args) > len(defaults):
@@ -632,19 +732,77 @@ def function_layer(cls_name, fn, defaults=None, fixed=None, pass_training=False)
         FunctionLayer.__init__(self, name, **values, **fixed)
     return type(cls_name, (FunctionLayer,), {"_fn": staticmethod(fn), "_pass_training": pass_training,
                                             "__init__": __init__,
-                                            "__doc__": f"paddle.nn.{cls_name}: applies `F.{fn.__name__}`."})
+                                            "__doc__": doc, "__module__": module})
 
 
-ReLU = function_layer("ReLU", F.relu)
-ReLU6 = function_layer("ReLU6", F.relu6)
-GELU = function_layer("GELU", F.gelu, {"approximate": False})
-Sigmoid = function_layer("Sigmoid", F.sigmoid)
-Tanh = function_layer("Tanh", F.tanh)
-Softmax = function_layer("Softmax", F.softmax, {"axis": -1})
-LeakyReLU = function_layer("LeakyReLU", F.leaky_relu, {"negative_slope": 0.01})
-Hardswish = function_layer("Hardswish", F.hardswish)
-Hardsigmoid = function_layer("Hardsigmoid", F.hardsigmoid)
-Silu = function_layer("Silu", F.silu)
+ReLU = function_layer("ReLU", F.relu, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([-2.0, 0.0, 1.0])
+    >>> print(paddle.nn.ReLU()(x).numpy())
+    [0. 0. 1.]
+""")
+ReLU6 = function_layer("ReLU6", F.relu6, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([-1.0, 0.3, 6.5])
+    >>> print(paddle.nn.ReLU6()(x).numpy())
+    [0.  0.3 6. ]
+""")
+GELU = function_layer("GELU", F.gelu, {"approximate": False}, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([[-1.0, 0.5], [1.0, 1.5]])
+    >>> print(paddle.nn.GELU()(x).numpy().round(4))
+    [[-0.1587  0.3457]
+     [ 0.8413  1.3998]]
+    >>> print(paddle.nn.GELU(approximate=True)(x).numpy().round(4))
+    [[-0.1588  0.3457]
+     [ 0.8412  1.3996]]
+""")
+Sigmoid = function_layer("Sigmoid", F.sigmoid, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([1.0, 2.0, 3.0, 4.0])
+    >>> print(paddle.nn.Sigmoid()(x).numpy().round(4))
+    [0.7311 0.8808 0.9526 0.982 ]
+""")
+Tanh = function_layer("Tanh", F.tanh, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+    >>> print(paddle.nn.Tanh()(x).numpy().round(4))
+    [-0.3799 -0.1974  0.0997  0.2913]
+""")
+Softmax = function_layer("Softmax", F.softmax, {"axis": -1}, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
+    >>> y = paddle.nn.Softmax()(x)
+    >>> print(y.numpy().round(4))
+    [[0.09   0.2447 0.6652]
+     [0.3333 0.3333 0.3333]]
+    >>> print(y.numpy().sum(-1).round(4))
+    [1. 1.]
+""")
+LeakyReLU = function_layer("LeakyReLU", F.leaky_relu, {"negative_slope": 0.01}, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([-2.0, 0.0, 1.0])
+    >>> print(paddle.nn.LeakyReLU()(x).numpy())
+    [-0.02  0.    1.  ]
+""")
+Hardswish = function_layer("Hardswish", F.hardswish, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([-2.0, 5.0, 1.0])
+    >>> print(paddle.nn.Hardswish()(x).numpy().round(4))
+    [-0.3333  5.      0.6667]
+""")
+Hardsigmoid = function_layer("Hardsigmoid", F.hardsigmoid, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([-4.0, 5.0, 1.0])
+    >>> print(paddle.nn.Hardsigmoid()(x).numpy().round(4))
+    [0.     1.     0.6667]
+""")
+Silu = function_layer("Silu", F.silu, example="""
+    >>> import keel as paddle
+    >>> x = paddle.to_tensor([1.0, 2.0, 3.0, 4.0])
+    >>> print(paddle.nn.Silu()(x).numpy().round(4))
+    [0.7311 1.7616 2.8577 3.9281]
+""")
 
 
 class Identity(Layer):
@@ -851,6 +1009,17 @@ class L1Loss(_Loss):
 
 
 class BCELoss(_Loss):
+    """Binary cross entropy of probabilities and labels: reduction (mean, sum or none) of
+    -weight * (label * log(input) + (1 - label) * log(1 - input)).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([0.5, 0.6, 0.7])
+        >>> label = paddle.to_tensor([1.0, 0.0, 1.0])
+        >>> round(float(paddle.nn.BCELoss()(x, label)), 4)
+        0.6554
+    """
+
     _fn = staticmethod(F.binary_cross_entropy)
 
     def __init__(self, weight=None, reduction="mean", name=None):
@@ -874,6 +1043,20 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class NLLLoss(_Loss):
+    """Negative log likelihood of log-probabilities [N, C] and class labels [N]: -input[i, label[i]]
+    (times `weight` of the class), reduced over the samples not labelled `ignore_index`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> log_probs = paddle.to_tensor(np.log([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]).astype("float32"))
+        >>> label = paddle.to_tensor([0, 2], dtype="int64")
+        >>> round(float(paddle.nn.NLLLoss()(log_probs, label)), 4)
+        0.4338
+        >>> round(-float(np.log(0.7) + np.log(0.6)) / 2, 4)   # the mean of -log_probs[i, label[i]]
+        0.4338
+    """
+
     _fn = staticmethod(F.nll_loss)
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", name=None):
@@ -881,6 +1064,20 @@ class NLLLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of label from the log-probabilities `input` (with log_target, label
+    is log-probabilities too), reduced by `reduction`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> x = paddle.to_tensor(np.log([[0.25, 0.75]]).astype("float32"))
+        >>> label = paddle.to_tensor([[0.5, 0.5]])
+        >>> round(float(paddle.nn.KLDivLoss(reduction="sum")(x, label)), 4)
+        0.1438
+        >>> round(float(0.5 * np.log(0.5 / 0.25) + 0.5 * np.log(0.5 / 0.75)), 4)  # sum of label * log(label / p)
+        0.1438
+    """
+
     _fn = staticmethod(F.kl_div)
 
     def __init__(self, reduction="mean", log_target=False):
@@ -888,6 +1085,20 @@ class KLDivLoss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
+    """Smooth L1 (Huber) loss of input - label with threshold `delta`: quadratic within it, linear
+    beyond; reduction mean, sum or none.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[0.2, 3.0], [1.0, -1.0]])
+        >>> label = paddle.to_tensor([[0.0, 1.0], [1.0, 1.0]])
+        >>> print(paddle.nn.SmoothL1Loss(reduction="none")(x, label).numpy().round(4))
+        [[0.02 1.5 ]
+         [0.   1.5 ]]
+        >>> round(float(paddle.nn.SmoothL1Loss()(x, label)), 4)
+        0.755
+    """
+
     _fn = staticmethod(F.smooth_l1_loss)
 
     def __init__(self, reduction="mean", delta=1.0, is_huber=True, name=None):
@@ -895,6 +1106,20 @@ class SmoothL1Loss(_Loss):
 
 
 class MarginRankingLoss(_Loss):
+    """Ranking loss: reduction (mean, sum or none) of max(0, -label * (input - other) + margin).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> other = paddle.to_tensor([[2.0, 1.0], [2.0, 4.0]])
+        >>> label = paddle.to_tensor([[1.0, -1.0], [-1.0, -1.0]])
+        >>> print(paddle.nn.MarginRankingLoss(reduction="none")(x, other, label).numpy())
+        [[1. 1.]
+         [1. 0.]]
+        >>> round(float(paddle.nn.MarginRankingLoss()(x, other, label)), 4)
+        0.75
+    """
+
     _fn = staticmethod(F.margin_ranking_loss)
 
     def __init__(self, margin=0.0, reduction="mean", name=None):
