@@ -455,14 +455,20 @@ class ParameterList(Layer):
         self.add_parameter(str(len(self._parameters)), parameter)
         return self
 
-    def __getitem__(self, index):
-        return getattr(self, str(index % len(self) if isinstance(index, int) and index < 0 else index))
+    def __getitem__(self, index):  # as attribute access: in a program being built, its Parameter
+        keys = list(self._parameters)[index]
+        return [getattr(self, key) for key in keys] if isinstance(index, slice) else getattr(self, keys)
+
+    def __setitem__(self, index, parameter):
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"ParameterList: index {index} out of range for {len(self)} parameters")
+        self.add_parameter(str(index % len(self)), parameter)
 
     def __len__(self):
         return len(self._parameters)
 
     def __iter__(self):
-        return (getattr(self, key) for key in self._parameters)
+        return (getattr(self, key) for key in list(self._parameters))
 
 
 class Unflatten(Layer):
