@@ -147,8 +147,9 @@ def test_memory_optim_lets_ops_write_into_dying_inputs(tmp_path):
     donating = [[step.op.type for step in _plan(p).steps if step.clobbers] for p in (plain, reuse)]
     assert donating == [[], ["relu", "exp", "tanh"]]   # each writes into its input, which dies there
     # never more memory (alone, one buffer of x's size less; in a long run malloc's reuse of
-    # freed blocks can hide the difference from tracemalloc's peak)
-    assert peak_reuse <= peak_plain, (peak_reuse, peak_plain)
+    # freed blocks can hide the difference from tracemalloc's peak, which also counts a few
+    # hundred bytes of Python objects that vary from run to run: 197 more were seen once)
+    assert peak_reuse <= peak_plain + 4096, (peak_reuse, peak_plain)
 
 
 def _plan(predictor):

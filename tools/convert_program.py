@@ -40,7 +40,7 @@ class ToolError(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="keel-convert", description="Convert an inference model between PaddlePaddle's legacy "
+        description="Convert an inference model between PaddlePaddle's legacy "
         "(.pdmodel) and PIR (.json) program formats, with its parameters.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  keel-convert model.pdmodel model.json\n  keel-convert inference.json model.pdmodel\n"
