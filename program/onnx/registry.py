@@ -1,18 +1,16 @@
 """The table of op converters: Keel op type -> a function that appends the ONNX nodes computing
 that op to a GraphBuilder (graph.py). Converter modules (ops_*.py) fill it with `@converts`;
-`CONVERTERS` is read only after `load_converters()` imported them all."""
+`CONVERTERS` is read only after `load_converters()` imported them all (every `ops_*` module of
+this package: a new family of converters is a new module, nothing else to edit)."""
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Callable
 
 from keel.program.errors import OpError
 
 CONVERTERS: dict[str, Callable] = {}
-
-# The modules holding converters, imported on first use (they import nothing heavy themselves,
-# but the table must be complete before an export asks it).
-CONVERTER_MODULES = ("ops_basic",)
 
 
 class OnnxExportError(OpError):
@@ -37,7 +35,13 @@ _loaded = False
 def load_converters() -> dict[str, Callable]:
     global _loaded
     if not _loaded:
-        for module in CONVERTER_MODULES:
-            importlib.import_module(f"{__package__}.{module}")
+        for module in pkgutil.iter_modules(_package_path()):
+            if module.name.startswith("ops_"):
+                importlib.import_module(f"{__package__}.{module.name}")
         _loaded = True
     return CONVERTERS
+
+
+def _package_path():
+    import keel.program.onnx as package
+    return package.__path__
