@@ -36,3 +36,25 @@ def random_feeds(program, feeds, params, seed: int = 0, batch: int = BATCH) -> d
                      if op.type == "lookup_table_v2" and op.input("Ids") == [name]]
             inputs[name] = rng.integers(0, min(vocab) if vocab else 2, shape).astype(dtype)
     return inputs
+
+
+class InputsFileError(ValueError):
+    """An --inputs file that cannot be read, or lacks a feed's array."""
+
+
+def npz_feeds(npz: str, feeds) -> dict[str, np.ndarray]:
+    """{feed name: its array} from an .npz holding one array per feed, named `in:<feed>`
+    (as the test fixtures record them) or `<feed>`."""
+    try:
+        data = np.load(npz, allow_pickle=False)
+    except Exception as e:  # OSError, zipfile.BadZipFile, ValueError: all say "not a readable .npz"
+        raise InputsFileError(f"--inputs {npz}: cannot read it as an .npz file: {e}") from None
+    with data:
+        inputs = {}
+        for feed in feeds:
+            key = next((k for k in (f"in:{feed}", feed) if k in data.files), None)
+            if key is None:
+                raise InputsFileError(f"--inputs {npz} has no array `in:{feed}` for feed {feed!r} "
+                                      f"(it has {', '.join(data.files) or 'none'})")
+            inputs[feed] = data[key]
+        return inputs

@@ -41,7 +41,7 @@ from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted  
 from keel.program.passes import PASSES, optimize_inference  # noqa: E402
 from keel.program.program import Program  # noqa: E402
 from keel.proto import pb  # noqa: E402
-from keel.tools.model_inputs import BATCH, NoShapeError, random_feeds  # noqa: E402
+from keel.tools.model_inputs import BATCH, InputsFileError, NoShapeError, npz_feeds, random_feeds  # noqa: E402
 
 # Largest |difference| / largest |expected|, per output. float16 keeps 11 significant bits;
 # bfloat16 weights keep 8 (up to 2**-8, 0.4%, rounding per weight): with them the largest
@@ -298,22 +298,12 @@ class StagedOutput:
 # -- verifying ----------------------------------------------------------------------------
 
 def verify_inputs(model: Model, npz: str | None, seed: int) -> dict[str, np.ndarray]:
-    if npz:
-        try:
-            data = np.load(npz, allow_pickle=False)
-        except Exception as e:  # OSError, zipfile.BadZipFile, ValueError: all say "not a readable .npz"
-            raise ToolError(f"--inputs {npz}: cannot read it as an .npz file: {e}") from None
-        with data:
-            inputs = {}
-            for feed in model.feeds:
-                key = next((k for k in (f"in:{feed}", feed) if k in data.files), None)
-                if key is None:
-                    raise ToolError(f"--inputs {npz} has no array `in:{feed}` for feed {feed!r} "
-                                    f"(it has {', '.join(data.files) or 'none'})")
-                inputs[feed] = data[key]
-            return inputs
     try:
+        if npz:
+            return npz_feeds(npz, model.feeds)
         return random_feeds(model.program, model.feeds, model.params, seed, BATCH)
+    except InputsFileError as e:
+        raise ToolError(str(e)) from None
     except NoShapeError as e:
         raise ToolError(f"{e}: give --inputs") from None
 
