@@ -47,7 +47,7 @@ class ToolError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="export_onnx", description=__doc__.split("\n\n")[0], epilog=EPILOG,
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="the program file (.pdmodel or .json), or a prefix or directory naming it")
     parser.add_argument("params", nargs="?", help="its parameter file (default: the .pdiparams beside it)")
