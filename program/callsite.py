@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import sys
 
 # Frames from these directories are Keel's own; the first frame outside them is the user's.
@@ -16,6 +17,10 @@ OWN_DIRS = tuple(
     os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), pkg) + os.sep
     for pkg in ("program", "executor", "kernels", "proto", "keel", "hapi", "distributed", "tools")
 )
+
+
+# a frame of an installed PaddlePaddle package (site-packages/paddle/...)
+_PADDLE_FRAME = re.compile(r"[\\/](?:site|dist)-packages[\\/]paddle[\\/]")
 
 
 def called_from_keel(depth: int = 1) -> bool:
@@ -41,11 +46,14 @@ def user_frame_lines() -> list[str]:
 
 def describe(callstack: list[str]) -> str | None:
     """Compress op_callstack entries into one 'file:line (code)' phrase for messages.
-    Uses the last `File ...` entry, which is the innermost frame in Paddle's layout too."""
+    Uses the innermost `File ...` entry (the last, in Paddle's layout too) outside an
+    installed PaddlePaddle: a file PaddlePaddle wrote records its whole stack, whose
+    innermost frames are its own framework's (framework.py's Operator)."""
     file_lines = [i for i, s in enumerate(callstack) if s.lstrip().startswith("File ")]
     if not file_lines:
         return None
-    i = file_lines[-1]
+    users = [i for i in file_lines if not _PADDLE_FRAME.search(callstack[i])]
+    i = (users or file_lines)[-1]
     where = callstack[i].strip()
     code = callstack[i + 1].strip() if i + 1 < len(callstack) and not callstack[i + 1].lstrip().startswith("File ") else ""
     # 'File "x.py", line 3, in <module>' -> 'x.py:3'

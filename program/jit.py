@@ -26,7 +26,8 @@ import numpy as np
 from keel.program import default, dygraph, unique_name
 from keel.program.dy2static import convert_function, converted_forward
 from keel.program.errors import OpError
-from keel.program.io.inference_model import load_inference_model, program_suffix, save_inference_model
+from keel.program.io.inference_model import (inference_model_values, load_inference_model, program_suffix,
+                                             save_inference_model)
 from keel.program.io.program_file import persistable_specs
 from keel.program.layers.data import data
 from keel.program.nn.layer import Layer, LayerParameter
@@ -59,10 +60,25 @@ def save(layer, path, input_spec=None, scope=None, format: str = "legacy") -> Pr
         (3, 2)
     """
     program_suffix(format)  # (an unknown format is refused before the layer is traced)
+    main, feeds, outputs = _trace(layer, input_spec, "jit.save")
+    return save_inference_model(path, feeds, outputs, program=main, format=format, scope=_values(layer, scope))
+
+
+def trace_inference(layer, input_spec=None, scope=None, where: str = "jit.save") -> tuple[Program, dict]:
+    """What `save` writes, in memory: the inference program of `layer` called on
+    `input_spec` (traced as `save` traces it) and its parameters' values (name -> numpy
+    array; from `scope`, or the layer's own). `where` names the caller in errors."""
+    main, feeds, outputs = _trace(layer, input_spec, where)
+    return inference_model_values(main, feeds, outputs, _values(layer, scope))
+
+
+def _trace(layer, input_spec, where: str):
+    """(program, feed variables, output variables): the layer's forward, converted by
+    dy2static, called once in eval mode on `data` variables made from the specs."""
     if not input_spec:
         input_spec = getattr(getattr(layer, "forward", None), "input_spec", None)  # to_static(input_spec=...)
     if not input_spec:
-        raise ValueError("jit.save needs input_spec=[InputSpec(shape, dtype, name), ...] (or a layer "
+        raise ValueError(f"{where} needs input_spec=[InputSpec(shape, dtype, name), ...] (or a layer "
                          "converted with to_static(input_spec=...)): Keel builds the program by calling "
                          "the layer on them")
     specs = [s if isinstance(s, InputSpec) else InputSpec(s.shape, s.dtype, s.name) for s in input_spec]
@@ -72,9 +88,12 @@ def save(layer, path, input_spec=None, scope=None, format: str = "legacy") -> Pr
         feeds = [data(spec.name or names[i], spec.shape, spec.dtype) for i, spec in enumerate(specs)]
         outputs = flatten_outputs(layer(*feeds))
     if not outputs:
-        raise ValueError(f"jit.save: {type(layer).__name__}.forward returned no variables")
-    return save_inference_model(path, feeds, outputs, program=main, format=format,
-                                scope=scope if scope is not None else _LayerValues(layer, default.global_scope()))
+        raise ValueError(f"{where}: {type(layer).__name__}.forward returned no variables")
+    return main, feeds, outputs
+
+
+def _values(layer, scope):
+    return scope if scope is not None else _LayerValues(layer, default.global_scope())
 
 
 class _LayerValues:

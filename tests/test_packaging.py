@@ -22,7 +22,8 @@ BARE = FOLDERS + ("hapi", "distributed")
 CONSOLE_SCRIPTS = {"keel-prune": "keel.tools.prune_for_inference:main",
                    "keel-inspect": "keel.tools.inspect_model:main",
                    "keel-profile": "keel.tools.profile_model:main",
-                   "keel-convert": "keel.tools.convert_program:main"}
+                   "keel-convert": "keel.tools.convert_program:main",
+                   "keel-export-onnx": "keel.tools.export_onnx:main"}
 
 
 def _tracked_python_files():
@@ -168,7 +169,7 @@ def test_pip_install_adds_only_keel_and_its_tools_run(wheel, tmp_path):
         r = subprocess.run([str(bindir / script), "--help"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and r.stdout.startswith("usage: "), (script, r.stderr)
-    for module in ("prune_for_inference", "convert_program"):
+    for module in ("prune_for_inference", "convert_program", "export_onnx"):
         r = subprocess.run([str(python), "-m", f"keel.tools.{module}", "--help"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and r.stdout.startswith("usage: "), (module, r.stderr)

@@ -35,7 +35,8 @@ def test_discovery_finds_the_scripts_and_every_other_file_is_a_helper_module():
         if path in SCRIPTS:
             continue
         importers = [s for s in SCRIPTS if s.parent == path.parent
-                     and re.search(rf"^(from {path.stem} import|import {path.stem}\b)", s.read_text(), re.M)]
+                     and re.search(rf"^(from (keel\.{path.parent.name}\.)?{path.stem} import|import {path.stem}\b)",
+                                   s.read_text(), re.M)]
         assert importers, f"{path.relative_to(ROOT)} has no __main__ guard and no script imports it"
 
 

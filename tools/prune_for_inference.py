@@ -41,13 +41,13 @@ from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted  
 from keel.program.passes import PASSES, optimize_inference  # noqa: E402
 from keel.program.program import Program  # noqa: E402
 from keel.proto import pb  # noqa: E402
+from keel.tools.model_inputs import BATCH, InputsFileError, NoShapeError, npz_feeds, random_feeds  # noqa: E402
 
 # Largest |difference| / largest |expected|, per output. float16 keeps 11 significant bits;
 # bfloat16 weights keep 8 (up to 2**-8, 0.4%, rounding per weight): with them the largest
 # measured is 6e-3 (the test fixtures with and without --fuse, random inputs of seeds 0-4;
 # the digits example on its test set: 5e-3), so 3e-2 leaves a factor of 5.
 TOLERANCE = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 3e-2}
-BATCH = 2  # what a -1 dimension becomes in --verify's random inputs
 USAGE, FAILED = 2, 1  # exit statuses
 GROUP = {group: [p.name for p in PASSES.values() if p.group == group] for group in ("fuse", "fp16", "bf16")}
 
@@ -298,38 +298,14 @@ class StagedOutput:
 # -- verifying ----------------------------------------------------------------------------
 
 def verify_inputs(model: Model, npz: str | None, seed: int) -> dict[str, np.ndarray]:
-    if npz:
-        try:
-            data = np.load(npz, allow_pickle=False)
-        except Exception as e:  # OSError, zipfile.BadZipFile, ValueError: all say "not a readable .npz"
-            raise ToolError(f"--inputs {npz}: cannot read it as an .npz file: {e}") from None
-        with data:
-            inputs = {}
-            for feed in model.feeds:
-                key = next((k for k in (f"in:{feed}", feed) if k in data.files), None)
-                if key is None:
-                    raise ToolError(f"--inputs {npz} has no array `in:{feed}` for feed {feed!r} "
-                                    f"(it has {', '.join(data.files) or 'none'})")
-                inputs[feed] = data[key]
-            return inputs
-    rng = np.random.default_rng(seed)
-    block = model.program.global_block()
-    inputs = {}
-    for name in model.feeds:
-        var = block.var(name)
-        if var.shape is None:
-            raise ToolError(f"feed {name!r} has no declared shape to make a random input of: give --inputs")
-        shape = [BATCH if d < 0 else d for d in var.shape]
-        dtype = dtypes.to_numpy(var.dtype)
-        if dtype.kind == "f":
-            inputs[name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype.kind == "b":
-            inputs[name] = rng.random(shape) < 0.5
-        else:
-            vocab = [np.shape(model.params[op.input("W")[0]])[0] for op in block.ops
-                     if op.type == "lookup_table_v2" and op.input("Ids") == [name]]
-            inputs[name] = rng.integers(0, min(vocab) if vocab else 2, shape).astype(dtype)
-    return inputs
+    try:
+        if npz:
+            return npz_feeds(npz, model.feeds)
+        return random_feeds(model.program, model.feeds, model.params, seed, BATCH)
+    except InputsFileError as e:
+        raise ToolError(str(e)) from None
+    except NoShapeError as e:
+        raise ToolError(f"{e}: give --inputs") from None
 
 
 def run_model(model: Model, inputs: dict) -> list[np.ndarray]:

@@ -199,21 +199,26 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor=None, *, p
         from keel.program.default import default_main_program
         program = default_main_program()
     suffix = program_suffix(format)
-    feed_names, fetch_names = _names(feed_vars, "feed_vars"), _names(fetch_vars, "fetch_vars")
-    infer = inference_program(program, feed_names, fetch_names)
-    scope = _scope(scope, executor)
+    infer, values = inference_model_values(program, feed_vars, fetch_vars, _scope(scope, executor))
     prefix = os.fspath(path_prefix)
     directory = os.path.dirname(prefix)
     if directory:
         os.makedirs(directory, exist_ok=True)
+    write_model_pair(infer, prefix + suffix, prefix + PARAMS_SUFFIX, values)
+    return infer
+
+
+def inference_model_values(program: Program, feed_vars, fetch_vars, scope) -> tuple[Program, dict]:
+    """What save_inference_model writes, in memory: the pruned inference program computing
+    `fetch_vars` from `feed_vars`, and its parameters' values (numpy arrays) from `scope`."""
+    feed_names, fetch_names = _names(feed_vars, "feed_vars"), _names(fetch_vars, "fetch_vars")
+    infer = inference_program(program, feed_names, fetch_names)
     params = [name for name, _, _ in persistable_specs(infer)]
     missing = [n for n in params if scope.find_var(n) is None]
     if missing:
         raise ProgramError(f"save_inference_model: no value in the scope for parameter(s) {missing}; "
                            "run the startup program (or load a checkpoint) first")
-    model_file, params_file = prefix + suffix, prefix + PARAMS_SUFFIX
-    write_model_pair(infer, model_file, params_file, {n: _host(scope.get(n)) for n in params})
-    return infer
+    return infer, {n: _host(scope.get(n)) for n in params}
 
 
 def program_suffix(format: str) -> str:

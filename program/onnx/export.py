@@ -68,7 +68,9 @@ def program_to_onnx(program, params, feed_names=None, fetch_names=None, *, opset
     outputs = [_value_info(helper, name, block.var(name), dynamic_batch, symbolic=False) for name in fetch_names]
     _name_outputs(g, fetch_names, set(feed_names))
 
-    graph = helper.make_graph(g.nodes, graph_name, inputs, outputs, initializer=list(g.initializers.values()))
+    read = _names_read(g.nodes) | set(fetch_names)
+    initializers = [tensor for name, tensor in g.initializers.items() if name in read]
+    graph = helper.make_graph(g.nodes, graph_name, inputs, outputs, initializer=initializers)
     model = helper.make_model(graph, producer_name="keel", producer_version=_keel_version(),
                               opset_imports=[helper.make_opsetid("", opset_version)],
                               ir_version=helper.find_min_ir_version_for([helper.make_opsetid("", opset_version)]))
@@ -133,6 +135,20 @@ def _name_outputs(g: GraphBuilder, fetch_names, feed_names) -> None:
                 _rename(g.nodes, name, g.fresh(name))
             _rename(g.nodes, final, name)
         g._current[name] = name
+
+
+def _names_read(nodes) -> set[str]:
+    """The value names that `nodes` (and the graphs nested in them) read: the initializers
+    no node reads (a constant op's result only a converter looked at) are left out."""
+    names = set()
+    for node in nodes:
+        names.update(node.input)
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                names |= _names_read(attr.g.node) | {o.name for o in attr.g.output}
+            for sub in attr.graphs:
+                names |= _names_read(sub.node) | {o.name for o in sub.output}
+    return names
 
 
 def _rename(nodes, old: str, new: str) -> None:

@@ -33,6 +33,10 @@ class GraphBuilder:
         self._current = {}  # Keel variable name -> the ONNX name holding its newest value
         self._taken = set() if parent is None else parent._taken  # every ONNX name in use, nested graphs too
         self._counter = itertools.count() if parent is None else parent._counter
+        # ONNX name -> numpy value, for values known while exporting (fill_constant's, the
+        # parameters'): what a converter needing an attribute-like constant (an axis, a
+        # shape ONNX takes as an attribute) may read from a tensor input
+        self.known = {} if parent is None else parent.known
         self.op = None  # the op being converted (for error messages)
 
     # -- names ---------------------------------------------------------------------------
@@ -75,6 +79,7 @@ class GraphBuilder:
             top = top.parent
         if name not in top.initializers:
             top.initializers[name] = self.onnx.numpy_helper.from_array(np.ascontiguousarray(self.params[name]), name)
+            top.known[name] = np.asarray(self.params[name])
             top._taken.add(name)
             top._current[name] = name
         return name
@@ -115,6 +120,20 @@ class GraphBuilder:
         names = op.input(slot)
         return self.params.get(names[index]) if index < len(names) else None
 
+    def constant(self, op, slot: str, index: int = 0):
+        """The value input `slot` holds whatever the feeds are (a parameter, or the result of
+        a constant op such as fill_constant), else None: for the ONNX attributes that a
+        Keel op may take from a tensor (an axis, a count)."""
+        value = self.x(op, slot, index)
+        return None if value is None else self.known.get(value)
+
+    def has(self, op, slot: str) -> bool:
+        """Whether input `slot` holds at least one variable."""
+        return bool(op.input(slot))
+
+    def rank(self, op, slot: str, index: int = 0, output: bool = False) -> int:
+        return len(self.shape(op, slot, index, output))
+
     # -- writing ---------------------------------------------------------------------------
     def node(self, op_type: str, inputs, outputs=1, *, domain: str = "", **attrs):
         """Append one ONNX node. `inputs`: ONNX names ('' for an omitted optional input);
@@ -137,15 +156,48 @@ class GraphBuilder:
         while top.parent is not None:
             top = top.parent
         top.initializers[name] = self.onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
+        self.known[name] = array
         return name
+
+    def scalar(self, value, dtype, hint: str = "scalar") -> str:
+        """A 0-d initializer of numpy `dtype` (to combine with a tensor of that type)."""
+        return self.const(np.asarray(value, dtype=dtype), hint=hint)
 
     def ints(self, values, hint: str = "ints") -> str:
         """A 1-D int64 initializer (shapes, axes, starts/ends: what ONNX takes as inputs)."""
         return self.const(np.asarray(list(values), dtype=np.int64).reshape(-1), hint=hint)
 
+    def onnx_type(self, dtype) -> int:
+        """The ONNX TensorProto element type of numpy `dtype`."""
+        return self.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+    def cast(self, value: str, dtype, outputs=1) -> str:
+        """`value` converted to numpy `dtype`."""
+        return self.node("Cast", [value], outputs, to=self.onnx_type(dtype))
+
+    def int64s(self, value: str, dtype) -> str:
+        """An integer tensor (of numpy `dtype`) as int64, the type ONNX's shape, index and
+        axis inputs take (a no-op when it is int64 already)."""
+        return value if np.dtype(dtype) == np.int64 else self.cast(value, np.int64)
+
+    def shape_of(self, value: str, start: int | None = None, end: int | None = None) -> str:
+        """The int64 run-time shape of `value` (dims start..end)."""
+        attrs = {}
+        if start is not None:
+            attrs["start"] = start
+        if end is not None:
+            attrs["end"] = end
+        return self.node("Shape", [value], **attrs)
+
     # -- common shapes of nodes ----------------------------------------------------------------
-    def unsqueeze(self, value: str, axes) -> str:
-        return self.node("Unsqueeze", [value, self.ints(axes, "axes")])
+    def unsqueeze(self, value: str, axes, outputs=1) -> str:
+        return self.node("Unsqueeze", [value, self.ints(axes, "axes")], outputs)
+
+    def squeeze(self, value: str, axes, outputs=1) -> str:
+        return self.node("Squeeze", [value, self.ints(axes, "axes")], outputs)
+
+    def identity(self, value: str, outputs) -> str:
+        return self.node("Identity", [value], outputs)
 
     def reduce(self, op_type: str, value: str, axes, keepdims: bool, outputs=1) -> str:
         """`Reduce<op_type>` over `axes` (None: all): the axes are an input from opset 18 on
