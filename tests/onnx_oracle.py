@@ -51,13 +51,17 @@ def export_and_compare(program, feed: dict, fetch_names, params=None, *, feeds_a
 def op_case(op_type, inputs, attrs=None, *, params=(), outputs=None, fetch=None, **compare):
     """One op (tests/oprun.build) exported and compared: the input slots named in `params`
     are initializers (the program's parameters), the others graph inputs. `fetch`: output
-    slots to compare (default every output the op writes). Returns the model."""
+    slots to compare (default every output the op writes). `dynamic_batch`: the fed inputs'
+    first dimension is left open, for `feeds_after` of other batch sizes. Returns the model."""
     program, feed, outs, ins = build(op_type, inputs, attrs, outputs)
     values = {}
     for slot in params:
         for var in ins[slot]:
             var.persistable = True
             values[var.name] = feed.pop(var.name)
+    if compare.get("dynamic_batch"):  # feeds of any batch size (the op was built at the recorded one)
+        for var in (v for vs in ins.values() for v in vs if v.name in feed):
+            var.shape = [-1, *var.shape[1:]]
     slots = fetch or list(outs)
     fetch_names = [var.name for s in slots for var in outs[s]]
     return export_and_compare(program, feed, fetch_names, values, what=op_type, **compare)
