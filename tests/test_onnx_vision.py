@@ -1,5 +1,5 @@
 """ONNX export of the vision sampling ops (program/onnx/ops_vision.py): interpolation in
-every mode and size form, grid_sampler, affine_grid, pixel_shuffle and lookup_table_v2,
+every mode and size form, grid_sampler, affine_grid and lookup_table_v2,
 run in ONNX Runtime against Keel's executor (other batch sizes too, where the size is
 dynamic)."""
 import numpy as np
@@ -105,12 +105,6 @@ def test_affine_grid_with_a_shape_tensor_is_refused_naming_why():
     with pytest.raises(OnnxExportError, match="affine_grid.*OutputShape"):
         op_case("affine_grid", {"Theta": _x(2, 2, 3), "OutputShape": np.array([2, 3, 5, 7], np.int32)},
                 {"align_corners": True})
-
-
-@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-def test_pixel_shuffle(layout):
-    shape = (2, 18, 3, 4) if layout == "NCHW" else (2, 3, 4, 18)
-    op_case("pixel_shuffle", {"X": _x(*shape)}, {"upscale_factor": 3, "data_format": layout})
 
 
 @pytest.mark.parametrize("padding_idx", [-1, 0, 3])

@@ -33,6 +33,9 @@ class GraphBuilder:
         self._current = {}  # Keel variable name -> the ONNX name holding its newest value
         self._taken = set() if parent is None else parent._taken  # every ONNX name in use, nested graphs too
         self._counter = itertools.count() if parent is None else parent._counter
+        # the Keel names the model outputs (export.py fills it): values a converter must keep
+        # even where no op reads them (a loop's results)
+        self.fetches = set() if parent is None else parent.fetches
         self.op = None  # the op being converted (for error messages)
 
     # -- names ---------------------------------------------------------------------------
@@ -52,7 +55,7 @@ class GraphBuilder:
         value of it: the variable's own name the first time, a fresh one after)."""
         if onnx_name is None:
             onnx_name = keel_name if keel_name not in self._taken else self.fresh(keel_name)
-            self._taken.add(onnx_name)
+        self._taken.add(onnx_name)  # (a graph input bound by name too: no later value may take it)
         self._current[keel_name] = onnx_name
         return onnx_name
 

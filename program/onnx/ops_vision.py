@@ -1,6 +1,6 @@
 """Converters of the sampling ops of vision models: interpolation (ONNX Resize), grid_sampler
-(GridSample), affine_grid (a MatMul over a constant base grid), pixel_shuffle (DepthToSpace)
-and the embedding lookup lookup_table_v2 (Gather)."""
+(GridSample), affine_grid (a MatMul over a constant base grid), and the embedding lookup
+lookup_table_v2 (Gather)."""
 from __future__ import annotations
 
 import numpy as np
@@ -133,19 +133,6 @@ def _base_grid(sizes, align_corners, dtype):
     mesh = np.meshgrid(*axes, indexing="ij")
     columns = [m.reshape(-1) for m in reversed(mesh)]
     return np.stack(columns + [np.ones_like(columns[0])], axis=1)
-
-
-@converts("pixel_shuffle")
-def pixel_shuffle(g, op):
-    """PaddlePaddle's channel c*r*r + i*r + j goes to (c, h*r+i, w*r+j): DepthToSpace's CRD mode."""
-    x = g.x(op, "X")
-    channel_last = op.attr("data_format", "NCHW") == "NHWC"
-    if channel_last:
-        x = g.node("Transpose", [x], perm=[0, 3, 1, 2])
-    out = g.node("DepthToSpace", [x], blocksize=op.attr("upscale_factor"), mode="CRD")
-    if channel_last:
-        out = g.node("Transpose", [out], perm=[0, 2, 3, 1])
-    g.node("Identity", [out], g.y(op, "Out"))
 
 
 # -- embeddings -----------------------------------------------------------------------------------
