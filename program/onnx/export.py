@@ -59,6 +59,7 @@ def program_to_onnx(program, params, feed_names=None, fetch_names=None, *, opset
 
     block = program.global_block()
     g = GraphBuilder(block, params, opset_version)
+    g.fetches.update(fetch_names)
     inputs = []
     for name in feed_names:
         var = block.var(name)
@@ -74,9 +75,22 @@ def program_to_onnx(program, params, feed_names=None, fetch_names=None, *, opset
     model = helper.make_model(graph, producer_name="keel", producer_version=_keel_version(),
                               opset_imports=[helper.make_opsetid("", opset_version)],
                               ir_version=helper.find_min_ir_version_for([helper.make_opsetid("", opset_version)]))
+    _infer_unknown_output_shapes(onnx, model)
     if check:
         onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def _infer_unknown_output_shapes(onnx, model) -> None:
+    """Outputs declared without a shape (see _value_info) get the shape ONNX's inference
+    finds for their values (a graph output needs one)."""
+    outputs = model.graph.output
+    if all(out.type.tensor_type.HasField("shape") for out in outputs):
+        return
+    inferred = onnx.shape_inference.infer_shapes(model).graph.output
+    for out, typed in zip(outputs, inferred):
+        if not out.type.tensor_type.HasField("shape"):
+            out.CopyFrom(typed)
 
 
 def convert_ops(g: GraphBuilder, ops) -> None:
@@ -111,7 +125,10 @@ def _value_info(helper, name, var, dynamic_batch: bool, symbolic: bool):
         else:
             shape.append(int(dim))
     elem = helper.np_dtype_to_tensor_dtype(dtypes.to_numpy(var.dtype))
-    return helper.make_tensor_value_info(name, elem, shape if var.shape is not None else None)
+    # an output declared with no dims may be one whose shape PaddlePaddle did not know when it
+    # wrote the file (a cond's select_input result): declared of unknown shape, not 0-d
+    unknown = var.shape is None or (not symbolic and len(var.shape) == 0)
+    return helper.make_tensor_value_info(name, elem, None if unknown else shape)
 
 
 def _name_outputs(g: GraphBuilder, fetch_names, feed_names) -> None:
@@ -123,6 +140,9 @@ def _name_outputs(g: GraphBuilder, fetch_names, feed_names) -> None:
         final = g.value(name)
         if final == name and name not in g.initializers:
             continue
+        if name in feed_names:
+            raise OnnxExportError(f"variable {name!r} is both fed and fetched, and the program writes it in "
+                                  f"between: an ONNX graph's input and output cannot share a name")
         if final in g.initializers:
             moved = g.fresh(final)
             tensor = g.initializers.pop(final)
