@@ -4,6 +4,8 @@ rows that say what Keel will actually run: `keel_device` (the GPU through cupy, 
 and why) and `keel_precision`, and the deleted passes Keel has no counterpart for."""
 from __future__ import annotations
 
+import warnings
+
 from keel.program.passes import PASSES
 
 
@@ -85,7 +87,6 @@ def _ort_engine_row(config) -> str:
     """What runs with enable_onnxruntime: ONNX Runtime and its execution providers, or
     Keel's engine and why (a model that cannot be exported is found only when it is loaded)."""
     from keel.executor.onnx_engine import OrtUnavailable, import_onnxruntime, providers
-    import warnings
     try:
         ort = import_onnxruntime()
     except OrtUnavailable as e:
