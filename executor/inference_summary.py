@@ -58,7 +58,7 @@ def summary_table(config) -> str:
     engine = [("use_onnxruntime", config.onnxruntime_enabled())]
     if config.onnxruntime_enabled():
         engine += [("enable_ort_optimization", config._ort_optimization), ("keel_engine", _ort_engine_row(config))]
-    other = [("use_xpu", config.use_xpu())]
+    other = engine + [("use_xpu", config.use_xpu())]
     if config.use_xpu() or rec.get("use_ipu") or rec.get("custom_device"):
         other.append(("keel_device_note", "Keel has no XPU/IPU/custom device backend; runs as above"))
 
@@ -80,7 +80,7 @@ def summary_table(config) -> str:
                ("deleted_passes", ", ".join(deleted) or "-")]
     extra = sorted(k for k in rec if k not in _SHOWN)
     runtime += [(k, _cell(rec[k])) for k in extra]
-    return _table([model, cpu, gpu, engine, other, runtime])
+    return _table([model, cpu, gpu, other, runtime])
 
 
 def _ort_engine_row(config) -> str:
