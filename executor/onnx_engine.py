@@ -103,6 +103,8 @@ class OrtEngine:
     def __init__(self, config, program, params: dict, feeds: list[str], fetches: list[str], chain: list,
                  gpu_fallback: str | None = None):
         self.ort = import_onnxruntime()
+        import onnx
+        self.onnx = onnx
         self.providers, self.gpu_fallback = chain, gpu_fallback
         self._config, self._program, self._params = config, program, params
         self._feeds, self._fetches = list(feeds), list(fetches)
@@ -112,11 +114,14 @@ class OrtEngine:
 
     def _session(self, intermediates: bool):
         from keel.program.onnx import OnnxExportError, program_to_onnx
+        invalid = (self.onnx.checker.ValidationError, self.onnx.shape_inference.InferenceError)
         try:
             model = program_to_onnx(self._program, self._params, self._feeds, self._fetches,
                                     dynamic_batch=False, intermediates=intermediates)
         except OnnxExportError as e:
             raise OrtUnavailable(_one_line(e)) from None
+        except invalid as e:  # a converter wrote a graph onnx.checker refuses: still Keel's engine can run it
+            raise OrtUnavailable(f"the exported model fails onnx.checker: {_one_line(e)}") from None
         try:
             return self.ort.InferenceSession(model.SerializeToString(), session_options(self._config, self.ort),
                                              providers=self.providers)

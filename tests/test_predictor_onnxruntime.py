@@ -114,6 +114,41 @@ def test_paddles_mlp_fixture_matches_its_recording():
         _assert_close(out.copy_to_cpu(), io[f"out:{i}"], n)
 
 
+def test_a_zero_d_parameter_stays_zero_d(tmp_path):
+    """A 0-d initializer (numpy's ascontiguousarray would make it 1-d, which broadcasts the
+    same but changes the result's rank, and onnx.checker refuses where ranks must agree)."""
+    def build():
+        x = pg.data("x", [-1, 4])
+        return [x], [pg.relu(x * pg.create_parameter([], "float32"))]
+    pred = _ort_predictor(_save(tmp_path / "scalar", build))
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) - 3
+    keel = create_predictor(_config(tmp_path / "scalar", engine="keel"))
+    np.testing.assert_array_equal(pred.run([x])[0], keel.run([x])[0])
+    model = onnx_model(pred)
+    assert [list(t.dims) for t in model.graph.initializer] == [[]]
+
+
+def onnx_model(pred):
+    from keel.program.onnx import program_to_onnx
+    params = {n: pred._params.get(n) for n in pred._params.local_var_names()}
+    return program_to_onnx(pred._program, params)
+
+
+def test_a_graph_the_checker_refuses_falls_back(monkeypatch, cnn):
+    from keel.program.onnx.registry import load_converters
+    converters = load_converters()
+    real = converters["softmax"]
+
+    def wrong_rank(g, op):  # a converter bug: a rank-3 result declared where rank 2 is read
+        real(g, op)
+        name = g.value(op.output("Out")[0])
+        g.bind(op.output("Out")[0], g.node("Concat", [name, g.unsqueeze(name, [0])], axis=0))
+    monkeypatch.setitem(converters, "softmax", wrong_rank)
+    with pytest.warns(OrtFallbackWarning, match=r"the exported model fails onnx.checker: .*Concat.*; Keel's engine"):
+        pred = create_predictor(_config(cnn))
+    assert pred._ort is None
+
+
 def _exportable(prefix_or_files):
     """None when Keel's converters cover the model, else the reason (for the skip)."""
     from keel.program.io.inference_model import load_inference_model

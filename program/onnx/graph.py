@@ -74,7 +74,7 @@ class GraphBuilder:
         while top.parent is not None:
             top = top.parent
         if name not in top.initializers:
-            top.initializers[name] = self.onnx.numpy_helper.from_array(np.ascontiguousarray(self.params[name]), name)
+            top.initializers[name] = self.onnx.numpy_helper.from_array(np.asarray(self.params[name], order="C"), name)
             top._taken.add(name)
             top._current[name] = name
         return name
@@ -136,7 +136,7 @@ class GraphBuilder:
         top = self
         while top.parent is not None:
             top = top.parent
-        top.initializers[name] = self.onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
+        top.initializers[name] = self.onnx.numpy_helper.from_array(np.asarray(array, order="C"), name)
         return name
 
     def ints(self, values, hint: str = "ints") -> str:
