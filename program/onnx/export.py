@@ -35,11 +35,15 @@ def untranslatable_ops(program) -> list:
 
 
 def program_to_onnx(program, params, feed_names=None, fetch_names=None, *, opset_version: int = DEFAULT_OPSET,
-                    dynamic_batch: bool = False, graph_name: str = "keel", check: bool = True):
+                    dynamic_batch: bool = False, graph_name: str = "keel", check: bool = True,
+                    intermediates: bool = False):
     """The ONNX model computing `fetch_names` from `feed_names` (default: the program's
     feed and fetch ops). `params`: name -> numpy array for the persistable variables the
     ops read. `dynamic_batch`: every input's first dimension is symbolic ("batch"), where
-    the program fixed it. Raises OnnxExportError naming the first op that cannot be written
+    the program fixed it. `intermediates`: also output, after the fetches, every other
+    variable the global block's ops compute whose value the graph holds under the variable's
+    own name (written once, by a node: what a per-op inspection such as the Predictor's
+    hooks reads). Raises OnnxExportError naming the first op that cannot be written
     (and listing every such op type) before building anything."""
     import onnx
     from onnx import helper
@@ -66,8 +70,10 @@ def program_to_onnx(program, params, feed_names=None, fetch_names=None, *, opset
         g.bind(name, name)
         inputs.append(_value_info(helper, name, var, dynamic_batch, symbolic=True))
     convert_ops(g, block.ops)
-    outputs = [_value_info(helper, name, block.var(name), dynamic_batch, symbolic=False) for name in fetch_names]
     _name_outputs(g, fetch_names, set(feed_names))
+    if intermediates:
+        fetch_names = fetch_names + _held_intermediates(g, block, set(fetch_names) | set(feed_names))
+    outputs = [_value_info(helper, name, block.var(name), dynamic_batch, symbolic=False) for name in fetch_names]
 
     read = _names_read(g.nodes) | set(fetch_names)
     initializers = [tensor for name, tensor in g.initializers.items() if name in read]
@@ -102,6 +108,15 @@ def convert_ops(g: GraphBuilder, ops) -> None:
         g.op = op
         converters[op.type](g, op)
     g.op = None
+
+
+def _held_intermediates(g: GraphBuilder, block, exclude) -> list[str]:
+    """The global block's op outputs (in op order, not in `exclude`, not persistable) whose
+    newest value a node wrote under the variable's own name."""
+    written = {out for node in g.nodes for out in node.output}
+    names = dict.fromkeys(name for op in block.ops if op.type not in (FEED, FETCH) for name in op.output_arg_names)
+    return [name for name in names if name not in exclude and g._current.get(name) == name and name in written
+            and not block.var(name).persistable]
 
 
 def _refuse_untranslatable(program) -> None:
