@@ -11,6 +11,9 @@ from keel.device import cuda  # noqa: F401
 from keel.executor.place import get_device, set_device  # noqa: F401
 from keel.kernels.array_module import cupy_available as is_compiled_with_cuda  # noqa: F401
 
+__all__ = ["cuda", "get_device", "set_device", "is_compiled_with_cuda", "is_compiled_with_rocm",
+           "is_compiled_with_xpu", "get_all_device_type", "get_available_device"]
+
 
 def is_compiled_with_rocm() -> bool:
     """False: Keel's GPU path is CUDA's, through cupy."""
