@@ -3,6 +3,6 @@
 `transforms`."""
 from keel.program.vision import *  # noqa: F401,F403
 from keel.program.vision import __all__ as _ops
-from keel.vision import transforms
+from keel.vision import ops, transforms
 
-__all__ = [*_ops, "transforms"]
+__all__ = [*_ops, "ops", "transforms"]
