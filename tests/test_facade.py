@@ -20,11 +20,11 @@ HELPERS = {"np", "numpy", "os", "sys", "copy", "math", "functools", "itertools",
            "annotations"}
 # Keel's own packages: attributes of `keel` once imported (as any subpackage is), not in __all__.
 KEEL_PACKAGES = {"program", "executor", "kernels", "proto", "tools"}
-NAMESPACES = ["keel", "keel.nn", "keel.nn.functional", "keel.nn.initializer", "keel.nn.utils", "keel.static",
-              "keel.static.nn", "keel.static.amp", "keel.io", "keel.optimizer", "keel.optimizer.lr", "keel.metric",
-              "keel.jit", "keel.inference", "keel.linalg", "keel.utils", "keel.device", "keel.amp", "keel.vision",
-              "keel.vision.transforms", "keel.regularizer", "keel.callbacks", "keel.incubate",
-              "keel.incubate.optimizer", "keel.distributed", "keel.version", "keel.program"]
+NAMESPACES = ["keel", "keel.tensor", "keel.nn", "keel.nn.functional", "keel.nn.initializer", "keel.nn.utils",
+              "keel.static", "keel.static.nn", "keel.static.amp", "keel.io", "keel.optimizer", "keel.optimizer.lr",
+              "keel.metric", "keel.jit", "keel.inference", "keel.linalg", "keel.utils", "keel.device", "keel.amp",
+              "keel.vision", "keel.vision.ops", "keel.vision.transforms", "keel.regularizer", "keel.callbacks",
+              "keel.incubate", "keel.incubate.optimizer", "keel.distributed", "keel.version", "keel.program"]
 
 
 def test_every_name_of_all_resolves():
