@@ -1,9 +1,7 @@
 """`paddle.amp`: eager mixed precision. `auto_cast` and `GradScaler` are
 program/amp/eager.py's; `decorate` here is PaddlePaddle 3's eager one (over Layers and
 optimizers), not `paddle.static.amp.decorate` (over a static optimizer, program/amp)."""
-from __future__ import annotations
-
-from keel.program import dtypes
+from keel.program.dtypes import is_floating, to_code, to_numpy
 from keel.program.amp.eager import GradScaler, auto_cast  # noqa: F401
 from keel.program.nn import layers as _layers
 from keel.program.nn.layer import Layer
@@ -25,8 +23,8 @@ def decorate(models, optimizers=None, level="O1", dtype="float16", master_weight
     or (models, optimizers)."""
     if level not in ("O1", "O2"):
         raise ValueError(f"amp.decorate: level must be 'O1' or 'O2', got {level!r}")
-    code = dtypes.to_code(dtype)
-    if code not in (dtypes.to_code("float16"), dtypes.to_code("bfloat16")):
+    code = to_code(dtype)
+    if code not in (to_code("float16"), to_code("bfloat16")):
         raise ValueError(f"amp.decorate: dtype must be 'float16' or 'bfloat16', got {dtype!r}")
     if save_dtype is not None or master_grad:
         raise NotImplementedError("amp.decorate: save_dtype and master_grad are not supported in Keel")
@@ -59,8 +57,8 @@ def _cast_layers(model, code, excluded) -> None:
         if excluded(layer):
             continue
         for param in layer.parameters(include_sublayers=False):
-            if dtypes.is_floating(param.dtype):
-                param._value = param.value.astype(dtypes.to_numpy(code))
+            if is_floating(param.dtype):
+                param._value = param.value.astype(to_numpy(code))
                 param._dtype = code
                 param._version += 1
 

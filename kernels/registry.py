@@ -50,8 +50,10 @@ function.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import keyword
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -114,6 +116,25 @@ class UfuncCall:
 
 _KERNELS: dict[str, KernelDef] = {}
 
+# The op families' modules (keel.kernels.<name>), each registering its kernels when imported.
+# They are imported at the first lookup, not with the package: a script that builds or loads
+# programs without running them, and `import keel`, skip ~100 ms of kernel modules. Order
+# matters only where a family reuses another's kernels at import (collective: nn's).
+FAMILIES = ("activation", "elementwise", "loss", "math", "nn", "optimizer", "random", "tensor", "detection",
+            "fused", "fused_conv", "manip", "amp", "rnn", "vision", "collective", "adam_chunked", "control_flow",
+            "set_value", "linalg", "stat")
+_families_lock = threading.RLock()   # re-entrant: a family may look a kernel up while being imported
+_families_loaded = False
+
+
+def _load_families() -> None:
+    global _families_loaded
+    with _families_lock:
+        if not _families_loaded:
+            for name in FAMILIES:
+                importlib.import_module(f"keel.kernels.{name}")
+            _families_loaded = True
+
 
 def kernel(op_type: str, *, inputs, outputs, attrs=(), rng: bool = False, inplace=None,
            specialize=None):
@@ -128,8 +149,12 @@ def kernel(op_type: str, *, inputs, outputs, attrs=(), rng: bool = False, inplac
 
 
 def get(op_type: str) -> KernelDef | None:
+    if not _families_loaded:
+        _load_families()
     return _KERNELS.get(op_type)
 
 
 def all_kernels() -> dict[str, KernelDef]:
+    if not _families_loaded:
+        _load_families()
     return dict(_KERNELS)

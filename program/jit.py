@@ -24,7 +24,6 @@ import inspect
 import numpy as np
 
 from keel.program import default, dygraph, unique_name
-from keel.program.dy2static import convert_function, converted_forward
 from keel.program.errors import OpError
 from keel.program.io.inference_model import (inference_model_values, load_inference_model, program_suffix,
                                              save_inference_model)
@@ -83,6 +82,7 @@ def _trace(layer, input_spec, where: str):
                          "the layer on them")
     specs = [s if isinstance(s, InputSpec) else InputSpec(s.shape, s.dtype, s.name) for s in input_spec]
     names = _argument_names(layer, len(specs))
+    from keel.program.dy2static import converted_forward  # the AST transformer: loaded by the first save
     main, startup = Program(), Program()
     with layer.mode(training=False), default.program_guard(main, startup), converted_forward(layer):
         feeds = [data(spec.name or names[i], spec.shape, spec.dtype) for i, spec in enumerate(specs)]
@@ -331,6 +331,7 @@ class StaticFunction:
     def converted(self):
         """The function with its Python if/while on tensors converted (dy2static)."""
         if self._converted is None:
+            from keel.program.dy2static import convert_function  # loaded by the first conversion
             self._converted = convert_function(self._function)
         return self._converted
 

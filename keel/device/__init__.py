@@ -11,6 +11,10 @@ from keel.device import cuda  # noqa: F401
 from keel.executor.place import get_device, set_device  # noqa: F401
 from keel.kernels.array_module import cupy_available as is_compiled_with_cuda  # noqa: F401
 
+__all__ = ["cuda", "get_device", "set_device", "is_compiled_with_cuda", "is_compiled_with_rocm",
+           "is_compiled_with_xpu", "is_compiled_with_custom_device", "get_all_device_type",
+           "get_all_custom_device_type", "get_available_device", "get_cudnn_version"]
+
 
 def is_compiled_with_rocm() -> bool:
     """False: Keel's GPU path is CUDA's, through cupy."""
@@ -20,6 +24,21 @@ def is_compiled_with_rocm() -> bool:
 def is_compiled_with_xpu() -> bool:
     """False: Keel has no XPU backend."""
     return False
+
+
+def is_compiled_with_custom_device(device_type: str) -> bool:
+    """False for every type: Keel has no custom-device (NPU, MLU, ...) plugins."""
+    return False
+
+
+def get_all_custom_device_type() -> list[str]:
+    """No custom-device types: Keel has no device plugins."""
+    return []
+
+
+def get_cudnn_version() -> None:
+    """None, as PaddlePaddle returns without cuDNN: Keel's GPU kernels do not use it."""
+    return None
 
 
 def get_all_device_type() -> list[str]:

@@ -1,5 +1,8 @@
 """`paddle.device.cuda`: the CUDA devices, through cupy (none without it)."""
-from keel.executor.place import device_count  # noqa: F401
+from keel.executor.place import device_count
+
+__all__ = ["device_count", "synchronize", "empty_cache", "memory_allocated", "memory_reserved", "get_device_name",
+           "get_device_capability"]
 
 
 def _cupy():

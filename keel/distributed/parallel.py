@@ -12,11 +12,12 @@ FLAGS_selected_gpus) so code written for `paddle.distributed.launch` finds them.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import socket
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,16 +25,36 @@ from keel.kernels import communicators
 from keel.kernels.array_module import cupy_available
 
 
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def _selected_gpu() -> int:
+    """The GPU FLAGS_selected_gpus names (init_parallel_env sets it), else 0 where cupy finds
+    a device and -1 (the CPU) where it finds none."""
+    selected = os.environ.get("FLAGS_selected_gpus", "")
+    return int(selected.split(",")[0]) if selected else (0 if cupy_available() else -1)
+
+
 @dataclass(frozen=True)
 class ParallelEnv:
-    rank: int
-    world_size: int
-    local_rank: int
-    device_id: int  # the GPU this rank uses, -1 on the CPU
+    """This process's place in the group. `ParallelEnv()` reads it from the environment the
+    launcher and init_parallel_env set (PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM,
+    PADDLE_RANK_IN_NODE, FLAGS_selected_gpus), as PaddlePaddle's does; a single process is
+    rank 0 of 1."""
+    rank: int = field(default_factory=lambda: _env_int("PADDLE_TRAINER_ID", 0))
+    world_size: int = field(default_factory=lambda: _env_int("PADDLE_TRAINERS_NUM", 1))
+    local_rank: int = field(default_factory=lambda: _env_int("PADDLE_RANK_IN_NODE", 0))
+    device_id: int = field(default_factory=_selected_gpu)  # the GPU this rank uses, -1 on the CPU
 
     @property
     def nranks(self) -> int:
         return self.world_size
+
+    @property
+    def dev_id(self) -> int:
+        """PaddlePaddle's other name of device_id."""
+        return self.device_id
 
 
 _ENV: ParallelEnv | None = None
@@ -112,6 +133,12 @@ def _abort_group_on_uncaught_exception(world) -> None:
         sys.stderr.flush()
         world.Abort(1)
     sys.excepthook = hook
+
+
+def is_available() -> bool:
+    """Whether processes can form a group here: Keel's collectives between processes run
+    over MPI, through the optional mpi4py (`pip install -e ".[dist]"`)."""
+    return importlib.util.find_spec("mpi4py") is not None
 
 
 def is_initialized() -> bool:
