@@ -11,7 +11,7 @@ from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.executor import Executor
 from keel.executor.lod import LoDTensor, create_lod_tensor
 from keel.executor.inference import Config, PrecisionType, PredictorError, create_predictor
-from keel.executor.place import CPUPlace, CUDAPlace
+from keel.executor.place import CPUPlace, CUDAPinnedPlace, CUDAPlace
 from keel.executor.profiler import Profiler
 from keel.executor.scope import Scope, global_scope, scope_guard
 from keel.executor import static_program  # noqa: F401  (paddle.static's CompiledProgram, save/load, cpu_places)
@@ -28,7 +28,7 @@ def _run_program(program, feed, fetch_names, scope, _executors={}):
 from keel.program import default as _default  # noqa: E402
 _default.register_runner(_run_program)
 
-__all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",
+__all__ = ["Executor", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "Scope", "global_scope", "scope_guard",
            "ExecutionError", "FeedError", "NonFiniteError", "save_checkpoint", "load_checkpoint",
            "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType", "Profiler",
            "LoDTensor", "create_lod_tensor"]

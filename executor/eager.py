@@ -21,6 +21,7 @@ import weakref
 
 import numpy as np
 
+from keel.executor import eager_places
 from keel.executor.kernel_call import bind
 from keel.executor.random_state import RandomState
 from keel.executor.place import default_place
@@ -179,11 +180,17 @@ class Engine:
     def array_module(array):
         return np if isinstance(array, np.ndarray) or np.isscalar(array) else _cupy_of(array)
 
-    def place_of(self, array):
-        from keel.executor.place import CPUPlace, CUDAPlace
-        if isinstance(array, np.ndarray):
-            return CPUPlace()
-        return CUDAPlace(int(array.device.id))
+    place_of = staticmethod(eager_places.place_of_array)
+
+    # Tensor.place / cpu() / cuda() / pin_memory() / to() (eager_places.py)
+    tensor_place = staticmethod(eager_places.place_of)
+    move = staticmethod(eager_places.moved)
+    cuda_place = staticmethod(eager_places.cuda_place)
+
+    @staticmethod
+    def to(t: Tensor, args: tuple, kwargs: dict) -> Tensor:
+        device, dtype = eager_places.to_arguments(args, kwargs)
+        return eager_places.converted(t, device, dtype)
 
     @staticmethod
     def to_place(array, device):

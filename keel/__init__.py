@@ -27,7 +27,7 @@ from keel.program import *  # noqa: F401,F403  (Program, data, nn, io, jit, stat
 # package's own name here: put the package back, before anything below imports keel.program.
 program = _sys.modules["keel.program"]
 from keel.program import incubate, io, jit, linalg, lr, optimizer, regularizer  # noqa: F401
-from keel.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
+from keel.executor import CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard  # noqa: F401
 from keel.executor import LoDTensor, create_lod_tensor  # noqa: F401  (feeds with a LoD: executor/lod.py)
 from keel.executor import inference  # noqa: F401  (Config, create_predictor, PrecisionType)
 from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor  # noqa: F401
