@@ -415,8 +415,7 @@ class Engine:
         keep_names = {names.of(t) for t in keep}
         for node in order:
             self._run_gradient(node, names, grads, blocked)
-            if not retain_graph:
-                _release(node, names, grads, keep_names)
+            _release(node, names, grads, keep_names, keep_tape=retain_graph)
         result = {}
         for name, g in grads.items():
             t = names.tensor(name[:-len(GRAD_SUFFIX)]) if name.endswith(GRAD_SUFFIX) else None
@@ -565,11 +564,11 @@ class _Call:
         self.carried = rule.output_grads_read() if isinstance(rule, GradRule) else None
 
 
-def _release(node: _Node, names: _Names, grads: dict, keep_names) -> None:
+def _release(node: _Node, names: _Names, grads: dict, keep_names, keep_tape: bool) -> None:
     """Backward is done with `node`: its outputs' gradients are spent (kept in `.grad` where
-    retain_grads asked), and it lets go of its tensors, so each activation is freed once
-    the last op that reads it has passed (a function of its own: a loop variable of the
-    caller's would hold the last tensor)."""
+    retain_grads asked) and freed, with retain_graph too; without it, the node lets go of
+    its tensors, so each activation is freed once the last op that reads it has passed (a
+    function of its own: a loop variable of the caller's would hold the last tensor)."""
     for ts in node.outputs.values():
         for t in ts:
             n = names.of(t)
@@ -577,9 +576,11 @@ def _release(node: _Node, names: _Names, grads: dict, keep_names) -> None:
                 g = grads.pop(n + GRAD_SUFFIX, None)
                 if g is not None and t._retain_grad:
                     t.grad = Tensor(g, t._dtype)
-                names.forget(t)
-    node.released = True
-    node.inputs = node.outputs = {}
+                if not keep_tape:
+                    names.forget(t)
+    if not keep_tape:
+        node.released = True
+        node.inputs = node.outputs = {}
 
 
 def _to_device(xp, arg):
