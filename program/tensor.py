@@ -32,6 +32,7 @@ class Tensor(Variable):
     _name = None
     _persistable = False
     _pinned = False      # in page-locked host memory (pin_memory())
+    _grad_cleared = False  # clear_gradient() ran since the last backward (PaddlePaddle's fake-empty gradient)
 
     def __init__(self, value=None, dtype=None, *, name: str | None = None, stop_gradient: bool = True,
                  persistable: bool = False):
@@ -226,10 +227,16 @@ class Tensor(Variable):
         dygraph.engine().backward([self], [grad_tensor], retain_graph)
 
     def clear_gradient(self, set_to_zero: bool = True) -> None:
-        """The gradient back to zeros (or to None with set_to_zero=False), as PaddlePaddle's."""
+        """The gradient back to zeros (or to None with set_to_zero=False), as PaddlePaddle's;
+        the next backward writes its gradient in place of them rather than adding to them
+        (PaddlePaddle's "fake empty" gradient: a value set into .grad in between is replaced
+        too), which saves a pass over every parameter per training step."""
         if self.grad is not None and set_to_zero:
             value = self.grad.value
-            self.grad._value = dygraph.engine().array_module(value).zeros_like(value)  # not value * 0: Inf * 0
+            # zeros(), not value * 0 (Inf * 0) nor zeros_like (which writes every page):
+            # fresh zero pages a backward replaces are never touched
+            self.grad._value = dygraph.engine().array_module(value).zeros(value.shape, value.dtype)
+            self._grad_cleared = True
         else:
             self.grad = None
 

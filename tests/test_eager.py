@@ -79,6 +79,40 @@ def test_backward_accumulates_into_leaves_and_frees_the_tape():
     assert x.grad.numpy().tolist() == [0, 0, 0]
 
 
+def _cleared_then_accumulated(lib):
+    """The gradients of a leaf through clear_gradient: zeros, which the next backward
+    replaces (a value set into .grad in between too: PaddlePaddle's fake-empty gradient);
+    accumulated otherwise."""
+    x = lib.to_tensor([1.0, -2.0], stop_gradient=False)
+    (x * 3).sum().backward()
+    seen = [x.grad.numpy().tolist()]
+    x.clear_gradient()
+    seen.append(x.grad.numpy().tolist())
+    (x * 0.5).sum().backward()
+    (x * 2).sum().backward()
+    seen.append(x.grad.numpy().tolist())
+    x.clear_gradient()
+    x.grad.set_value(np.array([5.0, 5.0], "float32"))
+    seen.append(x.grad.numpy().tolist())
+    (x * 1).sum().backward()
+    seen.append(x.grad.numpy().tolist())
+    x.clear_gradient(set_to_zero=False)
+    (x * 4).sum().backward()
+    seen.append(x.grad.numpy().tolist())
+    return seen
+
+
+def test_the_next_backward_replaces_a_cleared_gradient_and_otherwise_accumulates():
+    assert _cleared_then_accumulated(paddle) == [[3.0, 3.0], [0.0, 0.0], [2.5, 2.5], [5.0, 5.0], [1.0, 1.0],
+                                                 [4.0, 4.0]]
+
+
+@pytest.mark.paddle
+def test_cleared_gradients_behave_as_paddlepaddles():
+    ref = pytest.importorskip("paddle")
+    assert _cleared_then_accumulated(paddle) == _cleared_then_accumulated(ref)
+
+
 def test_backward_frees_the_activations_without_waiting_for_the_cyclic_gc():
     """Nothing backward makes may hold the pass's tensors in a reference cycle: such
     memory is only returned when the cyclic GC happens to run (a CNN step's RSS grew by
