@@ -10,7 +10,7 @@ from keel.executor.checkpoint import CheckpointError, load_checkpoint, save_chec
 from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.executor import Executor
 from keel.executor.lod import LoDTensor, create_lod_tensor
-from keel.executor.place import CPUPlace, CUDAPlace
+from keel.executor.place import CPUPlace, CUDAPinnedPlace, CUDAPlace
 from keel.executor.profiler import Profiler
 from keel.executor.scope import Scope, global_scope, scope_guard
 from keel.executor import static_program  # noqa: F401  (paddle.static's CompiledProgram, save/load, cpu_places)
@@ -38,7 +38,7 @@ def __getattr__(name: str):
     from keel.executor import inference
     return getattr(inference, name)
 
-__all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",
+__all__ = ["Executor", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "Scope", "global_scope", "scope_guard",
            "ExecutionError", "FeedError", "NonFiniteError", "save_checkpoint", "load_checkpoint",
            "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType", "Profiler",
            "LoDTensor", "create_lod_tensor"]

@@ -21,6 +21,7 @@ import weakref
 
 import numpy as np
 
+from keel.executor import eager_places
 from keel.executor.kernel_call import bind
 from keel.executor.random_state import RandomState
 from keel.executor.place import default_place
@@ -53,12 +54,15 @@ def _freeze(value):
 
 
 class _Node:
-    """One recorded op: what its gradient rule reads (inputs and outputs by slot)."""
+    """One recorded op: what its gradient rule reads (inputs and outputs by slot), and the
+    inputs' versions when it read them, in the order of `inputs` (a tuple: the cheapest
+    record, made once per op)."""
     __slots__ = ("type", "attrs", "inputs", "outputs", "seq", "versions", "released")
 
-    def __init__(self, type_, attrs, inputs, outputs, seq):
+    def __init__(self, type_, attrs, inputs, outputs, seq, versions=None):
         self.type, self.attrs, self.inputs, self.outputs, self.seq = type_, attrs, inputs, outputs, seq
-        self.versions = {id(t): t._version for ts in inputs.values() for t in ts}
+        self.versions = versions if versions is not None else tuple(
+            [t._version for ts in inputs.values() for t in ts])
         self.released = False
 
 
@@ -170,7 +174,7 @@ class Engine:
         self.rng = RandomState(np, 0)
         self._seq = itertools.count()
         self._calls: dict = {}       # (op type, attributes, array module, outputs) -> _Call
-        self._grad_calls: dict = {}  # the same for gradient ops: (fn, kdef, attributes)
+        self._grad_calls: dict = {}  # the same for gradient ops: (fn, kdef, input and output plans)
         self._operators: dict = {}   # the Python operators' common cases (operator())
         self._updaters = weakref.WeakKeyDictionary()  # optimizer -> its eager update plan
 
@@ -179,11 +183,17 @@ class Engine:
     def array_module(array):
         return np if isinstance(array, np.ndarray) or np.isscalar(array) else _cupy_of(array)
 
-    def place_of(self, array):
-        from keel.executor.place import CPUPlace, CUDAPlace
-        if isinstance(array, np.ndarray):
-            return CPUPlace()
-        return CUDAPlace(int(array.device.id))
+    place_of = staticmethod(eager_places.place_of_array)
+
+    # Tensor.place / cpu() / cuda() / pin_memory() / to() (eager_places.py)
+    tensor_place = staticmethod(eager_places.place_of)
+    move = staticmethod(eager_places.moved)
+    cuda_place = staticmethod(eager_places.cuda_place)
+
+    @staticmethod
+    def to(t: Tensor, args: tuple, kwargs: dict) -> Tensor:
+        device, dtype = eager_places.to_arguments(args, kwargs)
+        return eager_places.converted(t, device, dtype)
 
     @staticmethod
     def to_place(array, device):
@@ -286,24 +296,24 @@ class Engine:
             return None
         kind = type(other)
         if kind is float or kind is int:
-            as_scale = scalar_as_scale(op_type, float(other), reverse)
-            if as_scale is None:
-                return None
-            key = ("scale", as_scale, type(value))
+            # keyed on the number itself (its text for a zero: -0.0 == 0.0 but scales differently)
+            key = (op_type, other if other else repr(float(other)), reverse, type(value))
             call = self._operators.get(key)
             if call is None:
-                call = self._operators[key] = _Call(self, "scale", {"scale": as_scale[0], "bias": as_scale[1]},
-                                                    self.array_module(value), (("Out", 1),))
-            ins, result = {"X": [x]}, call.fn(value, None, None)
+                as_scale = scalar_as_scale(op_type, float(other), reverse)
+                if as_scale is None:
+                    return None
+                call = self._remember(key, _Call(self, "scale", {"scale": as_scale[0], "bias": as_scale[1]},
+                                                 self.array_module(value), (("Out", 1),)))
+            result, a, b = call.fn(value, None, None), x, None
         elif isinstance(other, Tensor) and other._dtype == x._dtype and other._value is not None \
                 and op_type in _ELEMENTWISE:
             a, b = (other, x) if reverse else (x, other)
             key = (op_type, type(value))
             call = self._operators.get(key)
             if call is None:
-                call = self._operators[key] = _Call(self, op_type, {"axis": -1}, self.array_module(value),
-                                                    (("Out", 1),))
-            ins = {"X": [a], "Y": [b]}
+                call = self._remember(key, _Call(self, op_type, {"axis": -1}, self.array_module(value),
+                                                 (("Out", 1),)))
             try:
                 result = call.fn(a._value, b._value)
             except Exception:  # noqa: BLE001 - the layer path raises the op's error with the user's line
@@ -311,16 +321,31 @@ class Engine:
         else:
             return None
         out = Tensor.__new__(Tensor)
-        out._value = result if type(result) is not np.float64 and not isinstance(result, np.generic) \
+        out._value = result if type(result) is np.ndarray or not isinstance(result, np.generic) \
             else np.asarray(result)
-        out._dtype, out._stop_gradient = x._dtype, True
-        if self.grad_enabled and call.wanted is not None and not (x._stop_gradient and (
-                other._stop_gradient if isinstance(other, Tensor) else True)):
+        out._dtype = x._dtype
+        if self.grad_enabled and not (a._stop_gradient and (b is None or b._stop_gradient)) \
+                and call.wanted is not None:
             # _record's work for this one case (the rule carries Out's gradient; the dtype is
             # floating), written out: this line runs once per operator in a training loop
-            out._stop_gradient, out._node = False, _Node(call.op_type, call.attrs, ins, {"Out": [out]},
-                                                         next(self._seq))
+            out._stop_gradient = False
+            if b is None:
+                out._node = _Node(call.op_type, call.attrs, {"X": [a]}, {"Out": [out]}, next(self._seq),
+                                  (a._version,))
+            else:
+                out._node = _Node(call.op_type, call.attrs, {"X": [a], "Y": [b]}, {"Out": [out]},
+                                  next(self._seq), (a._version, b._version))
+        else:
+            out._stop_gradient = True
         return out
+
+    def _remember(self, key, call: "_Call") -> "_Call":
+        """An operator's bound op, kept for the next time (bounded: a loop scaling by ever
+        new numbers must not grow it without end)."""
+        if len(self._operators) > 8192:
+            self._operators.clear()
+        self._operators[key] = call
+        return call
 
     def _cast(self, t: Tensor, dtype: int) -> Tensor:
         """`t` cast to `dtype` by a (recorded) cast op."""
@@ -362,6 +387,9 @@ class Engine:
         for t, g in grads.items():
             if t.grad is None:
                 t.grad = Tensor(g, t._dtype)
+            elif t._grad_cleared:   # clear_gradient ran: the gradient replaces its zeros, as PaddlePaddle's
+                t.grad._value = g
+                t._grad_cleared = False
             else:
                 t.grad._value = t.grad.value + g
 
@@ -408,8 +436,7 @@ class Engine:
         keep_names = {names.of(t) for t in keep}
         for node in order:
             self._run_gradient(node, names, grads, blocked)
-            if not retain_graph:
-                _release(node, names, grads, keep_names)
+            _release(node, names, grads, keep_names, keep_tape=retain_graph)
         result = {}
         for name, g in grads.items():
             t = names.tensor(name[:-len(GRAD_SUFFIX)]) if name.endswith(GRAD_SUFFIX) else None
@@ -437,19 +464,15 @@ class Engine:
         return sorted(seen.values(), key=lambda n: n.seq, reverse=True)
 
     def _run_gradient(self, node: _Node, names: _Names, grads: dict, blocked) -> None:
-        rule = registry.get(node.type).grad
-        if not isinstance(rule, GradRule):
-            raise EagerError("has no gradient rule, so the loss cannot be differentiated through it "
-                             "(compute its inputs under keel.no_grad() or detach them)", op_type=node.type)
-        for ts in node.inputs.values():
-            for t in ts:
-                if node.versions.get(id(t), t._version) != t._version:
-                    raise EagerError(f"input {t.name} was changed in place after this op read it, and its "
-                                     "gradient needs the old value (clone it before changing it)", op_type=node.type)
+        rule, reads, differentiable = _rule_slots(node.type)
+        for t, version in zip([t for ts in node.inputs.values() for t in ts], node.versions):
+            if version != t._version:
+                raise EagerError(f"input {t.name} was changed in place after this op read it, and its "
+                                 "gradient needs the old value (clone it before changing it)", op_type=node.type)
         view = _OpView(node, names)
         out_grads = {}
         zero_fills = []
-        for slot in rule.output_grads_read():
+        for slot in reads:
             listed = []
             for t in node.outputs.get(slot, ()):
                 g = names.of(t) + GRAD_SUFFIX
@@ -463,7 +486,7 @@ class Engine:
             grads[names.of(t) + GRAD_SUFFIX] = self.array_module(t.value).zeros_like(t.value)
         in_grads = {slot: [names.of(t) + GRAD_SUFFIX if not t._stop_gradient and id(t) not in blocked else ""
                            for t in node.inputs.get(slot, ())]
-                    for slot in rule.differentiable_inputs()}
+                    for slot in differentiable}
         g = GradNames(out_grads, in_grads)
         specs = rule.maker(view, g) if rule.maker else [_make_default(view, rule, g)]
         scratch: dict[str, object] = {}
@@ -489,36 +512,42 @@ class Engine:
         xp = self.array_module(xs[0]) if xs else np
         need = tuple(sorted(s for s, ns in outs.items() if any(n and n != EMPTY for n in ns)))
         counts = tuple(sorted((s, len(ns)) for s, ns in outs.items()))
-        key = (spec.type, _freeze(spec.attrs), xp, need, counts)
+        key = (spec.type, tuple(spec.attrs.items()), xp, need, counts)
         try:
             found = self._grad_calls.get(key)
-        except TypeError:  # an array among the attribute values
-            key = found = None
+        except TypeError:  # a list among the attribute values
+            key = (spec.type, _freeze(spec.attrs), xp, need, counts)
+            try:
+                found = self._grad_calls.get(key)
+            except TypeError:  # an array: nothing to key on, bound for this call only
+                key = found = None
         if found is None:
-            found = self._bind(spec.type, spec.attrs, xp, need, counts)
+            fn, kdef, _ = self._bind(spec.type, spec.attrs, xp, need, counts)
+            found = (fn, kdef, [(slot, _duplicable(opdef, slot)) for slot in kdef.inputs],
+                     [(slot, _duplicable(opdef, slot)) for slot in kdef.outputs])
             if key is not None:
                 if len(self._grad_calls) > 8192:
                     self._grad_calls.clear()
                 self._grad_calls[key] = found
-        fn, kdef, _ = found
+        fn, kdef, in_plan, out_plan = found
         args = []
-        for slot in kdef.inputs:
+        for slot, duplicable in in_plan:
             vs = arrays.get(slot)
             if not vs:
-                args.append([] if _duplicable(opdef, slot) else None)
+                args.append([] if duplicable else None)
             else:
-                args.append(vs if _duplicable(opdef, slot) else vs[0])
+                args.append(vs if duplicable else vs[0])
         try:
             result = fn(*args)
         except Exception as e:  # noqa: BLE001
             raise EagerError(f"gradient op {spec.type} failed: {type(e).__name__}: {e}", op_type=spec.type) from e
         if len(kdef.outputs) == 1:
             result = (result,)
-        for slot, produced in zip(kdef.outputs, result):
+        for (slot, duplicable), produced in zip(out_plan, result):
             ns = outs.get(slot, ())
             if produced is None or not ns:
                 continue
-            values = produced if _duplicable(opdef, slot) else [produced]
+            values = produced if duplicable else [produced]
             for n, v in zip(ns, values):
                 if not n or n == EMPTY or v is None:
                     continue
@@ -558,11 +587,27 @@ class _Call:
         self.carried = rule.output_grads_read() if isinstance(rule, GradRule) else None
 
 
-def _release(node: _Node, names: _Names, grads: dict, keep_names) -> None:
+_RULES: dict = {}   # op type -> (its gradient rule, the output gradients it reads, its differentiable inputs)
+
+
+def _rule_slots(op_type: str) -> tuple:
+    """What backward asks of an op type's gradient rule, found once per rule (the registry's
+    rule for the type, checked each time: a re-registered op gets its new rule)."""
+    rule = registry.get(op_type).grad
+    found = _RULES.get(op_type)
+    if found is None or found[0] is not rule:
+        if not isinstance(rule, GradRule):
+            raise EagerError("has no gradient rule, so the loss cannot be differentiated through it "
+                             "(compute its inputs under keel.no_grad() or detach them)", op_type=op_type)
+        found = _RULES[op_type] = (rule, rule.output_grads_read(), rule.differentiable_inputs())
+    return found
+
+
+def _release(node: _Node, names: _Names, grads: dict, keep_names, keep_tape: bool) -> None:
     """Backward is done with `node`: its outputs' gradients are spent (kept in `.grad` where
-    retain_grads asked), and it lets go of its tensors, so each activation is freed once
-    the last op that reads it has passed (a function of its own: a loop variable of the
-    caller's would hold the last tensor)."""
+    retain_grads asked) and freed, with retain_graph too; without it, the node lets go of
+    its tensors, so each activation is freed once the last op that reads it has passed (a
+    function of its own: a loop variable of the caller's would hold the last tensor)."""
     for ts in node.outputs.values():
         for t in ts:
             n = names.of(t)
@@ -570,9 +615,11 @@ def _release(node: _Node, names: _Names, grads: dict, keep_names) -> None:
                 g = grads.pop(n + GRAD_SUFFIX, None)
                 if g is not None and t._retain_grad:
                     t.grad = Tensor(g, t._dtype)
-                names.forget(t)
-    node.released = True
-    node.inputs = node.outputs = {}
+                if not keep_tape:
+                    names.forget(t)
+    if not keep_tape:
+        node.released = True
+        node.inputs = node.outputs = {}
 
 
 def _to_device(xp, arg):

@@ -60,20 +60,44 @@ class CUDAPlace:
     __hash__ = object.__hash__
 
 
-def place_of_device(device) -> CPUPlace | CUDAPlace:
-    """A place from PaddlePaddle's device names: "cpu", "gpu" (device 0), "gpu:N", or a
-    place itself."""
-    if isinstance(device, (CPUPlace, CUDAPlace)):
+class CUDAPinnedPlace:
+    """Page-locked host memory (`Tensor.pin_memory()`): numpy arrays whose copies to a GPU
+    can run asynchronously. Kernels see host arrays, so ops on a pinned tensor run on the
+    CPU, as PaddlePaddle's do."""
+    device = "cpu"
+
+    @property
+    def xp(self):
+        return get_array_module("cpu")
+
+    def device_context(self):
+        return _NO_DEVICE
+
+    def __repr__(self):
+        return "CUDAPinnedPlace()"
+
+    def __eq__(self, other):
+        return isinstance(other, CUDAPinnedPlace)
+
+    __hash__ = object.__hash__
+
+
+def place_of_device(device) -> CPUPlace | CUDAPlace | CUDAPinnedPlace:
+    """A place from PaddlePaddle's device names: "cpu", "gpu" (device 0), "gpu:N",
+    "gpu_pinned", or a place itself."""
+    if isinstance(device, (CPUPlace, CUDAPlace, CUDAPinnedPlace)):
         return device
     text = str(device).strip().lower() if isinstance(device, str) else None
     if text == "cpu":
         return CPUPlace()
+    if text == "gpu_pinned":
+        return CUDAPinnedPlace()
     if text == "gpu":
         return CUDAPlace(0)
     if text and text.startswith("gpu:") and text[4:].isdigit():
         return CUDAPlace(int(text[4:]))
-    raise ValueError(f"unknown device {device!r}: Keel runs on \"cpu\", \"gpu\" or \"gpu:N\" "
-                     "(or a CPUPlace / CUDAPlace)")
+    raise ValueError(f"unknown device {device!r}: Keel runs on \"cpu\", \"gpu\", \"gpu:N\" or "
+                     "\"gpu_pinned\" (or a CPUPlace / CUDAPlace / CUDAPinnedPlace)")
 
 
 # -- the default place: paddle.set_device / paddle.get_device ----------------------------------
@@ -91,6 +115,9 @@ def set_device(device: str):
     becomes the place `Executor()` and `to_tensor` use when given none; returns that place.
     A GPU needs cupy and that device: a ValueError says how many devices there are."""
     place = place_of_device(device)
+    if isinstance(place, CUDAPinnedPlace):
+        raise ValueError("set_device('gpu_pinned'): pinned host memory holds tensors (Tensor.pin_memory()), "
+                         "it runs no ops; set \"cpu\" or \"gpu\"")
     if place.device != "cpu" and place.device_id >= device_count():
         raise ValueError(f"set_device({device!r}): Keel finds {device_count()} usable CUDA device(s) (a GPU "
                          f'needs cupy and a driver: pip install -e ".[gpu]" in the Keel checkout)')

@@ -30,7 +30,7 @@ import importlib as _importlib
 
 from keel.device import (get_cudnn_version, is_compiled_with_cuda, is_compiled_with_custom_device,
                          is_compiled_with_xpu)
-from keel.executor import (CPUPlace, CUDAPlace, Executor, LoDTensor, Scope, create_lod_tensor, global_scope,
+from keel.executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope, create_lod_tensor, global_scope,
                            scope_guard)
 from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 from keel.executor.flags import get_flags, set_flags
@@ -91,7 +91,7 @@ def __dir__() -> list[str]:
 # (paddle.onnx.export) is there.
 __all__ = [*tensor.__all__,
            "amp", "append_backward", "AttrError", "bfloat16", "bool", "callbacks", "cfloat", "cholesky",
-           "complex128", "complex64", "CPUPlace", "create_lod_tensor", "create_parameter", "CUDAPlace",
+           "complex128", "complex64", "CPUPlace", "create_lod_tensor", "create_parameter", "CUDAPinnedPlace", "CUDAPlace",
            "data", "DataParallel", "default_main_program", "default_startup_program", "device",
            "disable_static", "distributed", "dtype", "DTypeError", "DuplicateNameError",
            "enable_static", "Executor", "float", "float16", "float32", "float64", "flops",

@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from keel.program import dtypes
+from keel.program import dtypes, dygraph
 from keel.program import initializer as init
 from keel.program.layers.helper import LayerHelper
 from keel.program.param_attr import ParamAttr
@@ -18,6 +18,9 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_
         w = pg.create_parameter([64, 10], "float32")              # create_parameter_0.w_0, Xavier
         b = pg.create_parameter([10], "float32", is_bias=True)    # create_parameter_1.b_0, zeros
         y = pg.matmul(x, w) + b
+
+    In eager mode it returns a parameter Tensor holding its initializer's value (drawn now,
+    under keel.seed), which optimizers take as a Layer's parameters.
 
     `name` names the parameter (when `attr` is None). `attr`, a ParamAttr, gives its name,
     initializer, trainable flag, regularizer and learning-rate scale; its initializer wins
@@ -44,5 +47,18 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_
             raise TypeError(f"create_parameter: no default initializer for a parameter of dtype "
                             f"{dtypes.name(code)}; pass default_initializer (e.g. pg.initializer.Constant(0))")
         default_initializer = init.Constant(0.0) if is_bias else init.XavierUniform()
-    return helper.create_parameter(attr, [int(d) for d in shape], code, default_initializer,
-                                   suffix="b" if is_bias else "w")
+    suffix = "b" if is_bias else "w"
+    if dygraph.in_dynamic_mode():
+        return _eager_parameter(helper.parameter_name(attr, suffix), [int(d) for d in shape], code, attr,
+                                default_initializer)
+    return helper.create_parameter(attr, [int(d) for d in shape], code, default_initializer, suffix=suffix)
+
+
+def _eager_parameter(name, shape, code, attr, default_initializer):
+    """In eager mode: a parameter Tensor (a Layer's kind, which optimizers take) holding its
+    initializer's value, made now in the eager random stream (keel.seed), as PaddlePaddle's
+    dygraph create_parameter makes it."""
+    from keel.program.nn.layer import LayerParameter
+    param = LayerParameter(name, shape, code, attr, default_initializer)
+    param._initialize()
+    return param
