@@ -240,7 +240,15 @@ def _pads4(paddings):
 
 def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
     """im2col of an NCHW x: [N, C*kh*kw, L] (op unfold); paddings an int, 2 values
-    [h, w] or 4 [top, left, bottom, right]."""
+    [h, w] or 4 [top, left, bottom, right].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> F.unfold(x, kernel_sizes=2, strides=2).shape   # 2x2 patches as columns: C*2*2 rows, 4 patches
+        [1, 4, 4]
+    """
     return _one("unfold", {"X": x}, {"kernel_sizes": _pair(kernel_sizes), "strides": _pair(strides),
                                      "paddings": _pads4(paddings), "dilations": _pair(dilations)}, name=name, out="Y")
 
