@@ -435,7 +435,17 @@ def embedding(input, size, is_sparse=False, padding_idx=None, param_attr=None, d
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100,
                                numeric_stable_mode=True, return_softmax=False, axis=-1):
     """Softmax over `axis` then cross entropy (op softmax_with_cross_entropy). Returns the
-    loss (the class axis reduced to 1), and the softmax too with return_softmax=True."""
+    loss (the class axis reduced to 1), and the softmax too with return_softmax=True.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> logits = paddle.to_tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]])
+        >>> label = paddle.to_tensor([[0], [1]])
+        >>> print(F.softmax_with_cross_entropy(logits, label).numpy().round(4))
+        [[0.417]
+         [0.22 ]]
+    """
     loss, softmax = functional.loss.softmax_with_cross_entropy_op(logits, label, soft_label, True, ignore_index,
                                                                   axis, numeric_stable_mode=numeric_stable_mode)
     return (loss, softmax) if return_softmax else loss
