@@ -4,6 +4,7 @@ the same attributes, and names its outputs `<layer>_N.tmp_K`."""
 from __future__ import annotations
 
 from keel.program.layers.helper import LayerHelper
+from keel.program.layers.tensor import full_like
 from keel.program.variable import Variable
 from keel.proto import pb
 
@@ -172,13 +173,21 @@ def take_along_axis(arr, indices, axis, name=None):
 
 
 def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=True, name=None):
+    """arr with `values` put (or reduced: "add", "mul", "mean", "amax", "amin") at `indices`
+    along `axis` (op put_along_axis); a number for `values` is put at every index, as in
+    PaddlePaddle."""
+    if not isinstance(values, Variable):
+        values = full_like(indices, values, dtype=arr.dtype)
     return _one("put_along_axis", {"Input": arr, "Index": indices, "Value": values},
                 {"Axis": int(axis), "Reduce": reduce, "Include_self": bool(include_self)}, name=name,
                 out="Result")
 
 
 def einsum(equation, *operands, name=None):
-    """The Einstein summation of one or two operands (op einsum; '->' required)."""
+    """The Einstein summation of one or two operands (op einsum). Without '->' (the implicit
+    form) the output labels are PaddlePaddle's (and numpy's): '...' where the operands have it,
+    then the labels that occur once, in alphabetical order."""
+    equation = _explicit_einsum(equation)
     helper = LayerHelper("einsum", name)
     out = helper.create_tmp(operands[0].dtype)
     caches = [helper.create_tmp(o.dtype, stop_gradient=True) for o in operands]
@@ -186,6 +195,16 @@ def einsum(equation, *operands, name=None):
     helper.append_op("einsum", {"Operands": list(operands)},
                      {"Out": out, "InnerCache": caches, "XShape": shapes}, {"equation": equation})
     return out
+
+
+def _explicit_einsum(equation: str) -> str:
+    """The equation with its output labels written out (the op needs them)."""
+    if "->" in equation:
+        return equation
+    inputs = equation.replace(" ", "")
+    labels = inputs.replace("...", "").replace(",", "")
+    once = sorted(label for label in set(labels) if labels.count(label) == 1)
+    return f"{inputs}->{'...' if '...' in inputs else ''}{''.join(once)}"
 
 
 def dist(x, y, p=2.0, name=None):
