@@ -210,7 +210,16 @@ def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
 
 
 def mm(input, mat2, name=None):
-    """Matrix product input @ mat2 (op matmul_v2)."""
+    """Matrix product input @ mat2 (op matmul_v2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> a = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> b = paddle.to_tensor([[1.0, 0.0], [1.0, 1.0]])
+        >>> print(paddle.mm(a, b).numpy())
+        [[3. 2.]
+         [7. 4.]]
+    """
     helper = LayerHelper("mm", name)
     out = helper.create_tmp(input.dtype)
     helper.append_op("matmul_v2", {"X": input, "Y": mat2}, {"Out": out},
@@ -219,7 +228,19 @@ def mm(input, mat2, name=None):
 
 
 def bmm(x, y, name=None):
-    """Batched product of 3-D tensors [B, M, K] @ [B, K, N] (op bmm)."""
+    """Batched product of 3-D tensors [B, M, K] @ [B, K, N] (op bmm).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]], [[3.0, 3.0, 3.0], [4.0, 4.0, 4.0]]])
+        >>> y = paddle.ones([2, 3, 2])
+        >>> print(paddle.bmm(x, y).numpy())     # one matrix product per batch entry
+        [[[ 3.  3.]
+          [ 6.  6.]]
+        <BLANKLINE>
+         [[ 9.  9.]
+          [12. 12.]]]
+    """
     helper = LayerHelper("bmm", name)
     out = helper.create_tmp(x.dtype)
     helper.append_op("bmm", {"X": x, "Y": y}, {"Out": out})
@@ -506,6 +527,14 @@ def less_than(x, y, name=None):
 
 
 def less_equal(x, y, name=None):
+    """x <= y, elementwise with broadcasting, as a bool tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.less_equal(x, paddle.to_tensor([1, 3, 2])).numpy())
+        [ True  True False]
+    """
     return _compare("less_equal", x, y, name)
 
 
@@ -522,6 +551,14 @@ def greater_than(x, y, name=None):
 
 
 def greater_equal(x, y, name=None):
+    """x >= y, elementwise with broadcasting, as a bool tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.greater_equal(x, paddle.to_tensor([1, 3, 2])).numpy())
+        [ True False  True]
+    """
     return _compare("greater_equal", x, y, name)
 
 
@@ -546,10 +583,26 @@ def logical_and(x, y, name=None):
 
 
 def logical_or(x, y, name=None):
+    """x or y, elementwise with broadcasting, as a bool tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([True, False, True, False])
+        >>> print(paddle.logical_or(x, paddle.to_tensor([True, True, False, False])).numpy())
+        [ True  True  True False]
+    """
     return _logical("logical_or", x, y, name)
 
 
 def logical_xor(x, y, name=None):
+    """x xor y, elementwise with broadcasting, as a bool tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([True, False, True, False])
+        >>> print(paddle.logical_xor(x, paddle.to_tensor([True, True, False, False])).numpy())
+        [False  True  True False]
+    """
     return _logical("logical_xor", x, y, name)
 
 
@@ -577,10 +630,26 @@ def isnan(x, name=None):
 
 
 def isinf(x, name=None):
+    """True where x is +inf or -inf.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([float("-inf"), -2.0, 3.5, float("inf"), float("nan")])
+        >>> print(paddle.isinf(x).numpy())
+        [ True False False  True False]
+    """
     return _logical("isinf_v2", x, None, name)
 
 
 def isfinite(x, name=None):
+    """True where x is neither infinite nor NaN.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([float("-inf"), -2.0, 3.5, float("inf"), float("nan")])
+        >>> print(paddle.isfinite(x).numpy())
+        [False  True  True False False]
+    """
     return _logical("isfinite_v2", x, None, name)
 
 
@@ -852,6 +921,14 @@ def exp(x, name=None):
 
 
 def expm1(x, name=None):
+    """exp(x) - 1, elementwise, accurate near 0.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.expm1(x).numpy().round(4))
+        [-0.3297 -0.1813  0.1052  0.3499]
+    """
     return _act("expm1", x, name)
 
 
@@ -868,14 +945,39 @@ def log(x, name=None):
 
 
 def log2(x, name=None):
+    """The base-2 logarithm, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0, 8.0])
+        >>> print(paddle.log2(x).numpy().round(4))
+        [0. 1. 3.]
+    """
     return _act("log2", x, name)
 
 
 def log10(x, name=None):
+    """The base-10 logarithm, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 10.0, 1000.0])
+        >>> print(paddle.log10(x).numpy().round(4))
+        [0. 1. 3.]
+    """
     return _act("log10", x, name)
 
 
 def log1p(x, name=None):
+    """log(1 + x), elementwise, accurate near 0.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[0.0], [1.0]])
+        >>> print(paddle.log1p(x).numpy().round(4))
+        [[0.    ]
+         [0.6931]]
+    """
     return _act("log1p", x, name)
 
 
@@ -892,6 +994,14 @@ def sqrt(x, name=None):
 
 
 def rsqrt(x, name=None):
+    """1 / sqrt(x), elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([0.25, 1.0, 4.0, 16.0])
+        >>> print(paddle.rsqrt(x).numpy())
+        [2.   1.   0.5  0.25]
+    """
     return _act("rsqrt", x, name)
 
 
@@ -920,35 +1030,100 @@ def square(x, name=None):
 
 
 def reciprocal(x, name=None):
+    """1 / x, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-4.0, 0.5, 2.0, 8.0])
+        >>> print(paddle.reciprocal(x).numpy())
+        [-0.25   2.     0.5    0.125]
+    """
     return _act("reciprocal", x, name)
 
 
 def floor(x, name=None):
+    """The largest integer not above x, elementwise (x's dtype).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.floor(x).numpy())
+        [-1. -1.  0.  0.]
+    """
     return _act("floor", x, name)
 
 
 def ceil(x, name=None):
+    """The smallest integer not below x, elementwise (x's dtype).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.ceil(x).numpy())
+        [-0. -0.  1.  1.]
+    """
     return _act("ceil", x, name)
 
 
 def round(x, decimals=0, name=None):
-    """Round half away from zero to `decimals` decimals."""
+    """Round half away from zero to `decimals` decimals.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.6, -0.2, 0.4, 1.7])
+        >>> print(paddle.round(x).numpy())
+        [-1. -0.  0.  2.]
+        >>> print(paddle.round(paddle.to_tensor([1.234, 5.678]), decimals=1).numpy())
+        [1.2 5.7]
+    """
     return _act("round", x, name, {"decimals": int(decimals)})
 
 
 def sign(x, name=None):
+    """-1, 0 or 1 by the sign of x, elementwise (x's dtype).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([3.0, 0.0, -2.0, 1.7])
+        >>> print(paddle.sign(x).numpy())
+        [ 1.  0. -1.  1.]
+    """
     return _act("sign", x, name)
 
 
 def sin(x, name=None):
+    """The sine, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.sin(x).numpy().round(4))
+        [-0.3894 -0.1987  0.0998  0.2955]
+    """
     return _act("sin", x, name)
 
 
 def cos(x, name=None):
+    """The cosine, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.cos(x).numpy().round(4))
+        [0.9211 0.9801 0.995  0.9553]
+    """
     return _act("cos", x, name)
 
 
 def erf(x, name=None):
+    """The error function, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.erf(x).numpy().round(4))
+        [-0.4284 -0.2227  0.1125  0.3286]
+    """
     return _act("erf", x, name)
 
 
