@@ -105,8 +105,10 @@ class BatchSampler:
 
 class DistributedBatchSampler(BatchSampler):
     """The share of replica `rank` of `num_replicas`: the (shuffled) indices padded by
-    repeating from the start to a multiple of num_replicas, then every num_replicas-th from
-    `rank` (PaddlePaddle's rule), batched. Every replica sees the same number of batches."""
+    repeating from the start to a multiple of num_replicas, dealt out a batch at a time in
+    turn (batch k of the dataset to replica k % num_replicas; a last round shorter than
+    num_replicas batches split evenly), PaddlePaddle's rule. Every replica sees the same
+    number of batches."""
 
     def __init__(self, dataset, batch_size, num_replicas=None, rank=None, shuffle=False, drop_last=False,
                  seed: int | None = 0):
@@ -121,8 +123,13 @@ class DistributedBatchSampler(BatchSampler):
     def _indices(self) -> list[int]:
         indices = super()._indices()
         total = self.num_samples * self.nranks
-        indices += indices[:total - len(indices)]
-        return indices[self.local_rank:total:self.nranks]
+        indices = (indices * math.ceil(total / len(indices)))[:total]
+        round_size = self.batch_size * self.nranks
+        full = total - total % round_size
+        mine = [i for start in range(self.local_rank * self.batch_size, full, round_size)
+                for i in indices[start:start + self.batch_size]]
+        last_share = (total - full) // self.nranks
+        return mine + indices[full + self.local_rank * last_share:full + (self.local_rank + 1) * last_share]
 
     def __len__(self):
         n = self.num_samples
