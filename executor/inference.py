@@ -69,7 +69,8 @@ class DataType(enum.Enum):
         >>> from keel.inference import DataType
         >>> DataType.FLOAT32, paddle.inference.get_num_bytes_of_data_type(DataType.FLOAT32)
         (<DataType.FLOAT32: 'float32'>, 4)
-        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")])
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
         >>> predictor = paddle.inference.create_predictor(paddle.inference.Config("out/linear"))
         >>> predictor.get_input_handle("x").type()
         <DataType.FLOAT32: 'float32'>
@@ -108,7 +109,8 @@ class Tensor:
         >>> import numpy as np
         >>> import keel as paddle
         >>> from keel.inference import Config, create_predictor
-        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")])
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
         >>> predictor = create_predictor(Config("out/linear"))
         >>> x = predictor.get_input_handle("x")
         >>> x.copy_from_cpu(np.ones((3, 4), "float32"))
@@ -206,7 +208,8 @@ class Predictor:
         >>> import numpy as np
         >>> import keel as paddle
         >>> from keel.inference import Config, create_predictor
-        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")])
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
         >>> predictor = create_predictor(Config("out/linear.pdmodel", "out/linear.pdiparams"))
         >>> x = predictor.get_input_handle(predictor.get_input_names()[0])
         >>> x.copy_from_cpu(np.ones((3, 4), "float32"))
@@ -458,7 +461,8 @@ class PredictorPool:
         >>> import numpy as np
         >>> import keel as paddle
         >>> from keel.inference import Config, PredictorPool
-        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")])
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
         >>> pool = PredictorPool(Config("out/linear"), size=2)       # one model, two predictors (one per thread)
         >>> a, b = pool.retrieve(0), pool.retrieve(1)
         >>> out_a, = a.run([np.ones((1, 4), "float32")])
@@ -565,11 +569,13 @@ def convert_to_mixed_precision(model_file, params_file, mixed_model_file, mixed_
     Examples:
         >>> import keel as paddle
         >>> from keel.inference import PlaceType, PrecisionType, convert_to_mixed_precision
-        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")])
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
         >>> convert_to_mixed_precision("out/linear.pdmodel", "out/linear.pdiparams", "out/linear_fp16.pdmodel",
         ...                            "out/linear_fp16.pdiparams", PrecisionType.Half, PlaceType.GPU)
         >>> program = paddle.static.deserialize_program(paddle.static.load_from_file("out/linear_fp16.pdmodel"))
-        >>> sorted({str(v.dtype) for v in program.global_block().vars.values() if v.persistable and v.name.startswith("linear")})
+        >>> weights = [v for v in program.global_block().vars.values() if v.persistable and "linear" in v.name]
+        >>> sorted({str(v.dtype) for v in weights})
         ['paddle.float16']
     """
     if PrecisionType(mixed_precision) is not PrecisionType.Half:

@@ -223,7 +223,8 @@ class Config:
         >>> import numpy as np
         >>> import keel as paddle
         >>> from keel.inference import Config, create_predictor
-        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")])
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
         >>> config = Config("out/linear.pdmodel", "out/linear.pdiparams")
         >>> config.disable_gpu()
         >>> config.set_cpu_math_library_num_threads(2)

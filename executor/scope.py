@@ -84,7 +84,8 @@ _global_scope = Scope()
 
 
 def global_scope() -> Scope:
-    """The scope programs run in unless scope_guard or Executor.run(scope=...) name another: where the startup program leaves the parameters.
+    """The scope programs run in unless scope_guard or Executor.run(scope=...) name another:
+    where the startup program leaves the parameters.
 
     Examples:
         >>> import numpy as np
@@ -116,7 +117,7 @@ class scope_guard:
         ...     _ = paddle.static.Executor().run(startup)   # the parameters go to `scope`
         >>> w = main.all_parameters()[0].name
         >>> scope.find_var(w) is not None, paddle.static.global_scope().find_var(w) is None
-        (True, False)
+        (True, True)
     """
 
     def __init__(self, scope: Scope):

@@ -186,8 +186,8 @@ def switch_case(branch_index, branch_fns, default=None, name=None):
         >>> main = paddle.static.Program()
         >>> with paddle.static.program_guard(main, paddle.static.Program()):
         ...     i = paddle.static.data("i", [1], "int32")
-        ...     out = paddle.static.nn.switch_case(i, {0: lambda: paddle.full([1], 10.0), 2: lambda: paddle.full([1], 20.0)},
-        ...                                        default=lambda: paddle.full([1], -1.0))
+        ...     branches = {0: lambda: paddle.full([1], 10.0), 2: lambda: paddle.full([1], 20.0)}
+        ...     out = paddle.static.nn.switch_case(i, branches, default=lambda: paddle.full([1], -1.0))
         >>> exe = paddle.static.Executor()
         >>> [exe.run(main, feed={"i": np.array([v], "int32")}, fetch_list=[out])[0].tolist() for v in (0, 1, 2)]
         [[10.0], [-1.0], [20.0]]

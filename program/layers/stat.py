@@ -226,8 +226,10 @@ def equal_all(x, y, name=None):
     Examples:
         >>> import keel as paddle
         >>> x = paddle.to_tensor([1, 2, 3])
-        >>> paddle.equal_all(x, paddle.to_tensor([1, 2, 3])).item(), paddle.equal_all(x, paddle.to_tensor([1, 4, 3])).item()
-        (True, False)
+        >>> paddle.equal_all(x, paddle.to_tensor([1, 2, 3])).item()
+        True
+        >>> paddle.equal_all(x, paddle.to_tensor([1, 4, 3])).item()
+        False
     """
     if tuple(x.shape) != tuple(y.shape):
         return fill_constant([], "bool", False, name=name)

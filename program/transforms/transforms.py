@@ -27,7 +27,8 @@ class Compose:
     Examples:
         >>> import numpy as np
         >>> import keel.vision.transforms as T
-        >>> transform = T.Compose([T.Resize(64), T.CenterCrop(56), T.ToTensor(), T.Normalize(mean=[0.5] * 3, std=[0.5] * 3)])
+        >>> transform = T.Compose([T.Resize(64), T.CenterCrop(56), T.ToTensor(),
+        ...                        T.Normalize(mean=[0.5] * 3, std=[0.5] * 3)])
         >>> x = transform(np.zeros((80, 100, 3), "uint8"))
         >>> x.shape, float(x.min())
         ([3, 56, 56], -1.0)
@@ -352,7 +353,8 @@ class ContrastTransform(BaseTransform):
     Examples:
         >>> import numpy as np
         >>> import keel.vision.transforms as T
-        >>> out = T.ContrastTransform(0.4)(np.random.randint(0, 256, (8, 8, 3)).astype("uint8"))   # a factor in [0.6, 1.4]
+        >>> img = np.random.randint(0, 256, (8, 8, 3)).astype("uint8")
+        >>> out = T.ContrastTransform(0.4)(img)        # a factor drawn from [0.6, 1.4]
         >>> out.shape, out.dtype
         ((8, 8, 3), dtype('uint8'))
     """
@@ -388,7 +390,8 @@ class HueTransform(BaseTransform):
     Examples:
         >>> import numpy as np
         >>> import keel.vision.transforms as T
-        >>> out = T.HueTransform(0.2)(np.random.randint(0, 256, (8, 8, 3)).astype("uint8"))   # hue_factor in [-0.2, 0.2]
+        >>> img = np.random.randint(0, 256, (8, 8, 3)).astype("uint8")
+        >>> out = T.HueTransform(0.2)(img)             # hue_factor drawn from [-0.2, 0.2]
         >>> out.shape, out.dtype
         ((8, 8, 3), dtype('uint8'))
     """
