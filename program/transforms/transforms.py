@@ -372,9 +372,11 @@ class SaturationTransform(BaseTransform):
     Examples:
         >>> import numpy as np
         >>> import keel.vision.transforms as T
-        >>> gray = np.full((4, 4, 3), 90, "uint8")
-        >>> np.array_equal(T.SaturationTransform(0.4)(gray), gray)   # a gray image has no saturation to change
-        True
+        >>> img = np.zeros((4, 4, 3), "uint8")
+        >>> img[..., 0] = 200                                  # one saturated colour
+        >>> out = T.SaturationTransform(0.4)(img)              # a factor drawn from [0.6, 1.4]
+        >>> out.shape, out.dtype
+        ((4, 4, 3), dtype('uint8'))
     """
     def __init__(self, value, keys=None):
         super().__init__(keys)
