@@ -28,6 +28,7 @@ class DataParallel(Layer):
         >>> sorted(model.state_dict())            # the wrapped layer's keys, as PaddlePaddle saves them
         ['bias', 'weight']
     """
+
     def __init__(self, layers, strategy=None, comm_buffer_size=25, last_comm_buffer_size=1,
                  find_unused_parameters=False, group=None):
         if not isinstance(layers, Layer):

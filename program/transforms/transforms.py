@@ -96,6 +96,7 @@ class ToTensor(BaseTransform):
         >>> t.shape, t.dtype, float(t.max())
         ([3, 4, 5], paddle.float32, 1.0)
     """
+
     def __init__(self, data_format="CHW", keys=None):
         super().__init__(keys)
         self.data_format = data_format
@@ -114,6 +115,7 @@ class Resize(BaseTransform):
         >>> T.Resize(50)(img).shape, T.Resize((64, 64))(img).shape
         ((50, 100, 3), (64, 64, 3))
     """
+
     def __init__(self, size, interpolation="bilinear", keys=None):
         super().__init__(keys)
         if not (isinstance(size, numbers.Integral) or (hasattr(size, "__len__") and len(size) == 2)):
@@ -183,6 +185,7 @@ class CenterCrop(BaseTransform):
         >>> T.CenterCrop((100, 50))(np.zeros((256, 300, 3), "uint8")).shape
         (100, 50, 3)
     """
+
     def __init__(self, size, keys=None):
         super().__init__(keys)
         self.size = _pair(size)
@@ -238,6 +241,7 @@ class RandomHorizontalFlip(BaseTransform):
         >>> T.RandomHorizontalFlip(prob=0.0)(img)[..., 0].tolist()
         [[0, 1, 2], [3, 4, 5]]
     """
+
     def __init__(self, prob=0.5, keys=None):
         super().__init__(keys)
         if not 0 <= prob <= 1:
@@ -258,6 +262,7 @@ class RandomVerticalFlip(BaseTransform):
         >>> T.RandomVerticalFlip(prob=1.0)(img)[..., 0].tolist()
         [[3, 4, 5], [0, 1, 2]]
     """
+
     def __init__(self, prob=0.5, keys=None):
         super().__init__(keys)
         if not 0 <= prob <= 1:
@@ -279,6 +284,7 @@ class Normalize(BaseTransform):
         >>> out.dtype, out[0, 0].tolist()
         (dtype('float32'), [1.0, 1.0, 1.0])
     """
+
     def __init__(self, mean=0.0, std=1.0, data_format="CHW", to_rgb=False, keys=None):
         super().__init__(keys)
         self.mean = [mean] * 3 if isinstance(mean, numbers.Number) else mean
@@ -339,6 +345,7 @@ class BrightnessTransform(BaseTransform):
         >>> out.shape, 60 <= int(out[0, 0, 0]) <= 140
         ((8, 8, 3), True)
     """
+
     def __init__(self, value, keys=None):
         super().__init__(keys)
         self.value = _factor_range(value, "brightness")
@@ -358,6 +365,7 @@ class ContrastTransform(BaseTransform):
         >>> out.shape, out.dtype
         ((8, 8, 3), dtype('uint8'))
     """
+
     def __init__(self, value, keys=None):
         super().__init__(keys)
         self.value = _factor_range(value, "contrast")
@@ -378,6 +386,7 @@ class SaturationTransform(BaseTransform):
         >>> out.shape, out.dtype
         ((4, 4, 3), dtype('uint8'))
     """
+
     def __init__(self, value, keys=None):
         super().__init__(keys)
         self.value = _factor_range(value, "saturation")
@@ -397,6 +406,7 @@ class HueTransform(BaseTransform):
         >>> out.shape, out.dtype
         ((8, 8, 3), dtype('uint8'))
     """
+
     def __init__(self, value, keys=None):
         super().__init__(keys)
         self.value = _factor_range(value, "hue", center=0, bound=(-0.5, 0.5), clip_first=False)
@@ -438,6 +448,7 @@ class Pad(BaseTransform):
         >>> T.Pad(2)(img).shape, T.Pad([1, 2])(img).shape, T.Pad([1, 2, 3, 4], padding_mode="reflect")(img).shape
         ((36, 36, 3), (36, 34, 3), (38, 36, 3))
     """
+
     def __init__(self, padding, fill=0, padding_mode="constant", keys=None):
         super().__init__(keys)
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
@@ -463,6 +474,7 @@ class RandomRotation(BaseTransform):
         >>> T.RandomRotation((90, 90), expand=True)(np.zeros((20, 40, 3), "uint8")).shape
         (40, 20, 3)
     """
+
     def __init__(self, degrees, interpolation="nearest", expand=False, center=None, fill=0, keys=None):
         if isinstance(degrees, numbers.Number):
             if degrees < 0:
@@ -489,6 +501,7 @@ class Grayscale(BaseTransform):
         >>> T.Grayscale()(img).shape, T.Grayscale(num_output_channels=3)(img).shape
         ((4, 4, 1), (4, 4, 3))
     """
+
     def __init__(self, num_output_channels=1, keys=None):
         super().__init__(keys)
         self.num_output_channels = num_output_channels
