@@ -217,8 +217,8 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
         ...     i = paddle.full([1], 0, "int64")
         ...     total = paddle.full([1], 0, "int64")
         ...     i, total = paddle.static.nn.while_loop(lambda i, t: i < 5, lambda i, t: [i + 1, t + i], [i, total])
-        >>> paddle.static.Executor().run(main, fetch_list=[i, total])
-        [array([5]), array([10])]
+        >>> [v.tolist() for v in paddle.static.Executor().run(main, fetch_list=[i, total])]
+        [[5], [10]]
     """
     from keel.program.layers.tensor import assign
     if not callable(cond) or not callable(body):
