@@ -706,7 +706,21 @@ dygraph.register_engine(ENGINE)
 
 
 def no_grad(func=None):
-    """`with keel.no_grad():` or `@keel.no_grad()`: ops inside record nothing for backward."""
+    """`with keel.no_grad():` or `@keel.no_grad()`: ops inside record nothing for backward.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> with paddle.no_grad():
+        ...     y = x * 2
+        >>> y.stop_gradient
+        True
+        >>> @paddle.no_grad()
+        ... def double(t):
+        ...     return t * 2
+        >>> double(x).stop_gradient
+        True
+    """
     if func is not None and callable(func):
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -729,16 +743,44 @@ class _NoGrad(contextlib.ContextDecorator):
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=False, no_grad_vars=None):
     """paddle.grad: the gradients of `outputs` (seeded by `grad_outputs`, default ones) with
-    respect to `inputs`, returned as Tensors (nothing is accumulated into .grad)."""
+    respect to `inputs`, returned as Tensors (nothing is accumulated into .grad).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
+        >>> y = (x * x).sum()
+        >>> (dx,) = paddle.grad(y, x)
+        >>> print(dx.numpy())
+        [2. 4. 6.]
+    """
     return ENGINE.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, no_grad_vars)
 
 
 def is_grad_enabled() -> bool:
+    """True unless inside no_grad() or set_grad_enabled(False): whether eager ops record for backward.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.is_grad_enabled()
+        True
+        >>> with paddle.no_grad():
+        ...     print(paddle.is_grad_enabled())
+        False
+    """
     return ENGINE.grad_enabled
 
 
 def set_grad_enabled(mode: bool):
-    """`with keel.set_grad_enabled(False):` (a context manager, as PaddlePaddle's)."""
+    """`with keel.set_grad_enabled(False):` (a context manager, as PaddlePaddle's).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> with paddle.set_grad_enabled(False):
+        ...     y = x * 2
+        >>> y.stop_gradient, (x * 2).stop_gradient
+        (True, False)
+    """
     return ENGINE.set_grad_enabled(mode)
 
 
@@ -751,7 +793,19 @@ def _onto(place, values) -> tuple:
 def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tensor:
     """paddle.to_tensor: a Tensor of `data` (a number, list, numpy array or Tensor); floats
     default to float32 and ints to int64, as PaddlePaddle's. `place`: CPUPlace() or
-    CUDAPlace(i); by default the one `set_device` chose."""
+    CUDAPlace(i); by default the one `set_device` chose.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> t = paddle.to_tensor([[1, 2], [3, 4]])
+        >>> t.shape, t.dtype
+        ([2, 2], paddle.int64)
+        >>> paddle.to_tensor(1.5).dtype, paddle.to_tensor(np.ones(2, "float64")).dtype
+        (paddle.float32, paddle.float64)
+        >>> paddle.to_tensor([1.0, 2.0], dtype="float16", stop_gradient=False).stop_gradient
+        False
+    """
     if isinstance(data, Tensor):
         array = data.value
     else:

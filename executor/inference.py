@@ -62,7 +62,19 @@ class PredictorError(KeelError, ValueError):
 
 class DataType(enum.Enum):
     """What `Tensor.type()` returns: PaddlePaddle's `paddle.inference.DataType` members,
-    plus Keel's other element types."""
+    plus Keel's other element types.
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import DataType
+        >>> DataType.FLOAT32, paddle.inference.get_num_bytes_of_data_type(DataType.FLOAT32)
+        (<DataType.FLOAT32: 'float32'>, 4)
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> predictor = paddle.inference.create_predictor(paddle.inference.Config("out/linear"))
+        >>> predictor.get_input_handle("x").type()
+        <DataType.FLOAT32: 'float32'>
+    """
     FLOAT64 = "float64"
     FLOAT32 = "float32"
     FLOAT16 = "float16"
@@ -91,7 +103,24 @@ class Tensor:
     """An input or output of a Predictor, by name (`get_input_handle` / `get_output_handle`).
 
     Inputs: `copy_from_cpu(array)` (checked against the declared variable) or `reshape`.
-    Outputs: `copy_to_cpu()` after `run()`. Both: `shape()`, `type()`, `dtype`, `name`."""
+    Outputs: `copy_to_cpu()` after `run()`. Both: `shape()`, `type()`, `dtype`, `name`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.inference import Config, create_predictor
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> predictor = create_predictor(Config("out/linear"))
+        >>> x = predictor.get_input_handle("x")
+        >>> x.copy_from_cpu(np.ones((3, 4), "float32"))
+        >>> x.name, x.shape(), x.type()
+        ('x', [3, 4], <DataType.FLOAT32: 'float32'>)
+        >>> predictor.run()
+        >>> out = predictor.get_output_handle(predictor.get_output_names()[0])
+        >>> out.copy_to_cpu().shape, out.shape()
+        ((3, 2), [3, 2])
+    """
 
     def __init__(self, predictor: "Predictor", var, is_input: bool):
         self.name = var.name
@@ -173,7 +202,21 @@ class Tensor:
 
 class Predictor:
     """A loaded inference model, ready to run (see the module doc). Make one with
-    `create_predictor(config)`, more sharing its parameters with `clone()`."""
+    `create_predictor(config)`, more sharing its parameters with `clone()`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.inference import Config, create_predictor
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> predictor = create_predictor(Config("out/linear.pdmodel", "out/linear.pdiparams"))
+        >>> x = predictor.get_input_handle(predictor.get_input_names()[0])
+        >>> x.copy_from_cpu(np.ones((3, 4), "float32"))
+        >>> predictor.run()
+        >>> predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu().shape
+        (3, 2)
+    """
 
     def __init__(self, config: Config, _shared=None, _profiler=None):
         self._config = config
@@ -412,7 +455,21 @@ class Predictor:
 
 class PredictorPool:
     """`PredictorPool(config, size)`: `size` predictors sharing one loaded model (the first
-    made by create_predictor, the rest its clones); `retrieve(i)` gives the i-th."""
+    made by create_predictor, the rest its clones); `retrieve(i)` gives the i-th.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.inference import Config, PredictorPool
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> pool = PredictorPool(Config("out/linear"), size=2)       # one model, two predictors (one per thread)
+        >>> a, b = pool.retrieve(0), pool.retrieve(1)
+        >>> out_a, = a.run([np.ones((1, 4), "float32")])
+        >>> out_b, = b.run([np.ones((1, 4), "float32")])
+        >>> np.array_equal(out_a, out_b)
+        True
+    """
 
     def __init__(self, config: Config, size: int = 1):
         if int(size) < 1:
@@ -459,13 +516,27 @@ def create_predictor(config: Config) -> Predictor:
 
 
 def get_version() -> str:
-    """Keel's version, in Paddle Inference's layout ("version: ...")."""
+    """Keel's version, in Paddle Inference's layout ("version: ...").
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.inference.get_version())
+        version: ...
+        commit: keel
+        branch: keel
+    """
     from keel import __version__
     return f"version: {__version__}\ncommit: keel\nbranch: keel\n"
 
 
 def get_trt_compile_version() -> tuple[int, int, int]:
-    """(0, 0, 0): Keel is not built with TensorRT (PaddlePaddle's CPU builds answer the same)."""
+    """(0, 0, 0): Keel is not built with TensorRT (PaddlePaddle's CPU builds answer the same).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.inference.get_trt_compile_version(), paddle.inference.get_trt_runtime_version()
+        ((0, 0, 0), (0, 0, 0))
+    """
     return (0, 0, 0)
 
 
@@ -475,7 +546,14 @@ _DATA_TYPE_BYTES = {DataType.BFLOAT16: 2}
 
 
 def get_num_bytes_of_data_type(dtype: DataType) -> int:
-    """Bytes per element of a `DataType`."""
+    """Bytes per element of a `DataType`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import DataType, get_num_bytes_of_data_type
+        >>> get_num_bytes_of_data_type(DataType.FLOAT32), get_num_bytes_of_data_type(DataType.INT64)
+        (4, 8)
+    """
     dtype = DataType(dtype)
     return _DATA_TYPE_BYTES.get(dtype) or np.dtype(dtype.value).itemsize
 
@@ -486,7 +564,20 @@ def convert_to_mixed_precision(model_file, params_file, mixed_model_file, mixed_
     """Write a float16 copy of a model (the convert_to_fp16 pass: PaddlePaddle's
     auto_mixed_precision_pass), keeping the ops of `black_list` (and the pass's own keep
     list) in float32; `white_list=` ops are converted even where the keep list would keep
-    them. Both files are written as one atomic pair."""
+    them. Both files are written as one atomic pair.
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import PlaceType, PrecisionType, convert_to_mixed_precision
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> convert_to_mixed_precision("out/linear.pdmodel", "out/linear.pdiparams", "out/linear_fp16.pdmodel",
+        ...                            "out/linear_fp16.pdiparams", PrecisionType.Half, PlaceType.GPU)
+        >>> program = paddle.static.deserialize_program(paddle.static.load_from_file("out/linear_fp16.pdmodel"))
+        >>> weights = [v for v in program.global_block().vars.values() if v.persistable and "linear" in v.name]
+        >>> sorted({str(v.dtype) for v in weights})
+        ['paddle.float16']
+    """
     if PrecisionType(mixed_precision) is not PrecisionType.Half:
         raise NotImplementedError(f"convert_to_mixed_precision: {PrecisionType(mixed_precision).name} is not "
                                   f"implemented; Keel converts to PrecisionType.Half")
@@ -508,7 +599,15 @@ def convert_to_mixed_precision(model_file, params_file, mixed_model_file, mixed_
 
 class XpuConfig:
     """PaddlePaddle's XPU settings object, for `Config.set_xpu_config` (recorded: Keel has
-    no XPU backend). Its fields, PaddlePaddle's defaults."""
+    no XPU backend). Its fields, PaddlePaddle's defaults.
+
+    Examples:
+        >>> import keel as paddle
+        >>> xpu = paddle.inference.XpuConfig()
+        >>> xpu.device_id = 0
+        >>> config = paddle.inference.Config()
+        >>> config.set_xpu_config(xpu)           # recorded; Keel runs on the CPU or a CUDA GPU
+    """
 
     def __init__(self):
         self.device_id, self.l3_size, self.l3_ptr, self.l3_autotune_size = 0, 0, None, 0

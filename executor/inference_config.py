@@ -27,7 +27,18 @@ from keel.program.passes import PASSES
 
 
 class PrecisionType(enum.Enum):
-    """PaddlePaddle's `paddle.inference.PrecisionType` (same members and numbers)."""
+    """PaddlePaddle's `paddle.inference.PrecisionType` (same members and numbers).
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import Config, PrecisionType
+        >>> config = Config()
+        >>> config.enable_use_gpu(256, 0, PrecisionType.Half)     # float16 on GPU 0, 256 MB initial memory pool
+        >>> config.use_gpu(), config.gpu_device_id()
+        (True, 0)
+        >>> list(PrecisionType.__members__)
+        ['Float32', 'Int8', 'Half', 'Bfloat16']
+    """
     Float32 = 0
     Int8 = 1
     Half = 2
@@ -35,7 +46,14 @@ class PrecisionType(enum.Enum):
 
 
 class PlaceType(enum.Enum):
-    """PaddlePaddle's `paddle.inference.PlaceType` (same members and numbers)."""
+    """PaddlePaddle's `paddle.inference.PlaceType` (same members and numbers).
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import PlaceType
+        >>> PlaceType.CPU, PlaceType.GPU.value
+        (<PlaceType.CPU: 0>, 1)
+    """
     UNK = -1
     CPU = 0
     GPU = 1
@@ -199,7 +217,21 @@ class Config:
     `Config(model_file, params_file)`, `Config(prefix)` (prefix.json or prefix.pdmodel, +
     prefix.pdiparams), `Config(directory)` or `Config()` then `set_model(...)`. The
     parameter file may be absent when the model has no parameters. Which settings change
-    what runs and which are recorded only: see the module doc. `summary()` prints them all."""
+    what runs and which are recorded only: see the module doc. `summary()` prints them all.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.inference import Config, create_predictor
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> config = Config("out/linear.pdmodel", "out/linear.pdiparams")
+        >>> config.disable_gpu()
+        >>> config.set_cpu_math_library_num_threads(2)
+        >>> config.switch_ir_optim(True)
+        >>> create_predictor(config).run([np.ones((3, 4), "float32")])[0].shape
+        (3, 2)
+    """
 
     Precision = PrecisionType
     Float32, Int8, Half, Bfloat16 = (PrecisionType.Float32, PrecisionType.Int8,

@@ -14,6 +14,16 @@ _NO_DEVICE = nullcontext()  # reusable and reentrant
 
 
 class CPUPlace:
+    """The host CPU, where tensors live and ops run unless a CUDAPlace is chosen.
+
+    Examples:
+        >>> import keel as paddle
+        >>> place = paddle.CPUPlace()
+        >>> place
+        CPUPlace()
+        >>> paddle.to_tensor([1.0], place=place).place
+        CPUPlace()
+    """
     device = "cpu"
 
     @property
@@ -34,7 +44,14 @@ class CPUPlace:
 
 
 class CUDAPlace:
-    """GPU `device_id`, through cupy (`pip install -e ".[gpu]"` in the Keel checkout)."""
+    """GPU `device_id`, through cupy (`pip install -e ".[gpu]"` in the Keel checkout).
+
+    Examples:
+        >>> import keel as paddle
+        >>> place = paddle.CUDAPlace(0)      # GPU 0; tensors and executors placed there need cupy and a GPU
+        >>> place
+        CUDAPlace(0)
+    """
     device = "gpu"
 
     def __init__(self, device_id: int = 0):

@@ -20,7 +20,16 @@ def decorate(models, optimizers=None, level="O1", dtype="float16", master_weight
     O2: the models' parameters cast to `dtype` in place, except norm layers' and
     `excluded_layers`' (instances or classes), and the optimizers updating them through
     float32 master copies (unless master_weight=False). Returns what was given: a model,
-    or (models, optimizers)."""
+    or (models, optimizers).
+
+    Examples:
+        >>> import keel as paddle
+        >>> model = paddle.nn.Sequential(paddle.nn.Linear(4, 4), paddle.nn.BatchNorm1D(4))
+        >>> opt = paddle.optimizer.SGD(parameters=model.parameters())
+        >>> model, opt = paddle.amp.decorate(models=model, optimizers=opt, level="O2")
+        >>> model[0].weight.dtype, model[1].weight.dtype           # norm layers stay float32
+        (paddle.float16, paddle.float32)
+    """
     if level not in ("O1", "O2"):
         raise ValueError(f"amp.decorate: level must be 'O1' or 'O2', got {level!r}")
     code = to_code(dtype)
@@ -64,10 +73,22 @@ def _cast_layers(model, code, excluded) -> None:
 
 
 def is_float16_supported(device=None) -> bool:
-    """float16 computes on every place Keel runs (on the CPU through numpy, slowly)."""
+    """float16 computes on every place Keel runs (on the CPU through numpy, slowly).
+
+    Examples:
+        >>> import keel as paddle
+        >>> isinstance(paddle.amp.is_float16_supported(), bool)     # on the current device
+        True
+    """
     return True
 
 
 def is_bfloat16_supported(device=None) -> bool:
-    """bfloat16 computes in float32 with each result rounded (docs/compatibility.md)."""
+    """bfloat16 computes in float32 with each result rounded (docs/compatibility.md).
+
+    Examples:
+        >>> import keel as paddle
+        >>> isinstance(paddle.amp.is_bfloat16_supported(), bool)    # on the current device
+        True
+    """
     return True

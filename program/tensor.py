@@ -20,7 +20,21 @@ _T_DENSE = 7  # pb.VarType.DENSE_TENSOR
 
 
 class Tensor(Variable):
-    """An eager tensor (paddle.Tensor). Build one with `keel.to_tensor(data)`."""
+    """An eager tensor (paddle.Tensor). Build one with `keel.to_tensor(data)`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]], stop_gradient=False)
+        >>> x.shape, x.dtype, x.ndim
+        ([2, 2], paddle.float32, 2)
+        >>> y = (x * x).sum()
+        >>> y.backward()
+        >>> print(x.grad.numpy())
+        [[2. 4.]
+         [6. 8.]]
+        >>> x[0].tolist(), float(x.sum())
+        ([1.0, 2.0], 10.0)
+    """
 
     eager = True
     # Defaults at class level: an op makes a Tensor per output, and most keep these.

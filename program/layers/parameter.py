@@ -27,7 +27,22 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_
     over `default_initializer`. Without either, floating parameters get Xavier (uniform)
     and biases (`is_bias=True`) Constant(0.0), as PaddlePaddle's LayerHelper does; other
     dtypes need an initializer. Unnamed parameters are `create_parameter_N.w_0` (`.b_0`
-    for biases), unique in the process (see program.unique_name)."""
+    for biases), unique in the process (see program.unique_name).
+
+    Examples:
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     w = paddle.create_parameter(shape=[3, 2], dtype="float32")    # Xavier-initialized
+        ...     b = paddle.create_parameter([2], "float32", is_bias=True)     # zeros
+        ...     y = paddle.matmul(paddle.static.data("x", [-1, 3]), w) + b
+        >>> w.name, w.trainable
+        ('create_parameter_0.w_0', True)
+        >>> exe = paddle.static.Executor()
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": paddle.ones([4, 3]).numpy()}, fetch_list=[y])[0].shape
+        (4, 2)
+    """
     if not isinstance(shape, (list, tuple, np.ndarray)):
         raise TypeError(f"create_parameter: shape must be a list or tuple of ints, got {shape!r}")
     for d in shape:
