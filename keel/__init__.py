@@ -30,8 +30,8 @@ import importlib as _importlib
 
 from keel.device import (get_cudnn_version, is_compiled_with_cuda, is_compiled_with_custom_device,
                          is_compiled_with_xpu)
-from keel.executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope, create_lod_tensor, global_scope,
-                           scope_guard)
+from keel.executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope, create_lod_tensor,
+                           global_scope, scope_guard)
 from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 from keel.executor.flags import get_flags, set_flags
 from keel.executor.place import get_device, set_device
