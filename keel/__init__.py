@@ -87,8 +87,8 @@ def __dir__() -> list[str]:
 # PaddlePaddle 3.3.1's top-level names that Keel has (the tensor functions, keel.tensor's, and
 # the rest), and Keel's own: building and running programs (paddle.static's, kept at the top
 # as Keel's documentation writes them), LoD feeds, `lr` (paddle.optimizer.lr), `relu`/`one_hot`/
-# `pad` (paddle.nn.functional's), Keel's errors. `onnx` joins when its module
-# (paddle.onnx.export) is there.
+# `pad` (paddle.nn.functional's), Keel's errors, `onnx` (paddle.onnx.export; the onnx package
+# itself is imported only when a model is exported).
 __all__ = [*tensor.__all__,
            "amp", "append_backward", "AttrError", "bfloat16", "bool", "callbacks", "cfloat", "cholesky",
            "complex128", "complex64", "CPUPlace", "create_lod_tensor", "create_parameter", "CUDAPinnedPlace", "CUDAPlace",
@@ -99,7 +99,7 @@ __all__ = [*tensor.__all__,
            "gradients", "hapi", "in_dynamic_mode", "incubate", "inference", "int16", "int32", "int64",
            "int8", "inverse", "io", "is_compiled_with_cuda", "is_compiled_with_custom_device",
            "is_compiled_with_xpu", "is_grad_enabled", "jit", "KeelError", "linalg", "load", "LoDTensor",
-           "lr", "metric", "Model", "name_scope", "nn", "no_grad", "one_hot", "OpError", "optimizer",
+           "lr", "metric", "Model", "name_scope", "nn", "no_grad", "one_hot", "onnx", "OpError", "optimizer",
            "pad", "ParamAttr", "Parameter", "ParseError", "Program", "program_guard", "ProgramError",
            "regularizer", "relu", "save", "Scope", "scope_guard", "seed", "set_default_dtype",
            "set_device", "set_flags", "set_grad_enabled", "ShapeError", "SlotError", "static",

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package (pip install keel[onnx])")
+pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package (pip install -e '.[onnx]' in the Keel checkout)")
 pytest.importorskip("onnxruntime", reason="the exported models are checked by running them in onnxruntime")
 
 import keel.program as pg  # noqa: E402

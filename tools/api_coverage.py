@@ -10,8 +10,10 @@ PaddlePaddle installed (tests/fixtures/paddle_api/record.py); `paddle.X.name` co
 PaddleDetection's code reaches."""
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
+import sys
 from pathlib import Path
 
 import keel
@@ -91,7 +93,15 @@ def resolve(namespace: str, name: str):
             module = getattr(module, part, None)
             if module is None:
                 return None
-    return getattr(module, name, None)
+    found = getattr(module, name, None)
+    if found is None and module.__name__.startswith("keel"):
+        # a submodule that is a name of the namespace (paddle.distributed.launch), whether or
+        # not something imported it already
+        try:
+            found = importlib.import_module(f"{module.__name__}.{name}")
+        except ImportError:
+            return None
+    return found
 
 
 def coverage(fixture: dict) -> list[tuple[str, int, int, int, int]]:
@@ -121,9 +131,16 @@ def markdown_table(rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)  # (no options: --help only)
+    if not FIXTURE_FILE.exists():
+        print(f"api_coverage: {FIXTURE_FILE} is not here: run it in a Keel checkout (the recorded API is a "
+              f"test fixture, not installed)", file=sys.stderr)
+        return 2
     print(markdown_table(coverage(load_fixture())), end="")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
