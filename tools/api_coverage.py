@@ -81,7 +81,8 @@ def load_fixture() -> dict:
 
 
 def resolve(namespace: str, name: str):
-    """`keel.<namespace without paddle>.<name>`, or None when Keel lacks it."""
+    """`keel.<namespace without paddle>.<name>`, or None when Keel lacks it. A submodule
+    counts whether or not something imported it before (`paddle.distributed.launch`)."""
     module_name = "keel" + namespace[len("paddle"):]
     try:
         module = importlib.import_module(module_name)
@@ -91,7 +92,15 @@ def resolve(namespace: str, name: str):
             module = getattr(module, part, None)
             if module is None:
                 return None
-    return getattr(module, name, None)
+    found = getattr(module, name, None)
+    if found is None and getattr(module, "__path__", None) is not None:
+        try:
+            found = importlib.import_module(f"{module.__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{module.__name__}.{name}":
+                raise      # the submodule is there, something it needs is not
+            return None
+    return found
 
 
 def coverage(fixture: dict) -> list[tuple[str, int, int, int, int]]:
