@@ -26,8 +26,7 @@ first use (`_ON_FIRST_USE` below, through PEP 562's module `__getattr__`), so th
 """
 __version__ = "0.2.0"
 
-import importlib as _importlib
-
+from keel import amp, device, io, jit, nn, optimizer, regularizer, static, utils, version
 from keel.device import (get_cudnn_version, is_compiled_with_cuda, is_compiled_with_custom_device,
                          is_compiled_with_xpu)
 from keel.executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope, create_lod_tensor,
@@ -42,42 +41,79 @@ from keel.program import (AttrError, DTypeError, DuplicateNameError, KeelError, 
                           in_dynamic_mode, load, name_scope, program_guard, save, seed, unique_name)
 from keel.program.dtype_names import (bfloat16, bool, cfloat, complex64, complex128, dtype, float, float16, float32,
                                       float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+from keel.optimizer import lr
 from keel.program.dtypes import get_default_dtype, set_default_dtype
 from keel.program.layers.math import relu  # noqa: F401  (Keel's own beside paddle.nn.functional.relu)
 from keel.program.layers.tensor import one_hot, pad  # noqa: F401  (the same: paddle.nn.functional's)
 from keel import tensor
 from keel.tensor import *  # noqa: F401,F403  (the tensor functions: keel.tensor.__all__)
 
-# name -> (module, attribute in it; None: the module itself), imported when first read
-_ON_FIRST_USE = {
-    "amp": ("keel.amp", None), "callbacks": ("keel.callbacks", None), "device": ("keel.device", None),
-    "distributed": ("keel.distributed", None), "hapi": ("keel.hapi", None), "incubate": ("keel.incubate", None),
-    "inference": ("keel.inference", None), "io": ("keel.io", None), "jit": ("keel.jit", None),
-    "linalg": ("keel.linalg", None), "lr": ("keel.optimizer.lr", None), "metric": ("keel.metric", None),
-    "nn": ("keel.nn", None), "onnx": ("keel.onnx", None), "optimizer": ("keel.optimizer", None),
-    "regularizer": ("keel.regularizer", None), "static": ("keel.static", None), "utils": ("keel.utils", None),
-    "version": ("keel.version", None), "vision": ("keel.vision", None),
-    "DataParallel": ("keel.distributed.data_parallel", "DataParallel"), "Model": ("keel.hapi.model", "Model"),
-    "cholesky": ("keel.linalg", "cholesky"), "inverse": ("keel.linalg", "inv"),
-    "flops": ("keel.hapi.flops", "flops"), "summary": ("keel.hapi.model_summary", "summary"),
-}
+# The names few scripts use load at their first use. Each loader imports one package and
+# returns the names it gives; the imports are written out, as Keel's shipped code imports
+# nothing by a name computed at run time (tests/test_untrusted_models.py). `import keel.X as X`,
+# not `from keel import X`: the latter asks this module for X, which is what is being loaded.
+def _hapi() -> dict:
+    import keel.callbacks as callbacks
+    import keel.hapi as hapi
+    import keel.metric as metric
+    from keel.hapi.flops import flops
+    from keel.hapi.model import Model
+    from keel.hapi.model_summary import summary
+    return {"hapi": hapi, "callbacks": callbacks, "metric": metric, "Model": Model, "summary": summary,
+            "flops": flops}
+
+
+def _distributed() -> dict:
+    import keel.distributed as distributed
+    from keel.distributed.data_parallel import DataParallel
+    return {"distributed": distributed, "DataParallel": DataParallel}
+
+
+def _inference() -> dict:
+    import keel.inference as inference
+    return {"inference": inference}
+
+
+def _vision() -> dict:
+    import keel.vision as vision
+    return {"vision": vision}
+
+
+def _linalg() -> dict:
+    import keel.linalg as linalg
+    return {"linalg": linalg, "inverse": linalg.inv, "cholesky": linalg.cholesky}
+
+
+def _incubate() -> dict:
+    import keel.incubate as incubate
+    return {"incubate": incubate}
+
+
+def _onnx() -> dict:
+    import keel.onnx as onnx
+    return {"onnx": onnx}
+
+
+_ON_FIRST_USE = {"hapi": _hapi, "callbacks": _hapi, "metric": _hapi, "Model": _hapi, "summary": _hapi,
+                 "flops": _hapi, "distributed": _distributed, "DataParallel": _distributed,
+                 "inference": _inference, "vision": _vision, "linalg": _linalg, "inverse": _linalg,
+                 "cholesky": _linalg, "incubate": _incubate, "onnx": _onnx}
 
 
 def __getattr__(name: str):
-    """PEP 562: a name of `_ON_FIRST_USE`, imported now and kept (so this runs once a name)."""
-    if name not in _ON_FIRST_USE:
+    """PEP 562: a name of `_ON_FIRST_USE`, loaded with the others of its package and kept
+    (so this runs once a package)."""
+    loader = _ON_FIRST_USE.get(name)
+    if loader is None:
         raise AttributeError(f"module 'keel' has no attribute {name!r}")
-    module_name, attribute = _ON_FIRST_USE[name]
     try:
-        value = _importlib.import_module(module_name)
+        loaded = loader()
     except ModuleNotFoundError as e:
-        if e.name != module_name:
+        if e.name != f"keel.{name}":
             raise
-        raise AttributeError(f"module 'keel' has no attribute {name!r}: {module_name} is not in this build") from e
-    if attribute is not None:
-        value = getattr(value, attribute)
-    globals()[name] = value
-    return value
+        raise AttributeError(f"module 'keel' has no attribute {name!r}: keel.{name} is not in this build") from e
+    globals().update(loaded)
+    return loaded[name]
 
 
 def __dir__() -> list[str]:

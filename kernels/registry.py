@@ -50,7 +50,6 @@ function.
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 import keyword
 import threading
@@ -116,13 +115,9 @@ class UfuncCall:
 
 _KERNELS: dict[str, KernelDef] = {}
 
-# The op families' modules (keel.kernels.<name>), each registering its kernels when imported.
-# They are imported at the first lookup, not with the package: a script that builds or loads
-# programs without running them, and `import keel`, skip ~100 ms of kernel modules. Order
-# matters only where a family reuses another's kernels at import (collective: nn's).
-FAMILIES = ("activation", "elementwise", "loss", "math", "nn", "optimizer", "random", "tensor", "detection",
-            "fused", "fused_conv", "manip", "amp", "rnn", "vision", "collective", "adam_chunked", "control_flow",
-            "set_value", "linalg", "stat")
+# The op families (kernels/__init__.py's load_families) are imported at the first lookup, not
+# with the package: a script that builds or loads programs without running them, and
+# `import keel`, skip ~100 ms of kernel modules.
 _families_lock = threading.RLock()   # re-entrant: a family may look a kernel up while being imported
 _families_loaded = False
 
@@ -131,8 +126,8 @@ def _load_families() -> None:
     global _families_loaded
     with _families_lock:
         if not _families_loaded:
-            for name in FAMILIES:
-                importlib.import_module(f"keel.kernels.{name}")
+            import keel.kernels as kernels
+            kernels.load_families()
             _families_loaded = True
 
 

@@ -43,14 +43,14 @@ from keel.program.io.state_file import load, save
 
 # The detection builders and transforms (`vision`) and `linalg` load when first named (PEP 562):
 # `import keel` does not pay for them.
-_ON_FIRST_USE = ("vision", "linalg")
-
-
 def __getattr__(name: str):
-    if name not in _ON_FIRST_USE:
-        raise AttributeError(f"module 'keel.program' has no attribute {name!r}")
-    import importlib
-    return importlib.import_module(f"keel.program.{name}")
+    if name == "vision":
+        import keel.program.vision as vision
+        return vision
+    if name == "linalg":
+        import keel.program.linalg as linalg
+        return linalg
+    raise AttributeError(f"module 'keel.program' has no attribute {name!r}")
 
 
 from keel.program.layers import creation as _creation, manip as _manip, math as _math, random as _random  # noqa: E402

@@ -1,5 +1,6 @@
-"""How much of PaddlePaddle 3.3.1's Python API Keel has, namespace by namespace, as the
-markdown table of docs/compatibility.md (tests/test_api_coverage.py checks that the page
+"""Print how much of PaddlePaddle 3.3.1's Python API Keel has, per namespace.
+
+The markdown table of docs/compatibility.md (tests/test_api_coverage.py checks that the page
 holds what this prints now):
 
     python -m keel.tools.api_coverage
@@ -11,8 +12,8 @@ PaddleDetection's code reaches."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
+import pkgutil
 import sys
 from pathlib import Path
 
@@ -68,7 +69,8 @@ NOT_THERE = {
     "paddle.static.nn": "the sequence (LoD) layers, `nce`, `row_conv`, `spectral_norm`, "
                         "`bilinear_tensor_product`, `sparse_embedding`, `py_func`, `static_pylayer`",
     "paddle.text": "text datasets (they download) and `viterbi_decode`",
-    "paddle.utils": "`deprecated`, `try_import`, `require_version`",
+    "paddle.utils": "`deprecated`, `require_version`, and `try_import`: Keel's shipped code imports no "
+                    "module by a name given at run time",
     "paddle.vision": "image backends (`set_image_backend`, `image_load`: Keel's transforms take numpy arrays)",
     "paddle.vision.datasets": "datasets that download (MNIST, Cifar, ...): no network",
     "paddle.vision.models": "the model zoo's classes: Keel runs their exported files (41 in tests/fixtures/zoo)",
@@ -83,25 +85,23 @@ def load_fixture() -> dict:
 
 
 def resolve(namespace: str, name: str):
-    """`keel.<namespace without paddle>.<name>`, or None when Keel lacks it."""
-    module_name = "keel" + namespace[len("paddle"):]
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        module = keel
-        for part in namespace.split(".")[1:]:
-            module = getattr(module, part, None)
-            if module is None:
-                return None
-    found = getattr(module, name, None)
-    if found is None and module.__name__.startswith("keel"):
-        # a submodule that is a name of the namespace (paddle.distributed.launch), whether or
-        # not something imported it already
-        try:
-            found = importlib.import_module(f"{module.__name__}.{name}")
-        except ImportError:
+    """`keel.<namespace without paddle>.<name>`, or None when Keel lacks it. A submodule
+    counts whether or not something imported it before (`paddle.distributed.launch`): it is
+    looked for among the package's files, not imported."""
+    module = keel
+    for part in namespace.split(".")[1:]:
+        module = getattr(module, part, None)
+        if module is None:
             return None
+    found = getattr(module, name, None)
+    if found is None and name in _submodule_names(module):
+        return f"{module.__name__}.{name}"
     return found
+
+
+def _submodule_names(module) -> set[str]:
+    path = getattr(module, "__path__", None)
+    return {info.name for info in pkgutil.iter_modules(path)} if path is not None else set()
 
 
 def coverage(fixture: dict) -> list[tuple[str, int, int, int, int]]:

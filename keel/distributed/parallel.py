@@ -12,7 +12,6 @@ FLAGS_selected_gpus) so code written for `paddle.distributed.launch` finds them.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import socket
 import sys
@@ -138,7 +137,11 @@ def _abort_group_on_uncaught_exception(world) -> None:
 def is_available() -> bool:
     """Whether processes can form a group here: Keel's collectives between processes run
     over MPI, through the optional mpi4py (`pip install -e ".[dist]"`)."""
-    return importlib.util.find_spec("mpi4py") is not None
+    try:
+        import mpi4py  # noqa: F401  (the package alone: MPI itself starts when a group is made)
+    except ImportError:
+        return False
+    return True
 
 
 def is_initialized() -> bool:
