@@ -61,13 +61,20 @@ def _lookup(cache: dict, op_type: str, attrs: dict, rest: tuple):
     key = (op_type, tuple(attrs.items()), *rest)
     try:
         return key, cache.get(key)
-    except TypeError:  # a list among the attribute values
+    except TypeError:  # a list among the attribute values: most often of numbers (strides)
         pass
-    key = (op_type, _freeze(attrs), *rest)
-    try:
-        return key, cache.get(key)
-    except TypeError:  # an array
-        return None, None
+    for freeze in (_freeze_lists, _freeze):
+        key = (op_type, freeze(attrs), *rest)
+        try:
+            return key, cache.get(key)
+        except TypeError:  # a nested list; then an array
+            continue
+    return None, None
+
+
+def _freeze_lists(attrs: dict) -> tuple:
+    """The attributes as items, their lists as tuples (one level: _freeze goes deeper)."""
+    return tuple([(k, tuple(v) if type(v) is list else v) for k, v in attrs.items()])
 
 
 def _remember(cache: dict, key, value):
@@ -257,8 +264,9 @@ class Engine:
     def run_op(self, op_type: str, inputs: dict, outputs: dict, attrs: dict):
         if dygraph.autocast_state is not None:   # amp.auto_cast: inputs cast by the op lists
             inputs = cast_inputs(op_type, inputs, dygraph.autocast_state, self._cast)
-        ins = {slot: _tensors(op_type, slot, v) for slot, v in inputs.items()}
-        outs = {slot: _tensors(op_type, slot, v) for slot, v in outputs.items()}
+        # (a slot holding one Tensor, the common case, skips _tensors' checks)
+        ins = {slot: [v] if type(v) is Tensor else _tensors(op_type, slot, v) for slot, v in inputs.items()}
+        outs = {slot: [v] if type(v) is Tensor else _tensors(op_type, slot, v) for slot, v in outputs.items()}
         device = next((t._value for ts in ins.values() for t in ts
                        if t._value is not None and type(t._value) is not np.ndarray), None)
         xp = np if device is None or np.isscalar(device) else self.array_module(device)
