@@ -53,6 +53,40 @@ def _freeze(value):
     return value
 
 
+def _lookup(cache: dict, op_type: str, attrs: dict, rest: tuple):
+    """(key, what `cache` holds for the op type, attributes and `rest`, or None). The
+    attributes key as their items when all are hashable (the common case, the cheapest),
+    frozen when a list is among them; with an array among them the key is None (bound for
+    this call only)."""
+    key = (op_type, tuple(attrs.items()), *rest)
+    try:
+        return key, cache.get(key)
+    except TypeError:  # a list among the attribute values: most often of numbers (strides)
+        pass
+    for freeze in (_freeze_lists, _freeze):
+        key = (op_type, freeze(attrs), *rest)
+        try:
+            return key, cache.get(key)
+        except TypeError:  # a nested list; then an array
+            continue
+    return None, None
+
+
+def _freeze_lists(attrs: dict) -> tuple:
+    """The attributes as items, their lists as tuples (one level: _freeze goes deeper)."""
+    return tuple([(k, tuple(v) if type(v) is list else v) for k, v in attrs.items()])
+
+
+def _remember(cache: dict, key, value):
+    """`value` kept under `key` (None: not kept); the cache is bounded, so a loop using ever
+    new attributes (scaling by ever new numbers) does not grow it without end."""
+    if key is not None:
+        if len(cache) > 8192:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
 class _Node:
     """One recorded op: what its gradient rule reads (inputs and outputs by slot), and the
     inputs' versions when it read them, in the order of `inputs` (a tuple: the cheapest
@@ -230,27 +264,16 @@ class Engine:
     def run_op(self, op_type: str, inputs: dict, outputs: dict, attrs: dict):
         if dygraph.autocast_state is not None:   # amp.auto_cast: inputs cast by the op lists
             inputs = cast_inputs(op_type, inputs, dygraph.autocast_state, self._cast)
-        ins = {slot: _tensors(op_type, slot, v) for slot, v in inputs.items()}
-        outs = {slot: _tensors(op_type, slot, v) for slot, v in outputs.items()}
+        # (a slot holding one Tensor, the common case, skips _tensors' checks)
+        ins = {slot: [v] if type(v) is Tensor else _tensors(op_type, slot, v) for slot, v in inputs.items()}
+        outs = {slot: [v] if type(v) is Tensor else _tensors(op_type, slot, v) for slot, v in outputs.items()}
         device = next((t._value for ts in ins.values() for t in ts
                        if t._value is not None and type(t._value) is not np.ndarray), None)
         xp = np if device is None or np.isscalar(device) else self.array_module(device)
         layout = tuple((slot, len(ts)) for slot, ts in outs.items())
-        call, key = None, (op_type, tuple(attrs.items()), xp, layout)
-        try:
-            call = self._calls.get(key)
-        except TypeError:  # a list among the attribute values
-            key = (op_type, _freeze(attrs), xp, layout)
-            try:
-                call = self._calls.get(key)
-            except TypeError:  # an array: nothing to key on, bound for this call only
-                key = None
+        key, call = _lookup(self._calls, op_type, attrs, (xp, layout))
         if call is None:
-            call = _Call(self, op_type, attrs, xp, layout)
-            if key is not None:
-                if len(self._calls) > 8192:
-                    self._calls.clear()
-                self._calls[key] = call
+            call = _remember(self._calls, key, _Call(self, op_type, attrs, xp, layout))
         args = []
         for slot, read_back, duplicable in call.in_plan:
             ts = outs.get(slot) if read_back else ins.get(slot)
@@ -303,8 +326,9 @@ class Engine:
                 as_scale = scalar_as_scale(op_type, float(other), reverse)
                 if as_scale is None:
                     return None
-                call = self._remember(key, _Call(self, "scale", {"scale": as_scale[0], "bias": as_scale[1]},
-                                                 self.array_module(value), (("Out", 1),)))
+                call = _remember(self._operators, key, _Call(self, "scale", {"scale": as_scale[0],
+                                                                             "bias": as_scale[1]},
+                                                             self.array_module(value), (("Out", 1),)))
             result, a, b = call.fn(value, None, None), x, None
         elif isinstance(other, Tensor) and other._dtype == x._dtype and other._value is not None \
                 and op_type in _ELEMENTWISE:
@@ -312,8 +336,8 @@ class Engine:
             key = (op_type, type(value))
             call = self._operators.get(key)
             if call is None:
-                call = self._remember(key, _Call(self, op_type, {"axis": -1}, self.array_module(value),
-                                                 (("Out", 1),)))
+                call = _remember(self._operators, key, _Call(self, op_type, {"axis": -1},
+                                                             self.array_module(value), (("Out", 1),)))
             try:
                 result = call.fn(a._value, b._value)
             except Exception:  # noqa: BLE001 - the layer path raises the op's error with the user's line
@@ -338,14 +362,6 @@ class Engine:
         else:
             out._stop_gradient = True
         return out
-
-    def _remember(self, key, call: "_Call") -> "_Call":
-        """An operator's bound op, kept for the next time (bounded: a loop scaling by ever
-        new numbers must not grow it without end)."""
-        if len(self._operators) > 8192:
-            self._operators.clear()
-        self._operators[key] = call
-        return call
 
     def _cast(self, t: Tensor, dtype: int) -> Tensor:
         """`t` cast to `dtype` by a (recorded) cast op."""
@@ -512,23 +528,12 @@ class Engine:
         xp = self.array_module(xs[0]) if xs else np
         need = tuple(sorted(s for s, ns in outs.items() if any(n and n != EMPTY for n in ns)))
         counts = tuple(sorted((s, len(ns)) for s, ns in outs.items()))
-        key = (spec.type, tuple(spec.attrs.items()), xp, need, counts)
-        try:
-            found = self._grad_calls.get(key)
-        except TypeError:  # a list among the attribute values
-            key = (spec.type, _freeze(spec.attrs), xp, need, counts)
-            try:
-                found = self._grad_calls.get(key)
-            except TypeError:  # an array: nothing to key on, bound for this call only
-                key = found = None
+        key, found = _lookup(self._grad_calls, spec.type, spec.attrs, (xp, need, counts))
         if found is None:
             fn, kdef, _ = self._bind(spec.type, spec.attrs, xp, need, counts)
-            found = (fn, kdef, [(slot, _duplicable(opdef, slot)) for slot in kdef.inputs],
+            plans = ([(slot, _duplicable(opdef, slot)) for slot in kdef.inputs],
                      [(slot, _duplicable(opdef, slot)) for slot in kdef.outputs])
-            if key is not None:
-                if len(self._grad_calls) > 8192:
-                    self._grad_calls.clear()
-                self._grad_calls[key] = found
+            found = _remember(self._grad_calls, key, (fn, kdef, *plans))
         fn, kdef, in_plan, out_plan = found
         args = []
         for slot, duplicable in in_plan:

@@ -231,7 +231,20 @@ class Tensor(Variable):
     def to(self, *args, **kwargs) -> "Tensor":
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other_tensor)` (its place and
         dtype), with an optional `blocking`: a dtype change is a (recorded) cast, a place
-        change a copy as cpu()/cuda() make; unchanged, the tensor itself."""
+        change a copy as cpu()/cuda() make; unchanged, the tensor itself.
+
+        Examples:
+            >>> import keel as paddle
+            >>> x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+            >>> x.to("cpu") is x
+            True
+            >>> y = x.to("float64")
+            >>> y.dtype, y.is_leaf
+            (paddle.float64, False)
+            >>> (y * y).sum().backward()
+            >>> x.grad.numpy().tolist()
+            [2.0, 4.0]
+        """
         return dygraph.engine().to(self, args, kwargs)
 
     # -- autograd ---------------------------------------------------------------------------

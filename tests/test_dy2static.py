@@ -5,6 +5,7 @@ with `import keel as paddle`; each runs converted and eagerly, with equal result
 flow through the converted control flow; jit.save writes a program Keel's Predictor (and
 Paddle Inference, when installed) runs with equal outputs."""
 import inspect
+import types
 
 import numpy as np
 import pytest
@@ -316,6 +317,25 @@ def test_a_loop_over_a_tensors_rows_is_saved_as_a_while_that_follows_the_batch_s
     for batch in (1, 4):
         x = np.arange(2.0 * batch, dtype="float32").reshape(batch, 2)
         np.testing.assert_array_equal(_predict(path, x), x.sum(0))
+
+
+@pytest.mark.paddle
+@pytest.mark.parametrize("function,args", [
+    (depend_tensor_for_rows, [np.arange(8.0).reshape(4, 2)]), (for_enumerate_rows, [np.arange(10.0).reshape(5, 2)]),
+    (for_range_of_a_tensor_argument, [np.array([0.5, -1.0]), np.array([3], "int64")]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_for_loops_over_tensors_give_paddlepaddles_to_static_results(function, args):
+    """The same source, its `paddle` PaddlePaddle 3.3.1 (to_static with full_graph: its AST
+    conversion) and Keel."""
+    ref = pytest.importorskip("paddle")
+    results = []
+    for lib in (paddle, ref):
+        scope = dict(function.__globals__, paddle=lib)
+        same_source = types.FunctionType(function.__code__, scope, function.__name__)
+        static = lib.jit.to_static(same_source, full_graph=True) if lib is ref else lib.jit.to_static(same_source)
+        out = static(*[lib.to_tensor(a if a.dtype == np.int64 else a.astype("float32")) for a in args])
+        results.append([t.numpy().tolist() for t in (out if isinstance(out, (tuple, list)) else [out])])
+    assert results[0] == results[1]
 
 
 def test_sub_layers_and_helpers_the_forward_calls_are_converted_too(tmp_path):

@@ -16,7 +16,9 @@ before the if) and returns those still read after the if (elsewhere in the funct
 by an enclosing loop's next step). A loop's condition and body are functions of the loop
 variables: the names the body assigns that the condition, a later step of the body or the
 code after the loop reads. `for i in range(...)` becomes a function of `i` and the loop
-variables, looped in Python over Python bounds and by while_loop over tensor ones.
+variables, looped in Python over Python bounds and by while_loop over tensor ones;
+`for x in xs` (or `enumerate(xs)`) a function of the item and the loop variables, looped
+in Python over anything but a program Variable, whose leading dimension a while_loop walks.
 `and`/`or`/`not` in a converted condition become calls too, since Python's would ask a
 tensor for its truth, and so does `a if cond else b`. A call `f(...)` becomes
 `convert_call(f)(...)`, so the user's functions and Layers it calls are converted in turn.
@@ -24,9 +26,10 @@ tensor for its truth, and so does `a if cond else b`. A call `f(...)` becomes
 An `if` holding a `return` (outside loops) is first rewritten so that it assigns the
 result and one `return` follows it (`single_return`: the code after such an if moves into
 its branches that do not return). An `if`/`while` still holding `return`, `break`,
-`continue`, `yield`, `global` or `nonlocal` (or a while with an `else:`) stays Python: its
-condition goes through `python_condition`, which lets a Python value through and stops on
-a tensor with the line and what to write instead.
+`continue`, `yield`, `global` or `nonlocal` (a `for` holding any of them, or a loop with
+an `else:`) stays Python: its condition (a for loop's iterable, or range's bounds) goes
+through `python_condition`, which lets a Python value through and stops on a tensor with
+the line and what to write instead.
 """
 from __future__ import annotations
 
