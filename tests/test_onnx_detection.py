@@ -11,7 +11,7 @@ pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package 
 pytest.importorskip("onnxruntime", reason="the exported models are checked by running them in onnxruntime")
 
 from keel.program.onnx import OnnxExportError  # noqa: E402
-from onnx_oracle import op_case  # noqa: E402
+from onnx_oracle import op_case, zoo_case  # noqa: E402
 
 rng = np.random.default_rng(0)
 
@@ -175,3 +175,8 @@ def test_generate_proposals_v2_without_nms_after_a_partial_selection_is_refused_
         op_case("generate_proposals_v2", _proposal_inputs(), dict(pre_nms_topN=20, post_nms_topN=5, nms_thresh=0.0,
                                                                   min_size=1.0, eta=1.0, pixel_offset=False),
                 params=["Anchors", "Variances"], outputs={"RpnRoisNum": 1})
+
+
+@pytest.mark.parametrize("name", ["det_ssd", "det_yolo", "det_two_stage"])
+def test_detection_zoo_models_give_paddles_outputs(name, tmp_path):
+    zoo_case(name, tmp_path)
