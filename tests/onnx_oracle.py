@@ -74,3 +74,38 @@ def op_case(op_type, inputs, attrs=None, *, params=(), outputs=None, fetch=None,
     slots = fetch or list(outs)
     fetch_names = [var.name for s in slots for var in outs[s]]
     return export_and_compare(program, feed, fetch_names, values, what=op_type, **compare)
+
+
+def zoo_case(name, directory, batch_sizes=(1, 2)):
+    """Zoo model `name` (tests/fixtures/zoo) exported with a dynamic batch: Paddle
+    Inference's recorded outputs at the zoo's tolerance (max|onnx - paddle| <= 1e-4 +
+    1e-4 * max|paddle|), and Keel's executor's at other batch sizes (the recorded inputs'
+    first rows, repeated as needed) where the program's feeds all have a dynamic batch."""
+    import sys
+    from pathlib import Path
+    from keel.program.io import load_params, load_program
+    from keel.program.onnx import io_names
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "zoo"))
+    try:
+        from zoo_files import feeds, unpack
+    finally:
+        sys.path.pop(0)
+    prefix, recorded = unpack(name, directory)
+    program = load_program(prefix.with_suffix(".pdmodel"))
+    require_converters(program)
+    params = load_params(program, prefix.with_suffix(".pdiparams"))
+    model = program_to_onnx(program, params, dynamic_batch=True)
+    feed_names, fetch_names = io_names(program)
+    inputs = {n: feeds(recorded)[n] for n in feed_names}
+    for i, got in enumerate(ort_run(model, inputs)):
+        want = recorded[f"ir_off:{i}"]
+        assert got.shape == want.shape and got.dtype == want.dtype, (name, i, got.shape, want.shape)
+        err = float(np.abs(got.astype(np.float64) - want).max()) if want.size else 0.0
+        assert err <= 1e-4 + 1e-4 * (float(np.abs(want).max()) if want.size else 0.0), (name, i, err)
+    block = program.global_block()
+    if not all(block.var(n).shape and block.var(n).shape[0] == -1 for n in feed_names):
+        return
+    for batch in batch_sizes:
+        other = {n: np.resize(v, (batch, *v.shape[1:])) for n, v in inputs.items()}
+        assert_close(ort_run(model, other), keel_run(program, other, fetch_names, params),
+                     f"{name} at batch {batch}", rtol=1e-4, atol=1e-4)

@@ -11,7 +11,7 @@ pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package 
 pytest.importorskip("onnxruntime", reason="the exported models are checked by running them in onnxruntime")
 
 from keel.program.onnx import OnnxExportError  # noqa: E402
-from onnx_oracle import op_case  # noqa: E402
+from onnx_oracle import op_case, zoo_case  # noqa: E402
 
 rng = np.random.default_rng(0)
 
@@ -140,3 +140,43 @@ def test_yolo_head_fixture_gives_paddles_outputs():
         got = ort_run(model, {n: io[f"in{k}:{n}"] for n in feeds})
         want = [io[f"out{k}:{j}"] for j in range(len(fetches))]
         assert_close(got, want, f"yolo_head case {k}", rtol=1e-4, atol=1e-4)
+
+
+def _proposal_inputs(n=2, a=3, h=6, w=5, image=64.0):
+    centers = np.stack(np.meshgrid(np.arange(w) * 8 + 4, np.arange(h) * 8 + 4), -1)[:, :, None, :]
+    sizes = np.array([6.0, 12.0, 20.0])[:a, None]
+    anchors = np.concatenate([centers - sizes / 2, centers + sizes / 2], -1).astype(np.float32)  # [h, w, a, 4]
+    return {"Scores": rng.uniform(0, 1, (n, a, h, w)).astype(np.float32),
+            "BboxDeltas": (rng.standard_normal((n, 4 * a, h, w)) * 0.3).astype(np.float32),
+            "ImShape": np.array([[image, image], [image * 0.75, image]][:n], np.float32),
+            "Anchors": anchors, "Variances": np.full(anchors.shape, 0.5, np.float32)}
+
+
+@pytest.mark.parametrize("attrs", [dict(pre_nms_topN=60, post_nms_topN=10, nms_thresh=0.5, min_size=2.0,
+                                        pixel_offset=False),
+                                   dict(pre_nms_topN=-1, post_nms_topN=-1, nms_thresh=0.7, min_size=1.0,
+                                        pixel_offset=True),
+                                   dict(pre_nms_topN=-1, post_nms_topN=5, nms_thresh=0.0, min_size=3.0,
+                                        pixel_offset=False)])
+def test_generate_proposals_v2(attrs):
+    op_case("generate_proposals_v2", _proposal_inputs(), {"eta": 1.0, **attrs}, params=["Anchors", "Variances"],
+            outputs={"RpnRoisNum": 1}, rtol=1e-5, atol=1e-4)
+
+
+def test_generate_proposals_v2_gives_one_zero_box_for_an_image_left_empty():
+    inputs = _proposal_inputs(n=1)
+    op_case("generate_proposals_v2", inputs, dict(pre_nms_topN=10, post_nms_topN=5, nms_thresh=0.5, min_size=500.0,
+                                                  eta=1.0, pixel_offset=False),
+            params=["Anchors", "Variances"], outputs={"RpnRoisNum": 1})
+
+
+def test_generate_proposals_v2_without_nms_after_a_partial_selection_is_refused_naming_why():
+    with pytest.raises(OnnxExportError, match="generate_proposals_v2.*nth_element"):
+        op_case("generate_proposals_v2", _proposal_inputs(), dict(pre_nms_topN=20, post_nms_topN=5, nms_thresh=0.0,
+                                                                  min_size=1.0, eta=1.0, pixel_offset=False),
+                params=["Anchors", "Variances"], outputs={"RpnRoisNum": 1})
+
+
+@pytest.mark.parametrize("name", ["det_ssd", "det_yolo", "det_two_stage"])
+def test_detection_zoo_models_give_paddles_outputs(name, tmp_path):
+    zoo_case(name, tmp_path)

@@ -9,7 +9,7 @@ pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package 
 pytest.importorskip("onnxruntime", reason="the exported models are checked by running them in onnxruntime")
 
 from keel.program.onnx import OnnxExportError  # noqa: E402
-from onnx_oracle import op_case  # noqa: E402
+from onnx_oracle import op_case, zoo_case  # noqa: E402
 
 rng = np.random.default_rng(0)
 MODES = [dict(align_corners=True, align_mode=1), dict(align_corners=False, align_mode=0),
@@ -114,3 +114,9 @@ def test_lookup_table_v2_zeros_the_padding_rows(padding_idx, ids_dtype):
     w[3] = 7.0  # the padding row's own values never reach the output
     ids = np.array([[0, 3, 5], [3, 1, 0]], ids_dtype)
     op_case("lookup_table_v2", {"W": w, "Ids": ids}, {"padding_idx": padding_idx}, params=["W"])
+
+
+@pytest.mark.parametrize("name", ["seg_deeplab_aspp", "seg_pp_liteseg", "ocr_db_det", "spatial_transformer",
+                                  "nlp_textcnn", "nlp_bert"])
+def test_zoo_models_of_these_ops_give_paddles_outputs(name, tmp_path):
+    zoo_case(name, tmp_path)

@@ -363,3 +363,124 @@ def roi_align(g, op):
            output_height=op.attr("pooled_height"), output_width=op.attr("pooled_width"),
            sampling_ratio=max(0, op.attr("sampling_ratio", -1)), spatial_scale=op.attr("spatial_scale", 1.0),
            coordinate_transformation_mode="half_pixel" if op.attr("aligned", False) else "output_half_pixel")
+
+
+# -- generate_proposals_v2 ----------------------------------------------------------------------
+_BBOX_CLIP = math.log(1000.0 / 16.0)  # PaddlePaddle's bound on the decoded log-sizes
+
+
+@converts("generate_proposals_v2")
+def generate_proposals_v2(g, op):
+    """Per image (a Loop): the pre_nms_topN best anchors by score (TopK), their boxes decoded
+    from BboxDeltas, clipped to the image, those smaller than min_size dropped, then
+    NonMaxSuppression keeping at most post_nms_topN (in descending score, as PaddlePaddle's
+    greedy NMS lists them). An image left with no box gives one zero box of score 0, as
+    PaddlePaddle's kernel does. Results are concatenated over the images; RpnRoisNum counts
+    them."""
+    if op.attr("eta", 1.0) != 1.0:
+        raise g.error(f"eta {op.attr('eta')}: an adaptive NMS threshold has no ONNX equivalent")
+    pre, anchors_per_image = op.attr("pre_nms_topN", -1), math.prod(g.shape(op, "Scores")[1:])
+    if op.attr("nms_thresh") <= 0 and pre > 0 and not 0 <= anchors_per_image <= pre:
+        raise g.error(f"nms_thresh {op.attr('nms_thresh')} (no NMS) with pre_nms_topN {pre}: PaddlePaddle then "
+                      f"lists the proposals in the arrangement std::nth_element leaves, not by score, which "
+                      f"ONNX's TopK does not reproduce")
+    from keel.program.onnx.graph import GraphBuilder
+    dtype = g.dtype(op, "Scores")
+    helper, tp = g.onnx.helper, g.onnx.TensorProto
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    anchors = g.node("Reshape", [g.x(op, "Anchors"), g.ints([-1, 4])])
+    variances = g.node("Reshape", [g.x(op, "Variances"), g.ints([-1, 4])])
+    body = GraphBuilder(g.block, g.params, g.opset, parent=g)
+    step, cond_in = body.fresh("image"), body.fresh("cond_in")
+    rois_in, probs_in = body.fresh("rois"), body.fresh("probs")
+    at = body.unsqueeze(step, [0])
+
+    def image_of(slot):  # this image's [C, H, W] map as rows in (H, W, C) order
+        one = body.node("Gather", [g.x(op, slot), at], axis=0)
+        return body.node("Transpose", [one], perm=[0, 2, 3, 1])
+    scores = body.node("Reshape", [image_of("Scores"), body.ints([-1])])
+    deltas = body.node("Reshape", [image_of("BboxDeltas"), body.ints([-1, 4])])
+    count = body.node("Shape", [scores])
+    k = count if pre <= 0 else body.node("Min", [count, body.ints([pre])])
+    top, order = body.node("TopK", [scores, k], 2, axis=0, largest=1, sorted=1)
+    im = _as_float(body, body.node("Gather", [g.x(op, "ImShape"), step], axis=0), dtype)
+    boxes = _decode_proposals(body, op, dtype, *(body.node("Gather", [v, order], axis=0)
+                                                 for v in (anchors, variances, deltas)), im)
+    keep = body.node("Reshape", [body.node("NonZero", [_big_enough(body, op, dtype, boxes, im)]),
+                                 body.ints([-1])])
+    boxes, top = body.node("Gather", [boxes, keep], axis=0), body.node("Gather", [top, keep], axis=0)
+    if op.attr("nms_thresh") > 0:
+        post = op.attr("post_nms_topN", -1)
+        nms_boxes = boxes if op.attr("pixel_offset", True) is False else body.node(
+            "Add", [boxes, body.const(np.array([0, 0, 1, 1], dtype))])
+        chosen = body.node("NonMaxSuppression", [
+            body.unsqueeze(nms_boxes, [0]), body.unsqueeze(top, [0, 1]),
+            body.ints([post if post > 0 else _INT64_MAX]),
+            body.const(np.array([op.attr("nms_thresh")], np.float32))])
+        chosen = _column(body, chosen, 2)
+        boxes, top = body.node("Gather", [boxes, chosen], axis=0), body.node("Gather", [top, chosen], axis=0)
+    # one zero box where none is left: pad with it and keep max(found, 1) rows
+    found = body.node("Shape", [top])
+    rows = body.node("Max", [found, body.ints([1])])
+    boxes = body.node("Slice", [body.node("Concat", [boxes, body.const(np.zeros((1, 4), dtype))], axis=0),
+                                body.ints([0]), rows, body.ints([0])])
+    probs = body.node("Slice", [body.node("Concat", [top, body.const(np.zeros(1, dtype))], axis=0),
+                                body.ints([0]), rows, body.ints([0])])
+    rois_out = body.node("Concat", [rois_in, boxes], axis=0)
+    probs_out = body.node("Concat", [probs_in, body.unsqueeze(probs, [1])], axis=0)
+    cond_out = body.node("Identity", [cond_in])
+    n_rows = body.node("Cast", [body.node("Reshape", [rows, body.ints([])])], to=tp.INT32)
+    graph = helper.make_graph(body.nodes, g.fresh("proposals"), [
+        helper.make_tensor_value_info(step, tp.INT64, []), helper.make_tensor_value_info(cond_in, tp.BOOL, []),
+        helper.make_tensor_value_info(rois_in, elem, [None, 4]),
+        helper.make_tensor_value_info(probs_in, elem, [None, 1])], [
+        helper.make_tensor_value_info(cond_out, tp.BOOL, []), helper.make_tensor_value_info(rois_out, elem, [None, 4]),
+        helper.make_tensor_value_info(probs_out, elem, [None, 1]),
+        helper.make_tensor_value_info(n_rows, tp.INT32, [])])
+    images = _scalar_dim(g, g.x(op, "Scores"), 0)
+    outputs = [g.y(op, "RpnRois"), g.y(op, "RpnRoiProbs"), g.y(op, "RpnRoisNum") or g.fresh("rois_num")]
+    g.node("Loop", [images, "", g.const(np.zeros((0, 4), dtype)), g.const(np.zeros((0, 1), dtype))], outputs,
+           body=graph)
+
+
+def _decode_proposals(g, op, dtype, anchors, variances, deltas, im):
+    """The boxes the deltas make of the anchors (centers in double, as PaddlePaddle's
+    kernel), clipped to the image [h, w]."""
+    c = lambda v: g.const(np.asarray(v, dtype))  # noqa: E731
+    off = c(1 if op.attr("pixel_offset", True) else 0)
+    a, v, d = ([_column(g, t, i) for i in range(4)] for t in (anchors, variances, deltas))
+    aw = g.node("Add", [g.node("Sub", [a[2], a[0]]), off])
+    ah = g.node("Add", [g.node("Sub", [a[3], a[1]]), off])
+
+    def center(start, size):
+        half = g.node("Mul", [g.const(np.float64(0.5)), _as_float(g, size, np.float64)])
+        return _as_float(g, g.node("Add", [_as_float(g, start, np.float64), half]), dtype)
+    cx = g.node("Add", [g.node("Mul", [g.node("Mul", [v[0], d[0]]), aw]), center(a[0], aw)])
+    cy = g.node("Add", [g.node("Mul", [g.node("Mul", [v[1], d[1]]), ah]), center(a[1], ah)])
+    bound = c(_BBOX_CLIP)
+    bw = g.node("Mul", [g.node("Exp", [g.node("Min", [g.node("Mul", [v[2], d[2]]), bound])]), aw])
+    bh = g.node("Mul", [g.node("Exp", [g.node("Min", [g.node("Mul", [v[3], d[3]]), bound])]), ah])
+    half_w, half_h = g.node("Div", [bw, c(2)]), g.node("Div", [bh, c(2)])
+    limit_h = g.node("Sub", [_column(g, im, 0), off])
+    limit_w = g.node("Sub", [_column(g, im, 1), off])
+    clip = lambda value, limit: g.node("Max", [g.node("Min", [value, limit]), c(0)])  # noqa: E731
+    return _stack_last(g, [clip(g.node("Sub", [cx, half_w]), limit_w), clip(g.node("Sub", [cy, half_h]), limit_h),
+                           clip(g.node("Sub", [g.node("Add", [cx, half_w]), off]), limit_w),
+                           clip(g.node("Sub", [g.node("Add", [cy, half_h]), off]), limit_h)])
+
+
+def _big_enough(g, op, dtype, boxes, im):
+    """Boxes at least min_size (and at least 1) wide and high; with pixel_offset, also
+    centered inside the image."""
+    c = lambda v: g.const(np.asarray(v, dtype))  # noqa: E731
+    off = c(1 if op.attr("pixel_offset", True) else 0)
+    b = [_column(g, boxes, i) for i in range(4)]
+    ws = g.node("Add", [g.node("Sub", [b[2], b[0]]), off])
+    hs = g.node("Add", [g.node("Sub", [b[3], b[1]]), off])
+    least = c(max(float(np.float32(op.attr("min_size"))), 1.0))
+    keep = g.node("And", [g.node("GreaterOrEqual", [ws, least]), g.node("GreaterOrEqual", [hs, least])])
+    if op.attr("pixel_offset", True):
+        inside_x = g.node("LessOrEqual", [g.node("Add", [b[0], g.node("Div", [ws, c(2)])]), _column(g, im, 1)])
+        inside_y = g.node("LessOrEqual", [g.node("Add", [b[1], g.node("Div", [hs, c(2)])]), _column(g, im, 0)])
+        keep = g.node("And", [keep, g.node("And", [inside_x, inside_y])])
+    return keep
