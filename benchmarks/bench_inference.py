@@ -55,7 +55,7 @@ FPN neck and a DB head at 320x480, a recognizer at 48x320, a classifier at 48x19
 Paddle Inference (oneDNN) with 2 math threads, Keel with its BLAS's threads (both cores
 here; the executor runs ops one at a time). Each model is saved once with
 save_inference_model; Keel's Predictor (with the passes) and Paddle Inference load that
-file, and ONNX Runtime runs it as written to ONNX op by op (benchmarks/onnx_export.py):
+file, and ONNX Runtime runs it as Keel exports it (keel.onnx.export):
 the same weights in all three, which must agree to 1e-4 of the output's scale before
 timing. Paddle Inference is PaddlePaddle's, where `import paddle` works (run the benchmark
 with a Python that has it: FLAGS_enable_pir_api=0); missing peers are skipped with a line
@@ -86,12 +86,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mobile_cnns  # noqa: E402
-import onnx_export  # noqa: E402
 import op_classes  # noqa: E402
 import paddle_peer  # noqa: E402
 import ppocr_models  # noqa: E402
 from common import blas_line, measure_blocks, peer_skipped, predictor_call as keel_call, table  # noqa: E402
 
+import keel.onnx  # noqa: E402
 import keel.program as pg  # noqa: E402
 from keel.executor import Config, Executor, Profiler, Scope, create_predictor  # noqa: E402
 
@@ -369,7 +369,7 @@ def mobile_contenders(name, workdir, paddle, engine="keel"):
     x = RNG.standard_normal((1, *mobile_cnns.SHAPES[name])).astype(np.float32)
     calls = {"keel": keel_call(create_predictor(engine_config(prefix, engine)), x)}
     if ort is not None:
-        model = onnx_export.export(prefix)
+        model = keel.onnx.export(prefix, None).SerializeToString()
 
         def ort_session(opts=None):
             opts = opts or ort.SessionOptions()
