@@ -33,7 +33,7 @@ import warnings
 from keel.executor.profiler import listeners
 from keel.program.errors import KeelError
 
-INSTALL = "pip install onnx onnxruntime"
+INSTALL = 'pip install onnx onnxruntime, or pip install -e ".[onnx]" in the Keel checkout'
 # Keel's passes whose output is ops any converter knows; the others make fused ops
 # (fused_conv2d, fc, fused_elementwise_*) or weight layouts only Keel's kernels read.
 ONNX_PASSES = ("eliminate_dead_code", "remove_identity", "fold_constants", "fold_batch_norm", "convert_to_fp16")

@@ -320,7 +320,8 @@ def test_an_untranslatable_op_falls_back_with_one_warning_naming_it(monkeypatch,
 def test_missing_packages_fall_back_with_a_warning_saying_what_to_install(monkeypatch, cnn, missing):
     monkeypatch.setitem(sys.modules, missing, None)  # `import missing` now raises ImportError
     with pytest.warns(OrtFallbackWarning, match=rf"the {missing} package is not installed "
-                                                r"\(pip install onnx onnxruntime\); Keel's engine runs"):
+                                                r"\(pip install onnx onnxruntime, or pip install -e "
+                                                r"\"\.\[onnx\]\" in the Keel checkout\); Keel's engine runs"):
         pred = create_predictor(_config(cnn))
     assert pred._ort is None
     assert "falls back" in _config(cnn).summary()
