@@ -284,6 +284,7 @@ def test_a_gpu_request_without_a_gpu_provider_warns_and_runs_on_the_cpu(monkeypa
                                             r"running on the CPU in float32") as caught:
         pred = create_predictor(config)
     assert not [w for w in caught if issubclass(w.category, OrtFallbackWarning)]
+    assert caught[0].filename == __file__  # the user's create_predictor line
     assert pred._ort is not None and pred._ort.session.get_providers() == ["CPUExecutionProvider"]
     x = _inputs(pred)
     want = create_predictor(_config(cnn, engine="keel")).run(x)
