@@ -70,7 +70,7 @@ def test_batch_norms_get_random_statistics(saved):
 @pytest.mark.parametrize("name", list(mobile_cnns.MODELS))
 def test_onnx_runtime_engine_computes_what_keel_computes(saved, name):
     pytest.importorskip("onnx", reason="the ONNX Runtime engine needs onnx (pip install onnx onnxruntime)")
-    pytest.importorskip("onnxruntime", reason="the ONNX Runtime engine needs onnxruntime (pip install onnx onnxruntime)")
+    pytest.importorskip("onnxruntime", reason="the ONNX Runtime engine needs onnxruntime (pip install onnxruntime)")
     from keel.executor.onnx_engine import OrtFallbackWarning
     config = Config(saved[name])
     config.enable_onnxruntime()
