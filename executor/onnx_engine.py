@@ -33,7 +33,7 @@ import warnings
 from keel.executor.profiler import listeners
 from keel.program.errors import KeelError
 
-INSTALL = "pip install onnx onnxruntime"
+INSTALL = 'pip install onnx onnxruntime, or pip install -e ".[onnx]" in the Keel checkout'
 # Keel's passes whose output is ops any converter knows; the others make fused ops
 # (fused_conv2d, fc, fused_elementwise_*) or weight layouts only Keel's kernels read.
 ONNX_PASSES = ("eliminate_dead_code", "remove_identity", "fold_constants", "fold_batch_norm", "convert_to_fp16")
@@ -52,20 +52,27 @@ class OrtFallbackWarning(RuntimeWarning):
     """`enable_onnxruntime()` was asked for, but Keel's engine runs the model (the message says why)."""
 
 
-def import_onnxruntime():
-    """The onnxruntime module (onnx too: the export needs it), or OrtUnavailable saying what to install."""
+def import_packages():
+    """(onnx, onnxruntime): the export needs the one, the session the other; OrtUnavailable
+    saying what to install when either is missing."""
     try:
-        import onnx  # noqa: F401
+        import onnx
         import onnxruntime
     except ImportError as e:
         raise OrtUnavailable(f"the {e.name or 'onnxruntime'} package is not installed ({INSTALL})") from None
-    return onnxruntime
+    return onnx, onnxruntime
+
+
+def import_onnxruntime():
+    """The onnxruntime module, or OrtUnavailable saying what to install (onnx too)."""
+    return import_packages()[1]
 
 
 def providers(config, ort) -> tuple[list, str | None]:
     """(the execution providers for ORT, in preference order with their options; why a GPU
     request runs on the CPU, or None). Warns, as Keel's own GPU fallback does, when the GPU
-    asked for is not one the installed onnxruntime can use."""
+    asked for is not one the installed onnxruntime can use (pointing at the caller of
+    create_predictor, from which this is called 5 frames down)."""
     if not config.use_gpu():
         return [CPU], None
     available = set(ort.get_available_providers())
@@ -80,7 +87,7 @@ def providers(config, ort) -> tuple[list, str | None]:
     reason = (f"the installed onnxruntime has no {CUDA} (its providers: {', '.join(sorted(available))}; "
               f"pip install onnxruntime-gpu)")
     warnings.warn(f"{config._gpu_request()} with enable_onnxruntime(): {reason}; running on the CPU in float32",
-                  RuntimeWarning, stacklevel=5)
+                  RuntimeWarning, stacklevel=6)
     return [CPU], reason
 
 
@@ -97,14 +104,13 @@ def session_options(config, ort):
 
 class OrtEngine:
     """One exported program in one InferenceSession, shared by a predictor and its clones.
-    `runner(outputs, observe)` gives the predictor's run function; with `observe` (hooks
-    registered) a second session, made on first use, also returns every intermediate value."""
+    `runner(scope, observe, profiler)` gives a predictor's run function; with `observe` (hooks
+    registered) it runs a second session, made on first use, that also returns every
+    intermediate value. `chain`: the execution providers (`providers`)."""
 
     def __init__(self, config, program, params: dict, feeds: list[str], fetches: list[str], chain: list,
                  gpu_fallback: str | None = None):
-        self.ort = import_onnxruntime()
-        import onnx
-        self.onnx = onnx
+        self.onnx, self.ort = import_packages()
         self.providers, self.gpu_fallback = chain, gpu_fallback
         self._config, self._program, self._params = config, program, params
         self._feeds, self._fetches = list(feeds), list(fetches)

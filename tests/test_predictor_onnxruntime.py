@@ -284,12 +284,40 @@ def test_a_gpu_request_without_a_gpu_provider_warns_and_runs_on_the_cpu(monkeypa
                                             r"running on the CPU in float32") as caught:
         pred = create_predictor(config)
     assert not [w for w in caught if issubclass(w.category, OrtFallbackWarning)]
+    assert caught[0].filename == __file__  # the user's create_predictor line
     assert pred._ort is not None and pred._ort.session.get_providers() == ["CPUExecutionProvider"]
     x = _inputs(pred)
     want = create_predictor(_config(cnn, engine="keel")).run(x)
     for got, w in zip(pred.run(x), want):
         assert got.dtype == np.float32
         _assert_close(got, w, "float32 on the CPU")
+
+
+@pytest.mark.parametrize("available, converted", [
+    (["CUDAExecutionProvider", "CPUExecutionProvider"], True),  # CUDA alone: Keel's float16 conversion
+    (["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"], False),  # TensorRT's own
+])
+def test_half_precision_on_a_gpu_provider(monkeypatch, cnn, available, converted):
+    """Precision Half with CUDA: the program is converted to float16 (inputs and outputs kept
+    float32) before the export; with TensorRT it stays float32 and trt_fp16_enable converts.
+    (This CPU build of onnxruntime then runs the session on the CPU, with its own warning.)"""
+    _fake_providers(monkeypatch, available)
+    config = _config(cnn)
+    config.enable_use_gpu(100, 0, PrecisionType.Half)
+    if "TensorrtExecutionProvider" in available:
+        config.enable_tensorrt_engine(precision_mode=PrecisionType.Half)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # onnxruntime: "Specified provider ... is not in available"
+        warnings.simplefilter("error", OrtFallbackWarning)
+        pred = create_predictor(config)
+    ops = [op.type for op in pred._program.global_block().ops]
+    weights = {np.asarray(pred._params.get(n)).dtype for n in pred._params.local_var_names()}
+    assert ("cast" in ops and np.dtype(np.float16) in weights) == converted
+    x = _inputs(pred)
+    want = create_predictor(_config(cnn, engine="keel")).run(x)
+    for got, w in zip(pred.run(x), want):
+        assert got.dtype == np.float32
+        assert np.abs(got - w).max() <= (1e-2 if converted else 1e-5) * np.abs(w).max()
 
 
 # -- the fallback --------------------------------------------------------------------------------
@@ -320,7 +348,8 @@ def test_an_untranslatable_op_falls_back_with_one_warning_naming_it(monkeypatch,
 def test_missing_packages_fall_back_with_a_warning_saying_what_to_install(monkeypatch, cnn, missing):
     monkeypatch.setitem(sys.modules, missing, None)  # `import missing` now raises ImportError
     with pytest.warns(OrtFallbackWarning, match=rf"the {missing} package is not installed "
-                                                r"\(pip install onnx onnxruntime\); Keel's engine runs"):
+                                                r"\(pip install onnx onnxruntime, or pip install -e "
+                                                r"\"\.\[onnx\]\" in the Keel checkout\); Keel's engine runs"):
         pred = create_predictor(_config(cnn))
     assert pred._ort is None
     assert "falls back" in _config(cnn).summary()

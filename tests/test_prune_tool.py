@@ -471,5 +471,6 @@ def test_verify_with_the_onnxruntime_engine_names_what_keeps_it_from_running(tmp
     assert_error(r, 1, "--engine onnxruntime: relu: op #", "Keel has no ONNX translation")
     missing = "sys.modules['onnxruntime'] = None"
     r = tool_with(missing, FIXTURES / "mlp_linear", "--verify", "--engine", "onnxruntime", "-o", tmp_path / "out")
-    assert_error(r, 1, "--engine onnxruntime: the onnxruntime package is not installed (pip install onnx onnxruntime)")
+    assert_error(r, 1, "--engine onnxruntime: the onnxruntime package is not installed (pip install onnx "
+                    "onnxruntime, or pip install -e \".[onnx]\" in the Keel checkout)")
     assert files_under(tmp_path) == []
