@@ -148,9 +148,9 @@ def set_device(device: str):
         >>> paddle.to_tensor([1.0]).place
         CPUPlace()
         >>> if paddle.device.cuda.device_count() > 0:
-        ...     paddle.set_device("gpu:0")
+        ...     _ = paddle.set_device("gpu:0")
         ...     place = paddle.to_tensor([1.0]).place          # CUDAPlace(0)
-        ...     paddle.set_device("cpu")
+        ...     _ = paddle.set_device("cpu")
     """
     place = place_of_device(device)
     if isinstance(place, CUDAPinnedPlace):
