@@ -80,7 +80,16 @@ class CUDAPlace:
 class CUDAPinnedPlace:
     """Page-locked host memory (`Tensor.pin_memory()`): numpy arrays whose copies to a GPU
     can run asynchronously. Kernels see host arrays, so ops on a pinned tensor run on the
-    CPU, as PaddlePaddle's do."""
+    CPU, as PaddlePaddle's do.
+
+    Examples:
+        >>> import keel as paddle
+        >>> place = paddle.CUDAPinnedPlace()
+        >>> place
+        CUDAPinnedPlace()
+        >>> paddle.to_tensor([1.0, 2.0], place=place).numpy()
+        array([1., 2.], dtype=float32)
+    """
     device = "cpu"
 
     @property
@@ -130,7 +139,19 @@ def default_place():
 def set_device(device: str):
     """PaddlePaddle's `paddle.set_device`: "cpu", "gpu" (GPU 0) or "gpu:N" (or a place)
     becomes the place `Executor()` and `to_tensor` use when given none; returns that place.
-    A GPU needs cupy and that device: a ValueError says how many devices there are."""
+    A GPU needs cupy and that device: a ValueError says how many devices there are.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.set_device("cpu")
+        CPUPlace()
+        >>> paddle.to_tensor([1.0]).place
+        CPUPlace()
+        >>> if paddle.device.cuda.device_count() > 0:
+        ...     _ = paddle.set_device("gpu:0")
+        ...     place = paddle.to_tensor([1.0]).place          # CUDAPlace(0)
+        ...     _ = paddle.set_device("cpu")
+    """
     place = place_of_device(device)
     if isinstance(place, CUDAPinnedPlace):
         raise ValueError("set_device('gpu_pinned'): pinned host memory holds tensors (Tensor.pin_memory()), "
@@ -144,13 +165,28 @@ def set_device(device: str):
 
 
 def get_device() -> str:
-    """"cpu" or "gpu:N": the default place `set_device` chose."""
+    """"cpu" or "gpu:N": the default place `set_device` chose.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.set_device("cpu")
+        CPUPlace()
+        >>> paddle.get_device()
+        'cpu'
+    """
     place = default_place()
     return "cpu" if place.device == "cpu" else f"gpu:{place.device_id}"
 
 
 def device_count() -> int:
-    """How many CUDA devices cupy finds (0 without cupy or a driver)."""
+    """How many CUDA devices cupy finds (0 without cupy or a driver).
+
+    Examples:
+        >>> import keel as paddle
+        >>> n = paddle.device.cuda.device_count()
+        >>> isinstance(n, int) and n >= 0           # 0 on a machine without cupy or a GPU
+        True
+    """
     try:
         import cupy
         return int(cupy.cuda.runtime.getDeviceCount())

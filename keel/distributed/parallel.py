@@ -40,7 +40,14 @@ class ParallelEnv:
     """This process's place in the group. `ParallelEnv()` reads it from the environment the
     launcher and init_parallel_env set (PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM,
     PADDLE_RANK_IN_NODE, FLAGS_selected_gpus), as PaddlePaddle's does; a single process is
-    rank 0 of 1."""
+    rank 0 of 1.
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> env = dist.ParallelEnv()          # from the launcher's environment; a lone process is rank 0 of 1
+        >>> env.rank, env.world_size, env.local_rank
+        (0, 1, 0)
+    """
     rank: int = field(default_factory=lambda: _env_int("PADDLE_TRAINER_ID", 0))
     world_size: int = field(default_factory=lambda: _env_int("PADDLE_TRAINERS_NUM", 1))
     local_rank: int = field(default_factory=lambda: _env_int("PADDLE_RANK_IN_NODE", 0))
@@ -62,7 +69,16 @@ _ENV: ParallelEnv | None = None
 def init_parallel_env(backend: str = "auto") -> ParallelEnv:
     """Join the process group (idempotent). `backend`: "auto" (MPI, plus NCCL where there
     is a GPU for every rank of this machine: NCCL refuses two ranks on one device), "mpi"
-    or "nccl"."""
+    or "nccl".
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> if dist.get_world_size() > 1:      # under python -m keel.distributed.launch
+        ...     env = dist.init_parallel_env()
+        ...     print(env.rank == dist.get_rank())
+        >>> dist.get_world_size()
+        1
+    """
     global _ENV
     if _ENV is not None:
         return _ENV
@@ -136,7 +152,13 @@ def _abort_group_on_uncaught_exception(world) -> None:
 
 def is_available() -> bool:
     """Whether processes can form a group here: Keel's collectives between processes run
-    over MPI, through the optional mpi4py (`pip install -e ".[dist]"`)."""
+    over MPI, through the optional mpi4py (`pip install -e ".[dist]"`).
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> isinstance(dist.is_available(), bool)    # True where mpi4py is installed
+        True
+    """
     try:
         import mpi4py  # noqa: F401  (the package alone: MPI itself starts when a group is made)
     except ImportError:
@@ -145,6 +167,13 @@ def is_available() -> bool:
 
 
 def is_initialized() -> bool:
+    """Whether init_parallel_env has joined this process to a group.
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> dist.is_initialized()              # a lone process that has not called init_parallel_env
+        False
+    """
     return _ENV is not None
 
 
@@ -171,6 +200,11 @@ def get_world_size() -> int:
 
 
 def barrier() -> None:
-    """Wait until every rank gets here (on ring 0, CPU)."""
+    """Wait until every rank gets here (on ring 0, CPU).
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> dist.barrier()                     # returns once every rank has called it (at once in one process)
+    """
     if _ENV is not None and _ENV.world_size > 1:
         communicators.lookup(0, communicators.np, "barrier").barrier("distributed.barrier")
