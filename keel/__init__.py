@@ -26,7 +26,7 @@ first use (`_ON_FIRST_USE` below, through PEP 562's module `__getattr__`), so th
 """
 __version__ = "0.2.0"
 
-from keel import amp, device, io, jit, nn, optimizer, regularizer, static, utils, version
+from keel import amp, device, io, jit, nn, optimizer, regularizer, static, tensor, utils, version
 from keel.device import (get_cudnn_version, is_compiled_with_cuda, is_compiled_with_custom_device,
                          is_compiled_with_xpu)
 from keel.executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope, create_lod_tensor,
@@ -34,6 +34,7 @@ from keel.executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTe
 from keel.executor.eager import grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 from keel.executor.flags import get_flags, set_flags
 from keel.executor.place import get_device, set_device
+from keel.optimizer import lr
 from keel.program import (AttrError, DTypeError, DuplicateNameError, KeelError, OpError, Parameter, ParamAttr,
                           ParseError, Program, ProgramError, ShapeError, SlotError, Tensor, UndefinedVariableError,
                           UnknownOpError, UnsupportedProgramError, Variable, append_backward, create_parameter, data,
@@ -41,11 +42,9 @@ from keel.program import (AttrError, DTypeError, DuplicateNameError, KeelError, 
                           in_dynamic_mode, load, name_scope, program_guard, save, seed, unique_name)
 from keel.program.dtype_names import (bfloat16, bool, cfloat, complex64, complex128, dtype, float, float16, float32,
                                       float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
-from keel.optimizer import lr
 from keel.program.dtypes import get_default_dtype, set_default_dtype
 from keel.program.layers.math import relu  # noqa: F401  (Keel's own beside paddle.nn.functional.relu)
 from keel.program.layers.tensor import one_hot, pad  # noqa: F401  (the same: paddle.nn.functional's)
-from keel import tensor
 from keel.tensor import *  # noqa: F401,F403  (the tensor functions: keel.tensor.__all__)
 
 # The names few scripts use load at their first use. Each loader imports one package and
