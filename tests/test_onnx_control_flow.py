@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package (pip install -e '.[onnx]' in the Keel checkout)")
+pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package "
+                               "(pip install -e '.[onnx]' in the Keel checkout)")
 pytest.importorskip("onnxruntime", reason="the exported models are checked by running them in onnxruntime")
 
 import keel.program as pg  # noqa: E402
