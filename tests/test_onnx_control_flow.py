@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package (pip install -e '.[onnx]' in the Keel checkout)")
+pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package "
+                               "(pip install -e '.[onnx]' in the Keel checkout)")
 pytest.importorskip("onnxruntime", reason="the exported models are checked by running them in onnxruntime")
 
 import keel.program as pg  # noqa: E402
@@ -137,3 +138,39 @@ def test_paddle_control_flow_files_give_paddles_outputs(name):
             want = [io[f"{key}{k}:{j}"] for j in range(len(fetches)) if f"{key}{k}:{j}" in io.files]
             if want:
                 assert_close(got, want, f"{name} case {k} ({key})", rtol=1e-5, atol=1e-6)
+
+
+def test_a_layer_branching_and_looping_on_tensors_exported_through_keels_dy2static(tmp_path):
+    """keel.onnx.export of a Layer whose forward has a Python if and while on tensors
+    (dy2static writes conditional_block, select_input and while): ONNX Runtime gives the
+    eager Layer's outputs on both branches, at several batch sizes."""
+    import keel
+    from keel.static import InputSpec
+
+    class BranchNet(keel.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.linear = keel.nn.Linear(4, 3)
+            self.other = keel.nn.Linear(4, 3)
+
+        def forward(self, x):
+            if x.mean() > 0:
+                out = self.linear(x)
+            else:
+                out = self.other(x) * 2.0
+            step = keel.zeros([1], dtype="int64")
+            while step < 2:
+                out = keel.tanh(out) + 0.5
+                step = step + 1
+            return out
+    keel.seed(5)
+    net = BranchNet()
+    net.eval()
+    model = keel.onnx.export(net, str(tmp_path / "branch_net.onnx"), input_spec=[InputSpec([None, 4], "float32", "x")])
+    ops = {n.op_type for n in model.graph.node}
+    assert {"If", "Loop"} <= ops
+    positive = np.abs(rng.normal(size=(3, 4))).astype(np.float32)
+    for x in (positive, -positive, positive[:1], -positive[:2]):
+        want = net(keel.to_tensor(x)).numpy()
+        got, = ort_run(model, {model.graph.input[0].name: x})
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

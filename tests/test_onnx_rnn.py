@@ -5,7 +5,8 @@ PaddlePaddle recorded."""
 import numpy as np
 import pytest
 
-pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package (pip install -e '.[onnx]' in the Keel checkout)")
+pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package "
+                               "(pip install -e '.[onnx]' in the Keel checkout)")
 pytest.importorskip("onnxruntime", reason="the exported models are checked by running them in onnxruntime")
 
 from keel.program.ops.rnn import GATES, weight_shapes  # noqa: E402

@@ -5,7 +5,8 @@ dynamic)."""
 import numpy as np
 import pytest
 
-pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package (pip install -e '.[onnx]' in the Keel checkout)")
+pytest.importorskip("onnx", reason="ONNX export needs the optional onnx package "
+                               "(pip install -e '.[onnx]' in the Keel checkout)")
 pytest.importorskip("onnxruntime", reason="the exported models are checked by running them in onnxruntime")
 
 from keel.program.onnx import OnnxExportError  # noqa: E402
@@ -120,3 +121,32 @@ def test_lookup_table_v2_zeros_the_padding_rows(padding_idx, ids_dtype):
                                   "nlp_textcnn", "nlp_bert"])
 def test_zoo_models_of_these_ops_give_paddles_outputs(name, tmp_path):
     zoo_case(name, tmp_path)
+
+
+@pytest.mark.parametrize("axes,starts,ends,steps", [
+    ([1], [1], [3], [1]), ([0, 2], [0, -3], [2, 5], [1, 2]), ([2], [-1], [-1], [-1]), ([2], [4], [0], [-2]),
+    ([1, 2], [-2, 0], [100, 1], [1, 1])])
+def test_set_value_with_a_value_tensor(axes, starts, ends, steps):
+    x = _x(2, 4, 5)
+    index = [slice(None)] * x.ndim
+    for a, s, e, st in zip(axes, starts, ends, steps):  # an end of -1 with a negative step reaches 0
+        index[a] = slice(s, None if st < 0 and e == -1 else e, st)
+    op_case("set_value", {"Input": x, "ValueTensor": _x(*x[tuple(index)].shape)},
+            dict(axes=axes, starts=starts, ends=ends, steps=steps))
+
+
+def test_set_value_with_values_broadcast_and_dropped_axes():
+    x = _x(3, 4, 5)
+    op_case("set_value", {"Input": x}, dict(axes=[0, 2], starts=[1, 0], ends=[2, 5], steps=[1, 2],
+                                            decrease_axes=[0], shape=[1], values=[2.5], dtype=5))
+    op_case("set_value", {"Input": x, "ValueTensor": _x(5)}, dict(axes=[1], starts=[2], ends=[3], steps=[1],
+                                                                  decrease_axes=[1]))
+    op_case("set_value", {"Input": x.astype(np.int64)}, dict(axes=[2], starts=[0], ends=[2], steps=[1], shape=[2],
+                                                             values=[7, 8], dtype=3), dynamic_batch=True,
+            feeds_after=[{"input0": np.arange(40).reshape(2, 4, 5)}])
+
+
+def test_set_value_with_bounds_from_tensors_is_refused_naming_why():
+    with pytest.raises(OnnxExportError, match="set_value.*Starts/Ends/StepsTensorList"):
+        op_case("set_value", {"Input": _x(2, 3), "ValueTensor": _x(1, 3), "StartsTensorList": [np.array([0])]},
+                dict(axes=[0], starts=[0], ends=[1], steps=[1]))

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from keel.program.onnx.graph import GraphBuilder
 from keel.program.onnx.registry import converts
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -109,7 +110,6 @@ def _keep_top_k(g, keep_top_k, image, score, images):
         hits = g.node("Cast", [g.node("Equal", [ids, g.unsqueeze(image, [0])])], to=g.onnx.TensorProto.INT64)
         every = g.node("Range", [g.const(np.int64(0)), _scalar_dim(g, image, 0), g.const(np.int64(1))])
         return every, g.reduce("ReduceSum", hits, [1], keepdims=False)
-    from keel.program.onnx.graph import GraphBuilder
     helper, tp = g.onnx.helper, g.onnx.TensorProto
     body = GraphBuilder(g.block, g.params, g.opset, parent=g)
     step, cond_in, so_far = body.fresh("image"), body.fresh("cond_in"), body.fresh("kept")
@@ -140,7 +140,8 @@ def yolo_box(g, op):
     dtype = g.dtype(op, "X")
     anchors, classes = list(op.attr("anchors")), op.attr("class_num")
     count = len(anchors) // 2
-    c = lambda v: g.const(np.asarray(v, dtype))  # noqa: E731  (a constant of X's dtype)
+    def c(value):  # a constant of X's dtype
+        return g.const(np.asarray(value, dtype))
     height, width = _dim(g, x, 2), _dim(g, x, 3)
     iou_logit = None
     if op.attr("iou_aware", False):
@@ -148,7 +149,8 @@ def yolo_box(g, op):
         x = g.node("Slice", [x, g.ints([count]), g.ints([_INT64_MAX]), g.ints([1])])
     shape = g.node("Concat", [_dim(g, x, 0), g.ints([count, 5 + classes]), height, width], axis=0)
     body = g.node("Reshape", [x, shape])                                      # [N, A, 5+cls, H, W]
-    part = lambda k: _column(g, body, k, axis=2)  # noqa: E731
+    def part(k):  # channel k of every anchor's prediction
+        return _column(g, body, k, axis=2)
     conf = g.node("Sigmoid", [part(4)])                                       # [N, A, H, W]
     if iou_logit is not None:
         factor = float(np.float32(op.attr("iou_aware_factor")))
@@ -199,7 +201,8 @@ def box_coder(g, op):
     decoding of TargetBox [R, M, 4] (axis 0: prior per column; axis 1: per row). Widths are
     x2 - x1 (+ 1 unless box_normalized); variances from PriorBoxVar, else the attribute."""
     dtype = g.dtype(op, "TargetBox")
-    c = lambda v: g.const(np.asarray(v, dtype))  # noqa: E731
+    def c(value):  # a constant of the op's dtype
+        return g.const(np.asarray(value, dtype))
     one = c(0 if op.attr("box_normalized", True) else 1)
     prior, target = g.x(op, "PriorBox"), g.x(op, "TargetBox")
     p = [_column(g, prior, k) for k in range(4)]
@@ -252,7 +255,8 @@ def prior_box(g, op):
     divided by the image size; Variances the attribute repeated."""
     dtype = g.dtype(op, "Input")
     dt = np.dtype(dtype).type
-    c = lambda v: g.const(np.asarray(v, dtype))  # noqa: E731
+    def c(value):  # a constant of the op's dtype
+        return g.const(np.asarray(value, dtype))
     half = _prior_half_sizes(op, dt)                                                      # [P, 2]
     fh, fw = _dim(g, g.x(op, "Input"), 2), _dim(g, g.x(op, "Input"), 3)
     ih, iw = (_as_float(g, _dim(g, g.x(op, "Image"), a), dtype) for a in (2, 3))
@@ -384,7 +388,6 @@ def generate_proposals_v2(g, op):
         raise g.error(f"nms_thresh {op.attr('nms_thresh')} (no NMS) with pre_nms_topN {pre}: PaddlePaddle then "
                       f"lists the proposals in the arrangement std::nth_element leaves, not by score, which "
                       f"ONNX's TopK does not reproduce")
-    from keel.program.onnx.graph import GraphBuilder
     dtype = g.dtype(op, "Scores")
     helper, tp = g.onnx.helper, g.onnx.TensorProto
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
@@ -446,7 +449,8 @@ def generate_proposals_v2(g, op):
 def _decode_proposals(g, op, dtype, anchors, variances, deltas, im):
     """The boxes the deltas make of the anchors (centers in double, as PaddlePaddle's
     kernel), clipped to the image [h, w]."""
-    c = lambda v: g.const(np.asarray(v, dtype))  # noqa: E731
+    def c(value):  # a constant of the op's dtype
+        return g.const(np.asarray(value, dtype))
     off = c(1 if op.attr("pixel_offset", True) else 0)
     a, v, d = ([_column(g, t, i) for i in range(4)] for t in (anchors, variances, deltas))
     aw = g.node("Add", [g.node("Sub", [a[2], a[0]]), off])
@@ -463,7 +467,8 @@ def _decode_proposals(g, op, dtype, anchors, variances, deltas, im):
     half_w, half_h = g.node("Div", [bw, c(2)]), g.node("Div", [bh, c(2)])
     limit_h = g.node("Sub", [_column(g, im, 0), off])
     limit_w = g.node("Sub", [_column(g, im, 1), off])
-    clip = lambda value, limit: g.node("Max", [g.node("Min", [value, limit]), c(0)])  # noqa: E731
+    def clip(value, limit):
+        return g.node("Max", [g.node("Min", [value, limit]), c(0)])
     return _stack_last(g, [clip(g.node("Sub", [cx, half_w]), limit_w), clip(g.node("Sub", [cy, half_h]), limit_h),
                            clip(g.node("Sub", [g.node("Add", [cx, half_w]), off]), limit_w),
                            clip(g.node("Sub", [g.node("Add", [cy, half_h]), off]), limit_h)])
@@ -472,7 +477,8 @@ def _decode_proposals(g, op, dtype, anchors, variances, deltas, im):
 def _big_enough(g, op, dtype, boxes, im):
     """Boxes at least min_size (and at least 1) wide and high; with pixel_offset, also
     centered inside the image."""
-    c = lambda v: g.const(np.asarray(v, dtype))  # noqa: E731
+    def c(value):  # a constant of the op's dtype
+        return g.const(np.asarray(value, dtype))
     off = c(1 if op.attr("pixel_offset", True) else 0)
     b = [_column(g, boxes, i) for i in range(4)]
     ws = g.node("Add", [g.node("Sub", [b[2], b[0]]), off])

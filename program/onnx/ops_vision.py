@@ -1,6 +1,6 @@
 """Converters of the sampling ops of vision models: interpolation (ONNX Resize), grid_sampler
-(GridSample), affine_grid (a MatMul over a constant base grid), and the embedding lookup
-lookup_table_v2 (Gather)."""
+(GridSample), affine_grid (a MatMul over a constant base grid), the embedding lookup
+lookup_table_v2 (Gather), and set_value (x[index] = value: a Where over the sliced region)."""
 from __future__ import annotations
 
 import numpy as np
@@ -148,3 +148,89 @@ def lookup_table_v2(g, op):
     padded = g.node("Unsqueeze", [g.node("Equal", [ids, g.const(pad, g.dtype(op, "Ids"))]), g.ints([-1])])
     zero = g.const(np.zeros((), g.dtype(op, "W")), hint="zero")
     g.node("Where", [padded, zero, rows], g.y(op, "Out"))
+
+
+# -- set_value ------------------------------------------------------------------------------------
+_BOUND_LISTS = ("StartsTensorList", "EndsTensorList", "StepsTensorList")
+
+
+@converts("set_value")
+def set_value(g, op):
+    """Out = Input with Input[region] = value (kernels/set_value.py): per indexed axis, a
+    mask of the positions the slice selects (Python's slice bounds, computed against the
+    axis' size at run time) and each position's index in the region; the value, broadcast
+    to the region, is spread to the input's shape by gathering along each axis at those
+    indices, and Where takes it inside the mask."""
+    if any(op.input(slot) for slot in _BOUND_LISTS):
+        raise g.error("slice bounds given by tensors (Starts/Ends/StepsTensorList): the region is translated "
+                      "from the starts/ends/steps attributes only")
+    x = g.x(op, "Input")
+    rank, dtype = len(g.shape(op, "Input")), g.dtype(op, "Input")
+    axes = [a % rank for a in op.attr("axes")]
+    steps = list(op.attr("steps")) or [1] * len(axes)
+    dims = [_axis_size(g, x, a) for a in range(rank)]
+    masks, positions = {}, {}
+    for a, start, end, step in zip(axes, op.attr("starts"), op.attr("ends"), steps):
+        masks[a], positions[a] = _slice_positions(g, dims[a], start, end, step)
+    counts = {a: g.reduce("ReduceSum", g.node("Cast", [m], to=g.onnx.TensorProto.INT64), [0], keepdims=True)
+              for a, m in masks.items()}
+    region = [counts.get(a, dims[a]) for a in range(rank)]
+    drop = {a % rank for a in op.attr("decrease_axes")}
+    target = [d for a, d in enumerate(region) if a not in drop]
+    for a in sorted(op.attr("none_axes")):
+        target.insert(min(int(a), len(target)), g.ints([1]))
+    value = _set_value_value(g, op, dtype)
+    spread = g.node("Reshape", [g.node("Expand", [value, _concat(g, target)]), _concat(g, region)])
+    inside = None
+    for a in axes:
+        last = g.node("Max", [g.node("Sub", [counts[a], g.ints([1])]), g.ints([0])])
+        spread = g.node("Gather", [spread, g.node("Min", [positions[a], last])], axis=a)
+        shape = [-1 if i == a else 1 for i in range(rank)]
+        mask = g.node("Reshape", [masks[a], g.ints(shape)])
+        inside = mask if inside is None else g.node("And", [inside, mask])
+    g.node("Where", [inside, spread, x] if inside is not None else [g.const(True), spread, x], g.y(op, "Out"))
+
+
+def _axis_size(g, x, axis):
+    return g.node("Slice", [g.node("Shape", [x]), g.ints([axis]), g.ints([axis + 1]), g.ints([0])])
+
+
+def _concat(g, dims):
+    return g.node("Concat", dims, axis=0)
+
+
+def _slice_positions(g, size, start, end, step):
+    """(mask [size] of the positions slice(start, end, step) selects, each position's index
+    in the selection), Python's bounds: negative ones count from the end, then clamped to
+    [0, size] (step > 0) or [-1, size - 1] (step < 0); an end of -1 with a negative step
+    reaches element 0, as PaddlePaddle's set_value reads it."""
+    size = g.node("Reshape", [size, g.ints([])])
+    forward = step > 0
+    low, high = (g.const(np.int64(0)), size) if forward else (
+        g.const(np.int64(-1)), g.node("Sub", [size, g.const(np.int64(1))]))
+
+    def bound(value):
+        shifted = g.node("Add", [size, g.const(np.int64(value))]) if value < 0 else g.const(np.int64(value))
+        return g.node("Max", [g.node("Min", [shifted, high]), low])
+    first = bound(start)
+    last = g.const(np.int64(-1)) if not forward and end == -1 else bound(end)
+    j = g.node("Range", [g.const(np.int64(0)), size, g.const(np.int64(1))])
+    if forward:
+        within = g.node("And", [g.node("GreaterOrEqual", [j, first]), g.node("Less", [j, last])])
+        offset = g.node("Sub", [j, first])
+    else:
+        within = g.node("And", [g.node("LessOrEqual", [j, first]), g.node("Greater", [j, last])])
+        offset = g.node("Sub", [first, j])
+    stride = g.const(np.int64(abs(step)))
+    on_step = g.node("Equal", [g.node("Mod", [offset, stride]), g.const(np.int64(0))])
+    index = g.node("Max", [g.node("Div", [offset, stride]), g.const(np.int64(0))])
+    return g.node("And", [within, on_step]), index
+
+
+def _set_value_value(g, op, dtype):
+    """The assigned value in Input's dtype: ValueTensor, or the `values` attribute in `shape`."""
+    value = g.x(op, "ValueTensor")
+    if value is None:
+        data = [v.real if isinstance(v, complex) and np.dtype(dtype).kind != "c" else v for v in op.attr("values")]
+        return g.const(np.asarray(data, dtype).reshape([int(d) for d in op.attr("shape")]), hint="values")
+    return g.node("Cast", [value], to=g.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
