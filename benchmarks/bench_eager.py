@@ -1,7 +1,10 @@
 """Eager-mode benchmarks: per-op dispatch and training steps, Keel against PyTorch eager
 where installed, in one process, each contender timed in blocks of its own, alternating.
 
-    python benchmarks/bench_eager.py [--repeat 30]
+    python benchmarks/bench_eager.py [--repeat 30] [--cpu-time]
+
+`--cpu-time` times the process's CPU time instead of the wall clock: for a machine other
+jobs share, run with one thread per contender (OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1).
 
 Workloads:
 - dispatch: 1000 chained `y = y + 1` on a [4] float32 tensor, without and with gradient
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +111,10 @@ def torch_step(torch, net, opt, x, y):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=30, help="timed calls per contender (default 30)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time CPU time, not wall time (one thread per contender, on a shared machine)")
     args = parser.parse_args(argv)
+    clock = time.process_time if args.cpu_time else time.perf_counter
     try:
         import torch
         torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -122,7 +129,7 @@ def main(argv=None) -> int:
         if torch is not None:
             contenders["torch"] = torch_chain(torch, grad)
         with paddle.set_grad_enabled(grad):
-            t = measure_blocks(contenders, args.repeat)
+            t = measure_blocks(contenders, args.repeat, clock=clock)
         us = {k: v / CHAIN * 1e6 for k, v in t.items()}
         rows.append((f"dispatch, {'with' if grad else 'no'} grad (us/op)", f"{us['keel']:.2f}",
                      f"{us['torch']:.2f}" if "torch" in us else "-",
@@ -140,10 +147,10 @@ def main(argv=None) -> int:
         steps["MLP step (ms)"]["torch"] = torch_step(torch, tm, torch.optim.Adam(tm.parameters(), 1e-3), mx, my)
         steps["CNN step (ms)"]["torch"] = torch_step(torch, tc, torch.optim.SGD(tc.parameters(), 0.01, 0.9), cx, cy)
     for name, contenders in steps.items():
-        t = measure_blocks(contenders, args.repeat)
+        t = measure_blocks(contenders, args.repeat, clock=clock)
         rows.append((name, f"{t['keel'] * 1e3:.2f}", f"{t['torch'] * 1e3:.2f}" if "torch" in t else "-",
                      f"{t['keel'] / t['torch']:.2f}x" if "torch" in t else "-"))
-    print(table("Eager mode: Keel vs PyTorch eager (medians)", rows, ("workload", "Keel", "PyTorch", "Keel / PyTorch")))
+    print(table(f"Eager mode: Keel vs PyTorch eager (medians{', CPU time' if args.cpu_time else ''})", rows, ("workload", "Keel", "PyTorch", "Keel / PyTorch")))
     return 0
 
 

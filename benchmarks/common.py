@@ -24,21 +24,23 @@ def measure(contenders: dict, repeat: int = 30, warmup: int = 3, per_call: bool 
     return times if per_call else {name: median(ts) for name, ts in times.items()}
 
 
-def measure_blocks(contenders: dict, repeat: int, rounds: int = 5) -> dict[str, float]:
+def measure_blocks(contenders: dict, repeat: int, rounds: int = 5, clock=time.perf_counter) -> dict[str, float]:
     """Median seconds per call, each contender timed in blocks of its own (repeat / rounds
     calls), the blocks alternating so that slow drifts of the machine hit all alike. Before
     a block: a pause, for the other's threads (OpenBLAS's, ORT's, PyTorch's OpenMP threads
     spin a while after work) to go idle, and 2 untimed calls to re-warm caches and thread
-    pools."""
+    pools. `clock=time.process_time` measures the process's CPU time instead of the wall's:
+    on a machine other jobs share, with one thread per contender, it leaves out the time
+    the others' jobs took the core."""
     times = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
             time.sleep(0.2)
             fn(), fn()
             for _ in range(max(3, repeat // rounds)):
-                t0 = time.perf_counter()
+                t0 = clock()
                 fn()
-                times[name].append(time.perf_counter() - t0)
+                times[name].append(clock() - t0)
     return {name: float(median(ts)) for name, ts in times.items()}
 
 

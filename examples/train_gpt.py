@@ -43,6 +43,7 @@ import numpy as np
 
 import keel as paddle
 from keel import nn
+from keel.program.default import global_seed
 from keel.static import InputSpec
 
 # -- the corpus ----------------------------------------------------------------------------------
@@ -198,7 +199,7 @@ def build_programs(model, context, learning_rate, warmup, total_steps, weight_de
         schedule = paddle.lr.LinearWarmup(schedule, warmup_steps=warmup, start_lr=learning_rate / 100,
                                           end_lr=learning_rate)
     startup = paddle.Program()
-    startup.random_seed = paddle.default.global_seed()
+    startup.random_seed = global_seed()
     programs, optimizer = {}, None
     for mode in ("train", "eval"):
         main = paddle.Program()

@@ -10,8 +10,7 @@ from keel.executor.checkpoint import CheckpointError, load_checkpoint, save_chec
 from keel.executor.errors import ExecutionError, FeedError, NonFiniteError
 from keel.executor.executor import Executor
 from keel.executor.lod import LoDTensor, create_lod_tensor
-from keel.executor.inference import Config, PrecisionType, PredictorError, create_predictor
-from keel.executor.place import CPUPlace, CUDAPlace
+from keel.executor.place import CPUPlace, CUDAPinnedPlace, CUDAPlace
 from keel.executor.profiler import Profiler
 from keel.executor.scope import Scope, global_scope, scope_guard
 from keel.executor import static_program  # noqa: F401  (paddle.static's CompiledProgram, save/load, cpu_places)
@@ -28,7 +27,18 @@ def _run_program(program, feed, fetch_names, scope, _executors={}):
 from keel.program import default as _default  # noqa: E402
 _default.register_runner(_run_program)
 
-__all__ = ["Executor", "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard",
+# The Predictor (inference.py, with the inference passes it runs) loads when first named:
+# training and eager scripts never do.
+_INFERENCE_NAMES = ("Config", "PrecisionType", "PredictorError", "create_predictor")
+
+
+def __getattr__(name: str):
+    if name not in _INFERENCE_NAMES:
+        raise AttributeError(f"module 'keel.executor' has no attribute {name!r}")
+    from keel.executor import inference
+    return getattr(inference, name)
+
+__all__ = ["Executor", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "Scope", "global_scope", "scope_guard",
            "ExecutionError", "FeedError", "NonFiniteError", "save_checkpoint", "load_checkpoint",
            "CheckpointError", "Config", "create_predictor", "PredictorError", "PrecisionType", "Profiler",
            "LoDTensor", "create_lod_tensor"]

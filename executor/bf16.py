@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keel.kernels.tensor import from_bf16_bits, to_bf16_bits
+from keel.kernels.bf16_bits import from_bf16_bits, to_bf16_bits
 
 
 def emulated(fn, xp, inputs_bf16: list[bool], outputs_bf16: list[bool], single_output: bool):

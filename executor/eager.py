@@ -21,6 +21,7 @@ import weakref
 
 import numpy as np
 
+from keel.executor import eager_places
 from keel.executor.kernel_call import bind
 from keel.executor.random_state import RandomState
 from keel.executor.place import default_place
@@ -52,13 +53,50 @@ def _freeze(value):
     return value
 
 
+def _lookup(cache: dict, op_type: str, attrs: dict, rest: tuple):
+    """(key, what `cache` holds for the op type, attributes and `rest`, or None). The
+    attributes key as their items when all are hashable (the common case, the cheapest),
+    frozen when a list is among them; with an array among them the key is None (bound for
+    this call only)."""
+    key = (op_type, tuple(attrs.items()), *rest)
+    try:
+        return key, cache.get(key)
+    except TypeError:  # a list among the attribute values: most often of numbers (strides)
+        pass
+    for freeze in (_freeze_lists, _freeze):
+        key = (op_type, freeze(attrs), *rest)
+        try:
+            return key, cache.get(key)
+        except TypeError:  # a nested list; then an array
+            continue
+    return None, None
+
+
+def _freeze_lists(attrs: dict) -> tuple:
+    """The attributes as items, their lists as tuples (one level: _freeze goes deeper)."""
+    return tuple([(k, tuple(v) if type(v) is list else v) for k, v in attrs.items()])
+
+
+def _remember(cache: dict, key, value):
+    """`value` kept under `key` (None: not kept); the cache is bounded, so a loop using ever
+    new attributes (scaling by ever new numbers) does not grow it without end."""
+    if key is not None:
+        if len(cache) > 8192:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
 class _Node:
-    """One recorded op: what its gradient rule reads (inputs and outputs by slot)."""
+    """One recorded op: what its gradient rule reads (inputs and outputs by slot), and the
+    inputs' versions when it read them, in the order of `inputs` (a tuple: the cheapest
+    record, made once per op)."""
     __slots__ = ("type", "attrs", "inputs", "outputs", "seq", "versions", "released")
 
-    def __init__(self, type_, attrs, inputs, outputs, seq):
+    def __init__(self, type_, attrs, inputs, outputs, seq, versions=None):
         self.type, self.attrs, self.inputs, self.outputs, self.seq = type_, attrs, inputs, outputs, seq
-        self.versions = {id(t): t._version for ts in inputs.values() for t in ts}
+        self.versions = versions if versions is not None else tuple(
+            [t._version for ts in inputs.values() for t in ts])
         self.released = False
 
 
@@ -170,7 +208,7 @@ class Engine:
         self.rng = RandomState(np, 0)
         self._seq = itertools.count()
         self._calls: dict = {}       # (op type, attributes, array module, outputs) -> _Call
-        self._grad_calls: dict = {}  # the same for gradient ops: (fn, kdef, attributes)
+        self._grad_calls: dict = {}  # the same for gradient ops: (fn, kdef, input and output plans)
         self._operators: dict = {}   # the Python operators' common cases (operator())
         self._updaters = weakref.WeakKeyDictionary()  # optimizer -> its eager update plan
 
@@ -179,11 +217,17 @@ class Engine:
     def array_module(array):
         return np if isinstance(array, np.ndarray) or np.isscalar(array) else _cupy_of(array)
 
-    def place_of(self, array):
-        from keel.executor.place import CPUPlace, CUDAPlace
-        if isinstance(array, np.ndarray):
-            return CPUPlace()
-        return CUDAPlace(int(array.device.id))
+    place_of = staticmethod(eager_places.place_of_array)
+
+    # Tensor.place / cpu() / cuda() / pin_memory() / to() (eager_places.py)
+    tensor_place = staticmethod(eager_places.place_of)
+    move = staticmethod(eager_places.moved)
+    cuda_place = staticmethod(eager_places.cuda_place)
+
+    @staticmethod
+    def to(t: Tensor, args: tuple, kwargs: dict) -> Tensor:
+        device, dtype = eager_places.to_arguments(args, kwargs)
+        return eager_places.converted(t, device, dtype)
 
     @staticmethod
     def to_place(array, device):
@@ -220,27 +264,16 @@ class Engine:
     def run_op(self, op_type: str, inputs: dict, outputs: dict, attrs: dict):
         if dygraph.autocast_state is not None:   # amp.auto_cast: inputs cast by the op lists
             inputs = cast_inputs(op_type, inputs, dygraph.autocast_state, self._cast)
-        ins = {slot: _tensors(op_type, slot, v) for slot, v in inputs.items()}
-        outs = {slot: _tensors(op_type, slot, v) for slot, v in outputs.items()}
+        # (a slot holding one Tensor, the common case, skips _tensors' checks)
+        ins = {slot: [v] if type(v) is Tensor else _tensors(op_type, slot, v) for slot, v in inputs.items()}
+        outs = {slot: [v] if type(v) is Tensor else _tensors(op_type, slot, v) for slot, v in outputs.items()}
         device = next((t._value for ts in ins.values() for t in ts
                        if t._value is not None and type(t._value) is not np.ndarray), None)
         xp = np if device is None or np.isscalar(device) else self.array_module(device)
         layout = tuple((slot, len(ts)) for slot, ts in outs.items())
-        call, key = None, (op_type, tuple(attrs.items()), xp, layout)
-        try:
-            call = self._calls.get(key)
-        except TypeError:  # a list among the attribute values
-            key = (op_type, _freeze(attrs), xp, layout)
-            try:
-                call = self._calls.get(key)
-            except TypeError:  # an array: nothing to key on, bound for this call only
-                key = None
+        key, call = _lookup(self._calls, op_type, attrs, (xp, layout))
         if call is None:
-            call = _Call(self, op_type, attrs, xp, layout)
-            if key is not None:
-                if len(self._calls) > 8192:
-                    self._calls.clear()
-                self._calls[key] = call
+            call = _remember(self._calls, key, _Call(self, op_type, attrs, xp, layout))
         args = []
         for slot, read_back, duplicable in call.in_plan:
             ts = outs.get(slot) if read_back else ins.get(slot)
@@ -286,24 +319,25 @@ class Engine:
             return None
         kind = type(other)
         if kind is float or kind is int:
-            as_scale = scalar_as_scale(op_type, float(other), reverse)
-            if as_scale is None:
-                return None
-            key = ("scale", as_scale, type(value))
+            # keyed on the number itself (its text for a zero: -0.0 == 0.0 but scales differently)
+            key = (op_type, other if other else repr(float(other)), reverse, type(value))
             call = self._operators.get(key)
             if call is None:
-                call = self._operators[key] = _Call(self, "scale", {"scale": as_scale[0], "bias": as_scale[1]},
-                                                    self.array_module(value), (("Out", 1),))
-            ins, result = {"X": [x]}, call.fn(value, None, None)
+                as_scale = scalar_as_scale(op_type, float(other), reverse)
+                if as_scale is None:
+                    return None
+                call = _remember(self._operators, key, _Call(self, "scale", {"scale": as_scale[0],
+                                                                             "bias": as_scale[1]},
+                                                             self.array_module(value), (("Out", 1),)))
+            result, a, b = call.fn(value, None, None), x, None
         elif isinstance(other, Tensor) and other._dtype == x._dtype and other._value is not None \
                 and op_type in _ELEMENTWISE:
             a, b = (other, x) if reverse else (x, other)
             key = (op_type, type(value))
             call = self._operators.get(key)
             if call is None:
-                call = self._operators[key] = _Call(self, op_type, {"axis": -1}, self.array_module(value),
-                                                    (("Out", 1),))
-            ins = {"X": [a], "Y": [b]}
+                call = _remember(self._operators, key, _Call(self, op_type, {"axis": -1},
+                                                             self.array_module(value), (("Out", 1),)))
             try:
                 result = call.fn(a._value, b._value)
             except Exception:  # noqa: BLE001 - the layer path raises the op's error with the user's line
@@ -311,15 +345,22 @@ class Engine:
         else:
             return None
         out = Tensor.__new__(Tensor)
-        out._value = result if type(result) is not np.float64 and not isinstance(result, np.generic) \
+        out._value = result if type(result) is np.ndarray or not isinstance(result, np.generic) \
             else np.asarray(result)
-        out._dtype, out._stop_gradient = x._dtype, True
-        if self.grad_enabled and call.wanted is not None and not (x._stop_gradient and (
-                other._stop_gradient if isinstance(other, Tensor) else True)):
+        out._dtype = x._dtype
+        if self.grad_enabled and not (a._stop_gradient and (b is None or b._stop_gradient)) \
+                and call.wanted is not None:
             # _record's work for this one case (the rule carries Out's gradient; the dtype is
             # floating), written out: this line runs once per operator in a training loop
-            out._stop_gradient, out._node = False, _Node(call.op_type, call.attrs, ins, {"Out": [out]},
-                                                         next(self._seq))
+            out._stop_gradient = False
+            if b is None:
+                out._node = _Node(call.op_type, call.attrs, {"X": [a]}, {"Out": [out]}, next(self._seq),
+                                  (a._version,))
+            else:
+                out._node = _Node(call.op_type, call.attrs, {"X": [a], "Y": [b]}, {"Out": [out]},
+                                  next(self._seq), (a._version, b._version))
+        else:
+            out._stop_gradient = True
         return out
 
     def _cast(self, t: Tensor, dtype: int) -> Tensor:
@@ -362,6 +403,9 @@ class Engine:
         for t, g in grads.items():
             if t.grad is None:
                 t.grad = Tensor(g, t._dtype)
+            elif t._grad_cleared:   # clear_gradient ran: the gradient replaces its zeros, as PaddlePaddle's
+                t.grad._value = g
+                t._grad_cleared = False
             else:
                 t.grad._value = t.grad.value + g
 
@@ -408,8 +452,7 @@ class Engine:
         keep_names = {names.of(t) for t in keep}
         for node in order:
             self._run_gradient(node, names, grads, blocked)
-            if not retain_graph:
-                _release(node, names, grads, keep_names)
+            _release(node, names, grads, keep_names, keep_tape=retain_graph)
         result = {}
         for name, g in grads.items():
             t = names.tensor(name[:-len(GRAD_SUFFIX)]) if name.endswith(GRAD_SUFFIX) else None
@@ -437,19 +480,15 @@ class Engine:
         return sorted(seen.values(), key=lambda n: n.seq, reverse=True)
 
     def _run_gradient(self, node: _Node, names: _Names, grads: dict, blocked) -> None:
-        rule = registry.get(node.type).grad
-        if not isinstance(rule, GradRule):
-            raise EagerError("has no gradient rule, so the loss cannot be differentiated through it "
-                             "(compute its inputs under keel.no_grad() or detach them)", op_type=node.type)
-        for ts in node.inputs.values():
-            for t in ts:
-                if node.versions.get(id(t), t._version) != t._version:
-                    raise EagerError(f"input {t.name} was changed in place after this op read it, and its "
-                                     "gradient needs the old value (clone it before changing it)", op_type=node.type)
+        rule, reads, differentiable = _rule_slots(node.type)
+        for t, version in zip([t for ts in node.inputs.values() for t in ts], node.versions):
+            if version != t._version:
+                raise EagerError(f"input {t.name} was changed in place after this op read it, and its "
+                                 "gradient needs the old value (clone it before changing it)", op_type=node.type)
         view = _OpView(node, names)
         out_grads = {}
         zero_fills = []
-        for slot in rule.output_grads_read():
+        for slot in reads:
             listed = []
             for t in node.outputs.get(slot, ()):
                 g = names.of(t) + GRAD_SUFFIX
@@ -463,7 +502,7 @@ class Engine:
             grads[names.of(t) + GRAD_SUFFIX] = self.array_module(t.value).zeros_like(t.value)
         in_grads = {slot: [names.of(t) + GRAD_SUFFIX if not t._stop_gradient and id(t) not in blocked else ""
                            for t in node.inputs.get(slot, ())]
-                    for slot in rule.differentiable_inputs()}
+                    for slot in differentiable}
         g = GradNames(out_grads, in_grads)
         specs = rule.maker(view, g) if rule.maker else [_make_default(view, rule, g)]
         scratch: dict[str, object] = {}
@@ -489,36 +528,31 @@ class Engine:
         xp = self.array_module(xs[0]) if xs else np
         need = tuple(sorted(s for s, ns in outs.items() if any(n and n != EMPTY for n in ns)))
         counts = tuple(sorted((s, len(ns)) for s, ns in outs.items()))
-        key = (spec.type, _freeze(spec.attrs), xp, need, counts)
-        try:
-            found = self._grad_calls.get(key)
-        except TypeError:  # an array among the attribute values
-            key = found = None
+        key, found = _lookup(self._grad_calls, spec.type, spec.attrs, (xp, need, counts))
         if found is None:
-            found = self._bind(spec.type, spec.attrs, xp, need, counts)
-            if key is not None:
-                if len(self._grad_calls) > 8192:
-                    self._grad_calls.clear()
-                self._grad_calls[key] = found
-        fn, kdef, _ = found
+            fn, kdef, _ = self._bind(spec.type, spec.attrs, xp, need, counts)
+            plans = ([(slot, _duplicable(opdef, slot)) for slot in kdef.inputs],
+                     [(slot, _duplicable(opdef, slot)) for slot in kdef.outputs])
+            found = _remember(self._grad_calls, key, (fn, kdef, *plans))
+        fn, kdef, in_plan, out_plan = found
         args = []
-        for slot in kdef.inputs:
+        for slot, duplicable in in_plan:
             vs = arrays.get(slot)
             if not vs:
-                args.append([] if _duplicable(opdef, slot) else None)
+                args.append([] if duplicable else None)
             else:
-                args.append(vs if _duplicable(opdef, slot) else vs[0])
+                args.append(vs if duplicable else vs[0])
         try:
             result = fn(*args)
         except Exception as e:  # noqa: BLE001
             raise EagerError(f"gradient op {spec.type} failed: {type(e).__name__}: {e}", op_type=spec.type) from e
         if len(kdef.outputs) == 1:
             result = (result,)
-        for slot, produced in zip(kdef.outputs, result):
+        for (slot, duplicable), produced in zip(out_plan, result):
             ns = outs.get(slot, ())
             if produced is None or not ns:
                 continue
-            values = produced if _duplicable(opdef, slot) else [produced]
+            values = produced if duplicable else [produced]
             for n, v in zip(ns, values):
                 if not n or n == EMPTY or v is None:
                     continue
@@ -558,11 +592,27 @@ class _Call:
         self.carried = rule.output_grads_read() if isinstance(rule, GradRule) else None
 
 
-def _release(node: _Node, names: _Names, grads: dict, keep_names) -> None:
+_RULES: dict = {}   # op type -> (its gradient rule, the output gradients it reads, its differentiable inputs)
+
+
+def _rule_slots(op_type: str) -> tuple:
+    """What backward asks of an op type's gradient rule, found once per rule (the registry's
+    rule for the type, checked each time: a re-registered op gets its new rule)."""
+    rule = registry.get(op_type).grad
+    found = _RULES.get(op_type)
+    if found is None or found[0] is not rule:
+        if not isinstance(rule, GradRule):
+            raise EagerError("has no gradient rule, so the loss cannot be differentiated through it "
+                             "(compute its inputs under keel.no_grad() or detach them)", op_type=op_type)
+        found = _RULES[op_type] = (rule, rule.output_grads_read(), rule.differentiable_inputs())
+    return found
+
+
+def _release(node: _Node, names: _Names, grads: dict, keep_names, keep_tape: bool) -> None:
     """Backward is done with `node`: its outputs' gradients are spent (kept in `.grad` where
-    retain_grads asked), and it lets go of its tensors, so each activation is freed once
-    the last op that reads it has passed (a function of its own: a loop variable of the
-    caller's would hold the last tensor)."""
+    retain_grads asked) and freed, with retain_graph too; without it, the node lets go of
+    its tensors, so each activation is freed once the last op that reads it has passed (a
+    function of its own: a loop variable of the caller's would hold the last tensor)."""
     for ts in node.outputs.values():
         for t in ts:
             n = names.of(t)
@@ -570,9 +620,11 @@ def _release(node: _Node, names: _Names, grads: dict, keep_names) -> None:
                 g = grads.pop(n + GRAD_SUFFIX, None)
                 if g is not None and t._retain_grad:
                     t.grad = Tensor(g, t._dtype)
-                names.forget(t)
-    node.released = True
-    node.inputs = node.outputs = {}
+                if not keep_tape:
+                    names.forget(t)
+    if not keep_tape:
+        node.released = True
+        node.inputs = node.outputs = {}
 
 
 def _to_device(xp, arg):
@@ -659,7 +711,21 @@ dygraph.register_engine(ENGINE)
 
 
 def no_grad(func=None):
-    """`with keel.no_grad():` or `@keel.no_grad()`: ops inside record nothing for backward."""
+    """`with keel.no_grad():` or `@keel.no_grad()`: ops inside record nothing for backward.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> with paddle.no_grad():
+        ...     y = x * 2
+        >>> y.stop_gradient
+        True
+        >>> @paddle.no_grad()
+        ... def double(t):
+        ...     return t * 2
+        >>> double(x).stop_gradient
+        True
+    """
     if func is not None and callable(func):
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -682,16 +748,44 @@ class _NoGrad(contextlib.ContextDecorator):
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=False, no_grad_vars=None):
     """paddle.grad: the gradients of `outputs` (seeded by `grad_outputs`, default ones) with
-    respect to `inputs`, returned as Tensors (nothing is accumulated into .grad)."""
+    respect to `inputs`, returned as Tensors (nothing is accumulated into .grad).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
+        >>> y = (x * x).sum()
+        >>> (dx,) = paddle.grad(y, x)
+        >>> print(dx.numpy())
+        [2. 4. 6.]
+    """
     return ENGINE.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, no_grad_vars)
 
 
 def is_grad_enabled() -> bool:
+    """True unless inside no_grad() or set_grad_enabled(False): whether eager ops record for backward.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.is_grad_enabled()
+        True
+        >>> with paddle.no_grad():
+        ...     print(paddle.is_grad_enabled())
+        False
+    """
     return ENGINE.grad_enabled
 
 
 def set_grad_enabled(mode: bool):
-    """`with keel.set_grad_enabled(False):` (a context manager, as PaddlePaddle's)."""
+    """`with keel.set_grad_enabled(False):` (a context manager, as PaddlePaddle's).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> with paddle.set_grad_enabled(False):
+        ...     y = x * 2
+        >>> y.stop_gradient, (x * 2).stop_gradient
+        (True, False)
+    """
     return ENGINE.set_grad_enabled(mode)
 
 
@@ -704,7 +798,19 @@ def _onto(place, values) -> tuple:
 def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tensor:
     """paddle.to_tensor: a Tensor of `data` (a number, list, numpy array or Tensor); floats
     default to float32 and ints to int64, as PaddlePaddle's. `place`: CPUPlace() or
-    CUDAPlace(i); by default the one `set_device` chose."""
+    CUDAPlace(i); by default the one `set_device` chose.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> t = paddle.to_tensor([[1, 2], [3, 4]])
+        >>> t.shape, t.dtype
+        ([2, 2], paddle.int64)
+        >>> paddle.to_tensor(1.5).dtype, paddle.to_tensor(np.ones(2, "float64")).dtype
+        (paddle.float32, paddle.float64)
+        >>> paddle.to_tensor([1.0, 2.0], dtype="float16", stop_gradient=False).stop_gradient
+        False
+    """
     if isinstance(data, Tensor):
         array = data.value
     else:

@@ -45,7 +45,21 @@ class Executor:
     `plan_source` shows the Python function a block runs as. `max_loop_iterations=n` stops
     any `while` op that runs more than n iterations with an ExecutionError naming it (a
     bound for serving programs from untrusted files; the default, None, is no limit, as in
-    PaddlePaddle)."""
+    PaddlePaddle).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     x = paddle.static.data("x", [None, 4], "float32")
+        ...     y = paddle.static.nn.fc(x, 2)
+        >>> exe = paddle.static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(startup)                                   # initialize the parameters
+        >>> out, = exe.run(main, feed={"x": np.ones((3, 4), "float32")}, fetch_list=[y])
+        >>> out.shape
+        (3, 2)
+    """
 
     def __init__(self, place=None, *, num_threads: int = 1, check_nan_inf: bool | None = None,
                  seed: int | None = None, keep_intermediates: bool = False, profile: bool = False,

@@ -39,13 +39,29 @@ _FALSE = ("", "0", "false", "no", "off")
 
 
 def get_flags(flags) -> dict:
-    """{name: value} for a flag name or a list of them."""
+    """{name: value} for a flag name or a list of them.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.get_flags("FLAGS_check_nan_inf")
+        {'FLAGS_check_nan_inf': False}
+        >>> paddle.get_flags(["FLAGS_check_nan_inf"])
+        {'FLAGS_check_nan_inf': False}
+    """
     names = [flags] if isinstance(flags, str) else list(flags)
     return {name: _read(_flag(name, "get_flags")) for name in names}
 
 
 def set_flags(flags: dict) -> None:
-    """Set each flag of {name: value}; every name and value is checked before any is set."""
+    """Set each flag of {name: value}; every name and value is checked before any is set.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.set_flags({"FLAGS_check_nan_inf": True})
+        >>> paddle.get_flags("FLAGS_check_nan_inf")
+        {'FLAGS_check_nan_inf': True}
+        >>> paddle.set_flags({"FLAGS_check_nan_inf": False})
+    """
     if not isinstance(flags, dict):
         raise TypeError(f"set_flags: expected a dict {{flag name: value}}, got {type(flags).__name__}")
     updates = {}

@@ -34,6 +34,7 @@ import difflib
 import enum
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from keel.executor.executor import Executor
 from keel.executor.inference_config import PASSES, Config, PassBuilder, PlaceType, PrecisionType  # noqa: F401
 from keel.executor.kernel_call import call_kernel
 from keel.executor.lod import LoDTensor
+from keel.executor.onnx_engine import (CPU, ONNX_PASSES, TENSORRT, OrtEngine, OrtFallbackWarning, OrtUnavailable,
+                                       import_onnxruntime, providers)
+from keel.executor.place import CPUPlace
 from keel.executor.profiler import Profiler
 from keel.kernels import parallel
 from keel.executor.scope import Scope
@@ -58,7 +62,19 @@ class PredictorError(KeelError, ValueError):
 
 class DataType(enum.Enum):
     """What `Tensor.type()` returns: PaddlePaddle's `paddle.inference.DataType` members,
-    plus Keel's other element types."""
+    plus Keel's other element types.
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import DataType
+        >>> DataType.FLOAT32, paddle.inference.get_num_bytes_of_data_type(DataType.FLOAT32)
+        (<DataType.FLOAT32: 'float32'>, 4)
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> predictor = paddle.inference.create_predictor(paddle.inference.Config("out/linear"))
+        >>> predictor.get_input_handle("x").type()
+        <DataType.FLOAT32: 'float32'>
+    """
     FLOAT64 = "float64"
     FLOAT32 = "float32"
     FLOAT16 = "float16"
@@ -87,7 +103,24 @@ class Tensor:
     """An input or output of a Predictor, by name (`get_input_handle` / `get_output_handle`).
 
     Inputs: `copy_from_cpu(array)` (checked against the declared variable) or `reshape`.
-    Outputs: `copy_to_cpu()` after `run()`. Both: `shape()`, `type()`, `dtype`, `name`."""
+    Outputs: `copy_to_cpu()` after `run()`. Both: `shape()`, `type()`, `dtype`, `name`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.inference import Config, create_predictor
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> predictor = create_predictor(Config("out/linear"))
+        >>> x = predictor.get_input_handle("x")
+        >>> x.copy_from_cpu(np.ones((3, 4), "float32"))
+        >>> x.name, x.shape(), x.type()
+        ('x', [3, 4], <DataType.FLOAT32: 'float32'>)
+        >>> predictor.run()
+        >>> out = predictor.get_output_handle(predictor.get_output_names()[0])
+        >>> out.copy_to_cpu().shape, out.shape()
+        ((3, 2), [3, 2])
+    """
 
     def __init__(self, predictor: "Predictor", var, is_input: bool):
         self.name = var.name
@@ -169,33 +202,50 @@ class Tensor:
 
 class Predictor:
     """A loaded inference model, ready to run (see the module doc). Make one with
-    `create_predictor(config)`, more sharing its parameters with `clone()`."""
+    `create_predictor(config)`, more sharing its parameters with `clone()`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.inference import Config, create_predictor
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> predictor = create_predictor(Config("out/linear.pdmodel", "out/linear.pdiparams"))
+        >>> x = predictor.get_input_handle(predictor.get_input_names()[0])
+        >>> x.copy_from_cpu(np.ones((3, 4), "float32"))
+        >>> predictor.run()
+        >>> predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu().shape
+        (3, 2)
+    """
 
     def __init__(self, config: Config, _shared=None, _profiler=None):
         self._config = config
         # config.enable_profile(): a Profiler recording every run (shared with the clones)
         self.profiler = _profiler or (Profiler() if config.profile_enabled() else None)
-        self._executor = Executor(config._place(), num_threads=config.cpu_math_library_num_threads(),
-                                  profiler=self.profiler, reuse_buffers=config._memory_optim,
-                                  max_loop_iterations=config.max_loop_iterations())
         self._report = None  # the inference passes' report, when they ran at load
         self._hooks = {"input": [], "output": []}  # register_input_hook / register_output_hook
         if _shared is None:
             _shared = self._load()
-        self._program, self._params, self._input_names, self._output_names = _shared
+        else:  # a clone: ONNX Runtime's session takes host arrays, Keel's engine runs on the place asked for
+            self._executor = self._new_executor(CPUPlace() if _shared[4] is not None else config._place())
+        self._program, self._params, self._input_names, self._output_names, self._ort = _shared
         self._scope = self._params.new_scope()  # fetched values land here; parameters stay shared
         block = self._program.global_block()
         self._inputs = {n: Tensor(self, block.var(n), True) for n in self._input_names}
         self._outputs = {n: Tensor(self, block.var(n), False) for n in self._output_names}
-        # An output that is a parameter no op computes (a file may fetch one) is read from
-        # the scope; the plan computes the rest.
-        computed = {n for op in block.ops if op.type != "fetch" for n in op.output_arg_names}
-        self._stored_outputs = {n for n in self._output_names
-                                if n not in computed and block.var(n).persistable}
-        self._computed_outputs = [n for n in self._output_names if n not in self._stored_outputs]
+        self._stored_outputs, self._computed_outputs = _split_outputs(self._program, self._output_names)
         self._prepare()
 
+    def _new_executor(self, place) -> Executor:
+        config = self._config
+        return Executor(place, num_threads=config.cpu_math_library_num_threads(), profiler=self.profiler,
+                        reuse_buffers=config._memory_optim, max_loop_iterations=config.max_loop_iterations())
+
     def _prepare(self) -> None:
+        if self._ort is not None:  # the hooks (keep_intermediates) read what the observing session returns
+            self._run_program = self._ort.runner(self._scope, observe=self._executor.keep_intermediates,
+                                                 profiler=self.profiler)
+            return
         # the input handles check what they are given, so the run does not check again
         self._run_program = self._executor.prepare(self._program, self._input_names, self._computed_outputs,
                                                    self._scope, return_numpy=False, check_feed=False)
@@ -209,38 +259,76 @@ class Predictor:
         if not config.prog_file():
             raise PredictorError("create_predictor: the Config names no model: Config(prefix), "
                                  "Config(model_file, params_file) or config.set_model(...)")
+        use_ort = config.onnxruntime_enabled()
+        self._executor = self._new_executor(CPUPlace() if use_ort else config._place())
         params = Scope()
         program, feeds, fetches = load_inference_model("", self._executor, scope=params,
                                                        model_filename=config.prog_file(),
                                                        params_filename=config.params_file())
-        program = self._optimize(program, params)
-        return program, params, list(feeds), [v.name for v in fetches]
+        feeds, fetches = list(feeds), [v.name for v in fetches]
+        if use_ort:
+            try:
+                return self._load_onnxruntime(program, params, feeds, fetches)
+            except OrtUnavailable as e:
+                warnings.warn(f"Config.enable_onnxruntime(): {e}; Keel's engine runs this model instead",
+                              OrtFallbackWarning, stacklevel=4)
+                self._report = None
+                self._executor = self._new_executor(config._place())
+                for name in params.local_var_names():  # onto the GPU, when Keel's engine runs on one
+                    params.set(name, self._executor.to_device(params.get(name)))
+        program, values = self._optimize(program, params, config._run_precision() is PrecisionType.Half,
+                                         cpu=self._executor.place.device == "cpu")
+        self._install(params, values)
+        return program, params, feeds, fetches, None
 
-    def _optimize(self, program, scope):
-        """The inference passes (program.passes), when `ir_optim` is on, on the program and
-        the parameters in `scope` (host copies; folded constants come back as new
-        parameters, replacing the old ones); precision Half adds the float16 conversion
-        (alone when `ir_optim` is off). Returns the program to run; the passes' report is
-        kept as `_report` (None when no pass ran)."""
+    def _load_onnxruntime(self, program, params, feeds, fetches):
+        """(program, params, feeds, fetches, OrtEngine): the program after the passes whose
+        results ONNX expresses (onnx_engine.ONNX_PASSES), in one ONNX Runtime session."""
         config = self._config
-        half = config._run_precision() is PrecisionType.Half
+        ort = import_onnxruntime()
+        chain, gpu_fallback = providers(config, ort)
+        # float16 on CUDA is Keel's conversion; TensorRT converts itself (trt_fp16_enable)
+        half = config._precision is PrecisionType.Half and chain[0] != CPU and chain[0][0] != TENSORRT
+        optimized, values = self._optimize(program, params, half, cpu=False, allowed=ONNX_PASSES)
+        if values is None:  # no pass ran
+            values = {name: params.get(name) for name, _, _ in persistable_specs(program)}
+        _, computed = _split_outputs(optimized, fetches)
+        engine = OrtEngine(config, optimized, values, feeds, computed, chain, gpu_fallback)
+        self._install(params, values)  # only now: a fallback runs the loaded program on the loaded parameters
+        return optimized, params, feeds, fetches, engine
+
+    def _optimize(self, program, scope, half: bool, cpu: bool, allowed=None):
+        """The inference passes (program.passes), when `ir_optim` is on, on the program and
+        (host copies of) the parameters in `scope`; `half` adds the float16 conversion (alone
+        when `ir_optim` is off); `allowed`: the only passes that may run (None: all). Returns
+        (the program to run, its parameters: name -> host array, None when no pass ran); the
+        passes' report is kept as `_report` (None when no pass ran)."""
+        config = self._config
         if not config.ir_optim() and not half:
-            return program
+            return program, None
         disabled = config._disabled_passes()
         if not config.ir_optim():
             disabled |= set(PASSES) - {"convert_to_fp16"}
+        if allowed is not None:
+            disabled |= set(PASSES) - set(allowed)
         exe = self._executor
         names = [name for name, _, _ in persistable_specs(program)]
         params = {name: exe.to_host(scope.get(name)) for name in names}
         program, params, self._report = optimize_inference(
             program, params, evaluate=call_kernel, disabled=tuple(sorted(disabled)), fp16=half,
-            keep_io_types=not config._low_precision_io, cpu=exe.place.device == "cpu",
+            keep_io_types=not config._low_precision_io, cpu=cpu,
             fuse_conv=True, in_memory=True,  # fused_conv2d never reaches a file from here
             keep_fp32=(DEFAULT_KEEP_FP32 | config._fp32_ops) - config._fp16_ops)
-        scope.erase(names)
+        return program, params
+
+    def _install(self, scope, params) -> None:
+        """Replace the parameters in `scope` by `params` (the passes' result; folded
+        constants are new parameters), on the executor's device; None: keep them."""
+        if params is None:
+            return
+        scope.erase(scope.local_var_names())
         for name, value in params.items():
-            scope.set(name, exe.to_device(value))
-        return program
+            scope.set(name, self._executor.to_device(value))
 
     # -- names and handles ----------------------------------------------------------------
     def get_input_names(self) -> list[str]:
@@ -279,14 +367,15 @@ class Predictor:
                                      f"for {self._input_names}, got {_describe(inputs)}")
             for name, value in zip(self._input_names, inputs):
                 self._inputs[name].copy_from_cpu(value)
-        feed = {n: handle._value if handle._value is None or not handle._lod else LoDTensor(handle._value, handle._lod)
-                for n, handle in self._inputs.items()}
+        # ONNX Runtime reads no LoD (a program whose ops read one cannot be exported)
+        feed = {n: handle._value if handle._value is None or not handle._lod or self._ort is not None
+                else LoDTensor(handle._value, handle._lod) for n, handle in self._inputs.items()}
         if any(value is None for value in feed.values()):
             missing = [n for n, value in feed.items() if value is None]
             raise PredictorError(f"run(): input(s) {missing} not set; call "
                                  f"get_input_handle(name).copy_from_cpu(array) first, or run([arrays])")
         threads = self._config.cpu_math_library_num_threads()
-        if threads > 1:
+        if threads > 1 and self._ort is None:  # ORT's session has its own threads
             with parallel.using_threads(threads):
                 outs = self._run_program(feed)
         else:
@@ -303,9 +392,10 @@ class Predictor:
 
     def clone(self) -> "Predictor":
         """A predictor on the same program and the same parameter arrays (not copies), with
-        its own executor and handles: use one per thread."""
-        return Predictor(self._config, (self._program, self._params, self._input_names, self._output_names),
-                         self.profiler)
+        its own executor and handles: use one per thread. With enable_onnxruntime the clones
+        share the one ONNX Runtime session (its run is thread-safe)."""
+        return Predictor(self._config, (self._program, self._params, self._input_names, self._output_names,
+                                        self._ort), self.profiler)
 
     # -- memory and hooks -------------------------------------------------------------------
     def clear_intermediate_tensor(self) -> None:
@@ -341,7 +431,10 @@ class Predictor:
         if not self._executor.keep_intermediates:  # the hooks read every value after the run
             self._executor.keep_intermediates = True
             self._executor._plans.clear()
-            self._prepare()
+            try:
+                self._prepare()
+            except OrtUnavailable as e:
+                raise PredictorError(f"register_{kind}_hook: {e}") from None
 
     def _call_hooks(self, feed) -> None:
         block = self._program.global_block()
@@ -350,7 +443,8 @@ class Predictor:
                 continue
             for kind, names in (("input", op.input_arg_names), ("output", op.output_arg_names)):
                 for name in names:
-                    value = feed.get(name) if name in feed else self._scope.get(name)
+                    # an ONNX graph computes no XShape-like outputs nothing reads: those are absent
+                    value = feed.get(name) if name in feed else self._scope.get(name) if name in self._scope else None
                     if value is None or not self._hooks[kind]:
                         continue
                     handle = Tensor(self, block.var(name), is_input=False)
@@ -361,7 +455,21 @@ class Predictor:
 
 class PredictorPool:
     """`PredictorPool(config, size)`: `size` predictors sharing one loaded model (the first
-    made by create_predictor, the rest its clones); `retrieve(i)` gives the i-th."""
+    made by create_predictor, the rest its clones); `retrieve(i)` gives the i-th.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.inference import Config, PredictorPool
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> pool = PredictorPool(Config("out/linear"), size=2)       # one model, two predictors (one per thread)
+        >>> a, b = pool.retrieve(0), pool.retrieve(1)
+        >>> out_a, = a.run([np.ones((1, 4), "float32")])
+        >>> out_b, = b.run([np.ones((1, 4), "float32")])
+        >>> np.array_equal(out_a, out_b)
+        True
+    """
 
     def __init__(self, config: Config, size: int = 1):
         if int(size) < 1:
@@ -408,13 +516,27 @@ def create_predictor(config: Config) -> Predictor:
 
 
 def get_version() -> str:
-    """Keel's version, in Paddle Inference's layout ("version: ...")."""
+    """Keel's version, in Paddle Inference's layout ("version: ...").
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.inference.get_version())
+        version: ...
+        commit: keel
+        branch: keel
+    """
     from keel import __version__
     return f"version: {__version__}\ncommit: keel\nbranch: keel\n"
 
 
 def get_trt_compile_version() -> tuple[int, int, int]:
-    """(0, 0, 0): Keel is not built with TensorRT (PaddlePaddle's CPU builds answer the same)."""
+    """(0, 0, 0): Keel is not built with TensorRT (PaddlePaddle's CPU builds answer the same).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.inference.get_trt_compile_version(), paddle.inference.get_trt_runtime_version()
+        ((0, 0, 0), (0, 0, 0))
+    """
     return (0, 0, 0)
 
 
@@ -424,7 +546,14 @@ _DATA_TYPE_BYTES = {DataType.BFLOAT16: 2}
 
 
 def get_num_bytes_of_data_type(dtype: DataType) -> int:
-    """Bytes per element of a `DataType`."""
+    """Bytes per element of a `DataType`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import DataType, get_num_bytes_of_data_type
+        >>> get_num_bytes_of_data_type(DataType.FLOAT32), get_num_bytes_of_data_type(DataType.INT64)
+        (4, 8)
+    """
     dtype = DataType(dtype)
     return _DATA_TYPE_BYTES.get(dtype) or np.dtype(dtype.value).itemsize
 
@@ -435,7 +564,20 @@ def convert_to_mixed_precision(model_file, params_file, mixed_model_file, mixed_
     """Write a float16 copy of a model (the convert_to_fp16 pass: PaddlePaddle's
     auto_mixed_precision_pass), keeping the ops of `black_list` (and the pass's own keep
     list) in float32; `white_list=` ops are converted even where the keep list would keep
-    them. Both files are written as one atomic pair."""
+    them. Both files are written as one atomic pair.
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import PlaceType, PrecisionType, convert_to_mixed_precision
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> convert_to_mixed_precision("out/linear.pdmodel", "out/linear.pdiparams", "out/linear_fp16.pdmodel",
+        ...                            "out/linear_fp16.pdiparams", PrecisionType.Half, PlaceType.GPU)
+        >>> program = paddle.static.deserialize_program(paddle.static.load_from_file("out/linear_fp16.pdmodel"))
+        >>> weights = [v for v in program.global_block().vars.values() if v.persistable and "linear" in v.name]
+        >>> sorted({str(v.dtype) for v in weights})
+        ['paddle.float16']
+    """
     if PrecisionType(mixed_precision) is not PrecisionType.Half:
         raise NotImplementedError(f"convert_to_mixed_precision: {PrecisionType(mixed_precision).name} is not "
                                   f"implemented; Keel converts to PrecisionType.Half")
@@ -457,7 +599,15 @@ def convert_to_mixed_precision(model_file, params_file, mixed_model_file, mixed_
 
 class XpuConfig:
     """PaddlePaddle's XPU settings object, for `Config.set_xpu_config` (recorded: Keel has
-    no XPU backend). Its fields, PaddlePaddle's defaults."""
+    no XPU backend). Its fields, PaddlePaddle's defaults.
+
+    Examples:
+        >>> import keel as paddle
+        >>> xpu = paddle.inference.XpuConfig()
+        >>> xpu.device_id = 0
+        >>> config = paddle.inference.Config()
+        >>> config.set_xpu_config(xpu)           # recorded; Keel runs on the CPU or a CUDA GPU
+    """
 
     def __init__(self):
         self.device_id, self.l3_size, self.l3_ptr, self.l3_autotune_size = 0, 0, None, 0
@@ -491,6 +641,15 @@ class InternalUtils:
 # PaddlePaddle's `paddle.inference.wrapper` is the module that adds Python methods to its
 # C++ Tensor and Config; Keel's classes are Python already, so that module is this one.
 wrapper = sys.modules[__name__]
+
+
+def _split_outputs(program, output_names) -> tuple[set, list]:
+    """(the outputs read from the scope: parameters no op computes, which a file may fetch;
+    the outputs the run computes, in order)."""
+    block = program.global_block()
+    computed = {n for op in block.ops if op.type != "fetch" for n in op.output_arg_names}
+    stored = {n for n in output_names if n not in computed and block.var(n).persistable}
+    return stored, [n for n in output_names if n not in stored]
 
 
 def _describe(value) -> str:

@@ -7,8 +7,10 @@ Predictor reads (executor/inference.py): the model files, `switch_ir_optim`, `de
 asked for; without a usable GPU a warning and the CPU), `enable_memory_optim` (writing a
 result into its dying input's buffer), `set_cpu_math_library_num_threads` (the executor's
 and the kernels' threads), `enable_profile`, `enable_low_precision_io`,
-`exp_disable_mixed_precision_ops` (ops the float16 conversion keeps in float32).
-Everything else (TensorRT's tuning knobs, XPU/IPU/oneDNN/OpenVINO/ONNX Runtime switches,
+`exp_disable_mixed_precision_ops` (ops the float16 conversion keeps in float32),
+`enable_onnxruntime` / `enable_ort_optimization` (ONNX Runtime as the engine, with the GPU
+and TensorRT settings choosing its execution providers: executor/onnx_engine.py).
+Everything else (TensorRT's tuning knobs, XPU/IPU/oneDNN/OpenVINO switches,
 logging, caches) is accepted and recorded as the `_RECORDED` table lists it: `summary()`
 shows it, the matching getter returns it, and it changes nothing Keel runs, because Keel
 has no such engine or device.
@@ -25,7 +27,18 @@ from keel.program.passes import PASSES
 
 
 class PrecisionType(enum.Enum):
-    """PaddlePaddle's `paddle.inference.PrecisionType` (same members and numbers)."""
+    """PaddlePaddle's `paddle.inference.PrecisionType` (same members and numbers).
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import Config, PrecisionType
+        >>> config = Config()
+        >>> config.enable_use_gpu(256, 0, PrecisionType.Half)     # float16 on GPU 0, 256 MB initial memory pool
+        >>> config.use_gpu(), config.gpu_device_id()
+        (True, 0)
+        >>> list(PrecisionType.__members__)
+        ['Float32', 'Int8', 'Half', 'Bfloat16']
+    """
     Float32 = 0
     Int8 = 1
     Half = 2
@@ -33,7 +46,14 @@ class PrecisionType(enum.Enum):
 
 
 class PlaceType(enum.Enum):
-    """PaddlePaddle's `paddle.inference.PlaceType` (same members and numbers)."""
+    """PaddlePaddle's `paddle.inference.PlaceType` (same members and numbers).
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.inference import PlaceType
+        >>> PlaceType.CPU, PlaceType.GPU.value
+        (<PlaceType.CPU: 0>, 1)
+    """
     UNK = -1
     CPU = 0
     GPU = 1
@@ -127,8 +147,6 @@ _RECORDED = {
     "disable_onednn_fc_passes": ("mkldnn_fc_passes_disabled", ()),
     # other engines and devices Keel does not have
     "enable_openvino_engine": ("use_openvino", [("inference_precision", PrecisionType.Float32)]),
-    "enable_onnxruntime": ("use_onnxruntime", ()),
-    "enable_ort_optimization": ("ort_optimization", ()),
     "enable_xpu": ("use_xpu", [("l3_size", 16 << 20), ("l3_locked", False), ("conv_autotune", False),
                                ("conv_autotune_file", ""), ("transformer_encoder_precision", "int16"),
                                ("transformer_encoder_adaptive_seqlen", False), ("enable_multi_stream", False)]),
@@ -180,7 +198,6 @@ _GETTERS = {
     "mkldnn_int8_enabled": ("mkldnn_int8", False),
     "onednn_int8_enabled": ("mkldnn_int8", False),
     "openvino_engine_enabled": ("use_openvino", False),
-    "onnxruntime_enabled": ("use_onnxruntime", False),
     "use_xpu": ("use_xpu", False),
     "xpu_device_id": ("xpu_device_id", 0),
     "xpu_config": ("xpu_config", None),
@@ -200,7 +217,21 @@ class Config:
     `Config(model_file, params_file)`, `Config(prefix)` (prefix.json or prefix.pdmodel, +
     prefix.pdiparams), `Config(directory)` or `Config()` then `set_model(...)`. The
     parameter file may be absent when the model has no parameters. Which settings change
-    what runs and which are recorded only: see the module doc. `summary()` prints them all."""
+    what runs and which are recorded only: see the module doc. `summary()` prints them all.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.inference import Config, create_predictor
+        >>> spec = [paddle.static.InputSpec([None, 4], "float32", "x")]
+        >>> _ = paddle.jit.save(paddle.nn.Linear(4, 2), "out/linear", input_spec=spec)
+        >>> config = Config("out/linear.pdmodel", "out/linear.pdiparams")
+        >>> config.disable_gpu()
+        >>> config.set_cpu_math_library_num_threads(2)
+        >>> config.switch_ir_optim(True)
+        >>> create_predictor(config).run([np.ones((3, 4), "float32")])[0].shape
+        (3, 2)
+    """
 
     Precision = PrecisionType
     Float32, Int8, Half, Bfloat16 = (PrecisionType.Float32, PrecisionType.Int8,
@@ -223,6 +254,8 @@ class Config:
         self._max_loop_iterations = None
         self._fp32_ops: set[str] = set()       # exp_disable_mixed_precision_ops
         self._fp16_ops: set[str] = set()       # exp_enable_mixed_precision_ops
+        self._onnxruntime = False              # enable_onnxruntime: ONNX Runtime runs the model
+        self._ort_optimization = False         # enable_ort_optimization
         self._recorded: dict = {}
         if model_file is not None:
             self.set_model(model_file, params_file)
@@ -403,8 +436,25 @@ class Config:
 
     disable_onednn = disable_mkldnn
 
+    def enable_onnxruntime(self) -> None:
+        """Run the model in ONNX Runtime (executor/onnx_engine.py): the loaded program is
+        exported to ONNX in memory and served by one InferenceSession (threads from
+        `set_cpu_math_library_num_threads`; its CUDA or TensorRT execution provider for
+        `enable_use_gpu` / `enable_tensorrt_engine` where the installed onnxruntime has it).
+        Handles, run(), clone() and errors stay as with Keel's engine. A model that cannot be
+        exported, or onnx/onnxruntime not installed: one warning, and Keel's engine runs it."""
+        self._onnxruntime = True
+
     def disable_onnxruntime(self) -> None:
-        self._recorded["use_onnxruntime"] = False
+        self._onnxruntime = False
+
+    def onnxruntime_enabled(self) -> bool:
+        return self._onnxruntime
+
+    def enable_ort_optimization(self) -> None:
+        """ONNX Runtime's graph optimizations at ORT_ENABLE_ALL, as Paddle Inference sets
+        them; without it the session keeps ORT's default, which is ORT_ENABLE_ALL too."""
+        self._ort_optimization = True
 
     def to_native_config(self) -> "Config":
         """A copy (Keel has one kind of Config)."""

@@ -4,6 +4,8 @@ rows that say what Keel will actually run: `keel_device` (the GPU through cupy, 
 and why) and `keel_precision`, and the deleted passes Keel has no counterpart for."""
 from __future__ import annotations
 
+import warnings
+
 from keel.program.passes import PASSES
 
 
@@ -53,7 +55,10 @@ def summary_table(config) -> str:
         gpu += [("keel_device", f"GPU {config.gpu_device_id()} through {engine}" if reason is None
                  else f"CPU (falls back, with a warning: {reason})"),
                 ("keel_precision", config._precision.name if reason is None else "Float32")]
-    other = [("use_xpu", config.use_xpu())]
+    engine = [("use_onnxruntime", config.onnxruntime_enabled())]
+    if config.onnxruntime_enabled():
+        engine += [("enable_ort_optimization", config._ort_optimization), ("keel_engine", _ort_engine_row(config))]
+    other = engine + [("use_xpu", config.use_xpu())]
     if config.use_xpu() or rec.get("use_ipu") or rec.get("custom_device"):
         other.append(("keel_device_note", "Keel has no XPU/IPU/custom device backend; runs as above"))
 
@@ -76,6 +81,21 @@ def summary_table(config) -> str:
     extra = sorted(k for k in rec if k not in _SHOWN)
     runtime += [(k, _cell(rec[k])) for k in extra]
     return _table([model, cpu, gpu, other, runtime])
+
+
+def _ort_engine_row(config) -> str:
+    """What runs with enable_onnxruntime: ONNX Runtime and its execution providers, or
+    Keel's engine and why (a model that cannot be exported is found only when it is loaded)."""
+    from keel.executor.onnx_engine import OrtUnavailable, import_onnxruntime, providers
+    try:
+        ort = import_onnxruntime()
+    except OrtUnavailable as e:
+        return f"Keel's (falls back, with a warning: {e})"
+    with warnings.catch_warnings():  # the summary describes; create_predictor warns
+        warnings.simplefilter("ignore")
+        chain, _ = providers(config, ort)
+    names = [p if isinstance(p, str) else p[0] for p in chain]
+    return f"ONNX Runtime {ort.__version__} ({', '.join(names)}), where the model exports"
 
 
 # recorded keys with rows of their own above; the others are listed after the runtime rows

@@ -6,7 +6,6 @@ from typing import Callable
 
 import numpy as np
 
-from keel import kernels  # noqa: F401  (registers every kernel)
 from keel.kernels import registry as kernel_registry
 from keel.program.ops import registry as op_registry
 

@@ -14,6 +14,16 @@ _NO_DEVICE = nullcontext()  # reusable and reentrant
 
 
 class CPUPlace:
+    """The host CPU, where tensors live and ops run unless a CUDAPlace is chosen.
+
+    Examples:
+        >>> import keel as paddle
+        >>> place = paddle.CPUPlace()
+        >>> place
+        CPUPlace()
+        >>> paddle.to_tensor([1.0], place=place).place
+        CPUPlace()
+    """
     device = "cpu"
 
     @property
@@ -34,7 +44,14 @@ class CPUPlace:
 
 
 class CUDAPlace:
-    """GPU `device_id`, through cupy (`pip install -e ".[gpu]"` in the Keel checkout)."""
+    """GPU `device_id`, through cupy (`pip install -e ".[gpu]"` in the Keel checkout).
+
+    Examples:
+        >>> import keel as paddle
+        >>> place = paddle.CUDAPlace(0)      # GPU 0; tensors and executors placed there need cupy and a GPU
+        >>> place
+        CUDAPlace(0)
+    """
     device = "gpu"
 
     def __init__(self, device_id: int = 0):
@@ -60,20 +77,53 @@ class CUDAPlace:
     __hash__ = object.__hash__
 
 
-def place_of_device(device) -> CPUPlace | CUDAPlace:
-    """A place from PaddlePaddle's device names: "cpu", "gpu" (device 0), "gpu:N", or a
-    place itself."""
-    if isinstance(device, (CPUPlace, CUDAPlace)):
+class CUDAPinnedPlace:
+    """Page-locked host memory (`Tensor.pin_memory()`): numpy arrays whose copies to a GPU
+    can run asynchronously. Kernels see host arrays, so ops on a pinned tensor run on the
+    CPU, as PaddlePaddle's do.
+
+    Examples:
+        >>> import keel as paddle
+        >>> place = paddle.CUDAPinnedPlace()
+        >>> place
+        CUDAPinnedPlace()
+        >>> paddle.to_tensor([1.0, 2.0], place=place).numpy()
+        array([1., 2.], dtype=float32)
+    """
+    device = "cpu"
+
+    @property
+    def xp(self):
+        return get_array_module("cpu")
+
+    def device_context(self):
+        return _NO_DEVICE
+
+    def __repr__(self):
+        return "CUDAPinnedPlace()"
+
+    def __eq__(self, other):
+        return isinstance(other, CUDAPinnedPlace)
+
+    __hash__ = object.__hash__
+
+
+def place_of_device(device) -> CPUPlace | CUDAPlace | CUDAPinnedPlace:
+    """A place from PaddlePaddle's device names: "cpu", "gpu" (device 0), "gpu:N",
+    "gpu_pinned", or a place itself."""
+    if isinstance(device, (CPUPlace, CUDAPlace, CUDAPinnedPlace)):
         return device
     text = str(device).strip().lower() if isinstance(device, str) else None
     if text == "cpu":
         return CPUPlace()
+    if text == "gpu_pinned":
+        return CUDAPinnedPlace()
     if text == "gpu":
         return CUDAPlace(0)
     if text and text.startswith("gpu:") and text[4:].isdigit():
         return CUDAPlace(int(text[4:]))
-    raise ValueError(f"unknown device {device!r}: Keel runs on \"cpu\", \"gpu\" or \"gpu:N\" "
-                     "(or a CPUPlace / CUDAPlace)")
+    raise ValueError(f"unknown device {device!r}: Keel runs on \"cpu\", \"gpu\", \"gpu:N\" or "
+                     "\"gpu_pinned\" (or a CPUPlace / CUDAPlace / CUDAPinnedPlace)")
 
 
 # -- the default place: paddle.set_device / paddle.get_device ----------------------------------
@@ -89,8 +139,23 @@ def default_place():
 def set_device(device: str):
     """PaddlePaddle's `paddle.set_device`: "cpu", "gpu" (GPU 0) or "gpu:N" (or a place)
     becomes the place `Executor()` and `to_tensor` use when given none; returns that place.
-    A GPU needs cupy and that device: a ValueError says how many devices there are."""
+    A GPU needs cupy and that device: a ValueError says how many devices there are.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.set_device("cpu")
+        CPUPlace()
+        >>> paddle.to_tensor([1.0]).place
+        CPUPlace()
+        >>> if paddle.device.cuda.device_count() > 0:
+        ...     _ = paddle.set_device("gpu:0")
+        ...     place = paddle.to_tensor([1.0]).place          # CUDAPlace(0)
+        ...     _ = paddle.set_device("cpu")
+    """
     place = place_of_device(device)
+    if isinstance(place, CUDAPinnedPlace):
+        raise ValueError("set_device('gpu_pinned'): pinned host memory holds tensors (Tensor.pin_memory()), "
+                         "it runs no ops; set \"cpu\" or \"gpu\"")
     if place.device != "cpu" and place.device_id >= device_count():
         raise ValueError(f"set_device({device!r}): Keel finds {device_count()} usable CUDA device(s) (a GPU "
                          f'needs cupy and a driver: pip install -e ".[gpu]" in the Keel checkout)')
@@ -100,13 +165,28 @@ def set_device(device: str):
 
 
 def get_device() -> str:
-    """"cpu" or "gpu:N": the default place `set_device` chose."""
+    """"cpu" or "gpu:N": the default place `set_device` chose.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.set_device("cpu")
+        CPUPlace()
+        >>> paddle.get_device()
+        'cpu'
+    """
     place = default_place()
     return "cpu" if place.device == "cpu" else f"gpu:{place.device_id}"
 
 
 def device_count() -> int:
-    """How many CUDA devices cupy finds (0 without cupy or a driver)."""
+    """How many CUDA devices cupy finds (0 without cupy or a driver).
+
+    Examples:
+        >>> import keel as paddle
+        >>> n = paddle.device.cuda.device_count()
+        >>> isinstance(n, int) and n >= 0           # 0 on a machine without cupy or a GPU
+        True
+    """
     try:
         import cupy
         return int(cupy.cuda.runtime.getDeviceCount())

@@ -148,6 +148,17 @@ class Profiler:
                 by_pos[pos] = s
         self.runs.append(_Run(entry[1], threading.get_ident(), order, by_pos, begin, end))
 
+    def record_span(self, label: str, begin: float, end: float, program=None) -> None:
+        """One run of an engine that times no ops of its own (ONNX Runtime, for a Predictor
+        with enable_onnxruntime): the whole run shows as one op of type `label`."""
+        key = ("span", label, id(program))
+        entry = self._programs.get(key)
+        if entry is None:
+            tag = len(self._program_tags) + 1
+            self._program_tags[key] = (program, tag)
+            entry = self._programs[key] = (program, _Program(tag, 0, [(0, label, "", [])]))
+        self.runs.append(_Run(entry[1], threading.get_ident(), [(0, begin, end, 1)], None, begin, end))
+
     def _describe(self, plan) -> _Program:
         program = plan.block.program
         known = self._program_tags.get(id(program))

@@ -84,6 +84,20 @@ _global_scope = Scope()
 
 
 def global_scope() -> Scope:
+    """The scope programs run in unless scope_guard or Executor.run(scope=...) name another:
+    where the startup program leaves the parameters.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     y = paddle.static.nn.fc(paddle.static.data("x", [None, 4]), 2)
+        >>> _ = paddle.static.Executor().run(startup)       # parameters go to the global scope
+        >>> w = main.all_parameters()[0].name
+        >>> np.array(paddle.static.global_scope().find_var(w).get_tensor()).shape
+        (4, 2)
+    """
     return _global_scope
 
 
@@ -91,7 +105,20 @@ default.register_global_scope(global_scope)  # Layer.state_dict's default, witho
 
 
 class scope_guard:
-    """`with scope_guard(scope):` makes `scope` the default of Executor.run inside the block."""
+    """`with scope_guard(scope):` makes `scope` the default of Executor.run inside the block.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     y = paddle.static.nn.fc(paddle.static.data("x", [None, 4]), 2)
+        >>> scope = paddle.static.Scope()
+        >>> with paddle.static.scope_guard(scope):
+        ...     _ = paddle.static.Executor().run(startup)   # the parameters go to `scope`
+        >>> w = main.all_parameters()[0].name
+        >>> scope.find_var(w) is not None, paddle.static.global_scope().find_var(w) is None
+        (True, True)
+    """
 
     def __init__(self, scope: Scope):
         self.scope = scope

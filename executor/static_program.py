@@ -25,7 +25,15 @@ __all__ = ["CompiledProgram", "BuildStrategy", "ExecutionStrategy", "cpu_places"
 
 class BuildStrategy:
     """PaddlePaddle's graph-building switches (fuse_*, enable_inplace, ...): accepted, stored,
-    and without effect (Keel's plan compiler decides its own fusions)."""
+    and without effect (Keel's plan compiler decides its own fusions).
+
+    Examples:
+        >>> import keel as paddle
+        >>> build_strategy = paddle.static.BuildStrategy()
+        >>> build_strategy.enable_inplace = True
+        >>> build_strategy.fuse_elewise_add_act_ops = True
+        >>> program = paddle.static.CompiledProgram(paddle.static.Program(), build_strategy=build_strategy)
+    """
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -35,7 +43,21 @@ ExecutionStrategy = BuildStrategy
 
 
 class CompiledProgram:
-    """`paddle.static.CompiledProgram(program)`: the Executor runs it as `program`."""
+    """`paddle.static.CompiledProgram(program)`: the Executor runs it as `program`.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     x = paddle.static.data("x", [None, 4], "float32")
+        ...     loss = paddle.mean(paddle.static.nn.fc(x, 2))
+        >>> exe = paddle.static.Executor()
+        >>> _ = exe.run(startup)
+        >>> compiled = paddle.static.CompiledProgram(main)
+        >>> exe.run(compiled, feed={"x": np.ones((3, 4), "float32")}, fetch_list=[loss])[0].shape
+        ()
+    """
 
     def __init__(self, program_or_graph, build_strategy: BuildStrategy | None = None):
         self._program = program_or_graph
@@ -53,14 +75,26 @@ class CompiledProgram:
 
 
 def cpu_places(device_count: int | None = None) -> list:
-    """`device_count` CPU places (default: the CPU_NUM environment variable, else 1)."""
+    """`device_count` CPU places (default: the CPU_NUM environment variable, else 1).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.static.cpu_places(2)
+        [CPUPlace(), CPUPlace()]
+    """
     if device_count is None:
         device_count = int(os.environ.get("CPU_NUM", "1"))
     return [CPUPlace() for _ in range(int(device_count))]
 
 
 def cuda_places(device_ids=None) -> list:
-    """CUDA places for `device_ids` (default: every GPU cupy sees; cupy is needed then)."""
+    """CUDA places for `device_ids` (default: every GPU cupy sees; cupy is needed then).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.static.cuda_places([0])          # the places of GPUs 0 (running on them needs cupy and a GPU)
+        [CUDAPlace(0)]
+    """
     if device_ids is None:
         device_ids = range(CUDAPlace(0).xp.cuda.runtime.getDeviceCount())
     return [CUDAPlace(int(i)) for i in device_ids]
@@ -72,7 +106,20 @@ class StaticStateError(KeelError, ValueError):
 
 def save(program, model_path, protocol=4, **configs) -> None:
     """Write `program`'s persistable values from the global scope to model_path.pdparams
-    (parameters) and .pdopt (the rest), and the program to model_path.pdmodel."""
+    (parameters) and .pdopt (the rest), and the program to model_path.pdmodel.
+
+    Examples:
+        >>> import os
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     y = paddle.static.nn.fc(paddle.static.data("x", [None, 4]), 2)
+        >>> exe = paddle.static.Executor()
+        >>> _ = exe.run(startup)
+        >>> paddle.static.save(main, "out/model")
+        >>> sorted(os.listdir("out"))
+        ['model.pdmodel', 'model.pdopt', 'model.pdparams']
+    """
     scope = global_scope()
     params, others, missing = {}, {}, []
     for var in _persistables(program):
@@ -106,7 +153,20 @@ def _prefix(model_path) -> str:
 
 def load_program_state(model_path, var_list=None) -> dict:
     """{name: array} of the values static.save wrote at model_path (.pdparams, and .pdopt
-    when present); only those of `var_list` when given."""
+    when present); only those of `var_list` when given.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     y = paddle.static.nn.fc(paddle.static.data("x", [None, 4]), 2)
+        >>> exe = paddle.static.Executor()
+        >>> _ = exe.run(startup)
+        >>> paddle.static.save(main, "out/model")
+        >>> state = paddle.static.load_program_state("out/model")
+        >>> sorted((name, value.shape) for name, value in state.items())
+        [('fc_0.b_0', (2,)), ('fc_0.w_0', (4, 2))]
+    """
     prefix = _prefix(model_path)
     if not os.path.exists(prefix + ".pdparams"):
         raise StaticStateError(f"static.load: {prefix}.pdparams does not exist")
@@ -147,7 +207,21 @@ def _fit(program, state: dict, source: str, require=None) -> dict:
 
 def set_program_state(program, state_dict: dict) -> None:
     """Put the values of `state_dict` ({name: array}) of `program`'s persistables in the
-    global scope (names the program lacks are skipped; a shape that does not fit is an error)."""
+    global scope (names the program lacks are skipped; a shape that does not fit is an error).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     y = paddle.static.nn.fc(paddle.static.data("x", [None, 4]), 2)
+        >>> exe = paddle.static.Executor()
+        >>> _ = exe.run(startup)
+        >>> state = {p.name: np.ones(p.shape, "float32") for p in main.all_parameters()}
+        >>> paddle.static.set_program_state(main, state)
+        >>> exe.run(main, feed={"x": np.ones((1, 4), "float32")}, fetch_list=[y])[0]
+        array([[5., 5.]], dtype=float32)
+    """
     scope = global_scope()
     for name, value in _fit(program, state_dict, "the state dict").items():
         scope.set(name, value)
@@ -156,7 +230,24 @@ def set_program_state(program, state_dict: dict) -> None:
 def load(program, model_path, executor=None, var_list=None) -> None:
     """Read model_path.pdparams (and .pdopt when present) into the global scope: the values
     of `program`'s persistables (or of `var_list`'s). Every problem (a parameter missing, a
-    shape that does not fit) is reported at once, and nothing is set then."""
+    shape that does not fit) is reported at once, and nothing is set then.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     y = paddle.static.nn.fc(paddle.static.data("x", [None, 4]), 2)
+        >>> exe = paddle.static.Executor()
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.ones((1, 4), "float32")}
+        >>> before = exe.run(main, feed=feed, fetch_list=[y])[0]
+        >>> paddle.static.save(main, "out/model")
+        >>> _ = exe.run(startup)                                 # new random parameters
+        >>> paddle.static.load(main, "out/model", exe)           # the saved ones back
+        >>> np.array_equal(exe.run(main, feed=feed, fetch_list=[y])[0], before)
+        True
+    """
     prefix = _prefix(model_path)
     values = load_program_state(prefix)
     if var_list is not None:

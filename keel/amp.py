@@ -1,9 +1,7 @@
 """`paddle.amp`: eager mixed precision. `auto_cast` and `GradScaler` are
 program/amp/eager.py's; `decorate` here is PaddlePaddle 3's eager one (over Layers and
 optimizers), not `paddle.static.amp.decorate` (over a static optimizer, program/amp)."""
-from __future__ import annotations
-
-from keel.program import dtypes
+from keel.program.dtypes import is_floating, to_code, to_numpy
 from keel.program.amp.eager import GradScaler, auto_cast  # noqa: F401
 from keel.program.nn import layers as _layers
 from keel.program.nn.layer import Layer
@@ -22,11 +20,20 @@ def decorate(models, optimizers=None, level="O1", dtype="float16", master_weight
     O2: the models' parameters cast to `dtype` in place, except norm layers' and
     `excluded_layers`' (instances or classes), and the optimizers updating them through
     float32 master copies (unless master_weight=False). Returns what was given: a model,
-    or (models, optimizers)."""
+    or (models, optimizers).
+
+    Examples:
+        >>> import keel as paddle
+        >>> model = paddle.nn.Sequential(paddle.nn.Linear(4, 4), paddle.nn.BatchNorm1D(4))
+        >>> opt = paddle.optimizer.SGD(parameters=model.parameters())
+        >>> model, opt = paddle.amp.decorate(models=model, optimizers=opt, level="O2")
+        >>> model[0].weight.dtype, model[1].weight.dtype           # norm layers stay float32
+        (paddle.float16, paddle.float32)
+    """
     if level not in ("O1", "O2"):
         raise ValueError(f"amp.decorate: level must be 'O1' or 'O2', got {level!r}")
-    code = dtypes.to_code(dtype)
-    if code not in (dtypes.to_code("float16"), dtypes.to_code("bfloat16")):
+    code = to_code(dtype)
+    if code not in (to_code("float16"), to_code("bfloat16")):
         raise ValueError(f"amp.decorate: dtype must be 'float16' or 'bfloat16', got {dtype!r}")
     if save_dtype is not None or master_grad:
         raise NotImplementedError("amp.decorate: save_dtype and master_grad are not supported in Keel")
@@ -59,17 +66,29 @@ def _cast_layers(model, code, excluded) -> None:
         if excluded(layer):
             continue
         for param in layer.parameters(include_sublayers=False):
-            if dtypes.is_floating(param.dtype):
-                param._value = param.value.astype(dtypes.to_numpy(code))
+            if is_floating(param.dtype):
+                param._value = param.value.astype(to_numpy(code))
                 param._dtype = code
                 param._version += 1
 
 
 def is_float16_supported(device=None) -> bool:
-    """float16 computes on every place Keel runs (on the CPU through numpy, slowly)."""
+    """float16 computes on every place Keel runs (on the CPU through numpy, slowly).
+
+    Examples:
+        >>> import keel as paddle
+        >>> isinstance(paddle.amp.is_float16_supported(), bool)     # on the current device
+        True
+    """
     return True
 
 
 def is_bfloat16_supported(device=None) -> bool:
-    """bfloat16 computes in float32 with each result rounded (docs/compatibility.md)."""
+    """bfloat16 computes in float32 with each result rounded (docs/compatibility.md).
+
+    Examples:
+        >>> import keel as paddle
+        >>> isinstance(paddle.amp.is_bfloat16_supported(), bool)    # on the current device
+        True
+    """
     return True

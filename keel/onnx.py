@@ -7,7 +7,7 @@
 
 The model is Keel's inference program (read from its files, traced from a Layer as
 `jit.save` traces it, or a Program with its parameters); keel.program.onnx translates it op
-by op into an ONNX graph built with the `onnx` package's helpers (`pip install keel[onnx]`)
+by op into an ONNX graph built with the `onnx` package's helpers (`pip install -e ".[onnx]"` in the Keel checkout)
 and checked with `onnx.checker`. `verify=True` also runs the result in ONNX Runtime against
 Keel's executor on random inputs. The file is written atomically.
 """

@@ -1,6 +1,8 @@
 """`paddle.version`: Keel's release, from `keel.__version__` (the one place it is written)."""
 from keel import __version__ as full_version
 
+__all__ = ["full_version", "major", "minor", "patch", "rc", "commit", "istaged", "with_mkl", "cuda", "cudnn", "show"]
+
 major, minor, patch = (full_version.split(".") + ["0", "0"])[:3]
 rc = "0"
 commit = "keel"

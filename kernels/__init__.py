@@ -1,19 +1,14 @@
 """Kernels: pure functions of arrays and attributes, one per op type, written once against
 an array module (numpy or cupy). This package imports neither `program` nor `executor`.
-Importing it registers every kernel (one module per op family)."""
+Each op family is a module that registers its kernels when imported; the registry imports
+them all (`load_families`) at its first lookup (`registry.get`, `registry.all_kernels`), so
+importing this package, or `keel.kernels.array_module`, is cheap."""
 from keel.kernels import registry  # noqa: F401
-from keel.kernels import (activation, elementwise, loss, math, nn, optimizer, random,  # noqa: F401
-                     tensor)
-from keel.kernels import detection  # noqa: F401
-from keel.kernels import fused  # noqa: F401
-from keel.kernels import fused_conv  # noqa: F401
-from keel.kernels import manip  # noqa: F401
-from keel.kernels import amp  # noqa: F401
-from keel.kernels import rnn  # noqa: F401
-from keel.kernels import vision  # noqa: F401
-from keel.kernels import collective  # noqa: F401
-from keel.kernels import adam_chunked  # noqa: F401
-from keel.kernels import control_flow  # noqa: F401
-from keel.kernels import set_value  # noqa: F401
-from keel.kernels import linalg  # noqa: F401
-from keel.kernels import stat  # noqa: F401
+
+
+def load_families() -> None:
+    """Import every op family, registering its kernels. The order matters only where a
+    family reuses another's kernels when imported (collective: nn's batch_norm)."""
+    from keel.kernels import (activation, elementwise, loss, math, nn, optimizer, random,  # noqa: F401
+                              tensor, detection, fused, fused_conv, manip, amp, rnn, vision, collective,
+                              adam_chunked, control_flow, set_value, linalg, stat)

@@ -10,11 +10,12 @@ import weakref
 
 import numpy as np
 
+from keel.kernels.bf16_bits import from_bf16_bits, to_bf16_bits
 from keel.kernels.constants import filled
 from keel.kernels.control_flow import sum_arrays
 from keel.kernels.elementwise import align, as_grad_of, sum_to
 from keel.kernels.registry import UfuncCall, kernel
-from keel.kernels.tensor import BF16, from_bf16_bits, to_bf16_bits
+from keel.kernels.tensor import BF16
 
 # VarType numbers (framework.proto) -> dtype names. Kept here: kernels never import `program`.
 _VARTYPE_DTYPES = {

@@ -803,7 +803,8 @@ def lookup_table_v2(xp, ids, w, *, padding_idx):
     safe = xp.clip(flat, 0, rows - 1) if rows else flat
     out = w[safe]
     if pad != -1:
-        out = out * (flat != pad)[:, None].astype(w.dtype)
+        # zeros, not W's row times 0 (that gives -0.0 for negative and NaN for inf weights)
+        out[flat == pad] = 0
     return out.reshape(tuple(ids.shape) + tuple(w.shape[1:]))
 
 

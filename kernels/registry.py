@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -114,6 +115,21 @@ class UfuncCall:
 
 _KERNELS: dict[str, KernelDef] = {}
 
+# The op families (kernels/__init__.py's load_families) are imported at the first lookup, not
+# with the package: a script that builds or loads programs without running them, and
+# `import keel`, skip ~100 ms of kernel modules.
+_families_lock = threading.RLock()   # re-entrant: a family may look a kernel up while being imported
+_families_loaded = False
+
+
+def _load_families() -> None:
+    global _families_loaded
+    with _families_lock:
+        if not _families_loaded:
+            import keel.kernels as kernels
+            kernels.load_families()
+            _families_loaded = True
+
 
 def kernel(op_type: str, *, inputs, outputs, attrs=(), rng: bool = False, inplace=None,
            specialize=None):
@@ -128,8 +144,12 @@ def kernel(op_type: str, *, inputs, outputs, attrs=(), rng: bool = False, inplac
 
 
 def get(op_type: str) -> KernelDef | None:
+    if not _families_loaded:
+        _load_families()
     return _KERNELS.get(op_type)
 
 
 def all_kernels() -> dict[str, KernelDef]:
+    if not _families_loaded:
+        _load_families()
     return dict(_KERNELS)

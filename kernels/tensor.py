@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from keel.kernels.bf16_bits import from_bf16_bits, to_bf16_bits
 from keel.kernels.registry import kernel
 
 # VarType number -> numpy dtype. BF16 travels as its uint16 bit pattern (as in program/dtypes).
@@ -45,24 +46,6 @@ def np_dtype(code: int) -> np.dtype:
         return _DTYPES[int(code)]
     except KeyError:
         raise TypeError(f"unsupported dtype number {code}") from None
-
-
-def to_bf16_bits(xp, a):
-    """float array -> bfloat16 bit patterns (uint16), rounding to nearest even."""
-    f = xp.ascontiguousarray(a.astype(np.float32))
-    u = f.view(np.uint32)
-    rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    out = rounded.astype(np.uint16)
-    # ascontiguousarray makes a 0-d array 1-d: the result keeps a's shape
-    return xp.where(xp.isnan(f), np.uint16(0x7FC0), out).reshape(a.shape)
-
-
-def from_bf16_bits(xp, bits):
-    """bfloat16 bit patterns (uint16) -> float32, exactly: a bfloat16 is the upper half of
-    the float32 of the same value, so the bits shifted up 16 are that float32's bits."""
-    wide = xp.asarray(bits).astype(np.uint32)
-    wide <<= np.uint32(16)  # in place: a 0-d array stays an array
-    return wide.view(np.float32)
 
 
 def cast(xp, a, code: int):

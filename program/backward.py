@@ -52,7 +52,19 @@ class GradNames:
 def append_backward(loss: Variable, parameter_list=None, no_grad_set=None) -> list[tuple[Parameter, Variable]]:
     """Append the ops computing d(loss)/d(param) to loss's program and return
     `[(param, grad_var)]` for every trainable parameter (or those in `parameter_list`,
-    given as Parameters or names) that the loss depends on."""
+    given as Parameters or names) that the loss depends on.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     x = paddle.static.data("x", [None, 4], "float32")
+        ...     loss = paddle.mean(paddle.static.nn.fc(x, 2))
+        ...     params_grads = paddle.static.append_backward(loss)
+        >>> [(p.name, g.name) for p, g in params_grads]
+        [('fc_0.w_0', 'fc_0.w_0@GRAD'), ('fc_0.b_0', 'fc_0.b_0@GRAD')]
+    """
     block = loss.block
     program = block.program
     if parameter_list is None:
@@ -69,7 +81,20 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None) -> li
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None) -> list[Variable | None]:
     """Gradients of sum(targets) with respect to each of `inputs` (None where a target
     does not depend on it). `target_gradients` (optional, one per target) seed the targets'
-    gradients instead of ones."""
+    gradients instead of ones.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [3], "float32")
+        ...     x.stop_gradient = False
+        ...     y = paddle.sum(x * x)
+        ...     dx, = paddle.static.gradients([y], [x])
+        >>> paddle.static.Executor().run(main, feed={"x": np.array([1.0, 2.0, 3.0], "float32")}, fetch_list=[dx])[0]
+        array([2., 4., 6.], dtype=float32)
+    """
     targets = _as_list(targets)
     inputs = _as_list(inputs)
     block = targets[0].block

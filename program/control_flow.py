@@ -105,7 +105,19 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     """`true_fn()` if the one-element bool `pred` holds, else `false_fn()`: both branches are
     built, each in a conditional_block, and select_input picks the results of the one taken
     (where the two disagree on a dim, the result's is -1). Both functions return Variables of
-    the same nesting and dtypes, or both None."""
+    the same nesting and dtypes, or both None.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [1], "float32")
+        ...     out = paddle.static.nn.cond(x.sum() > 0, lambda: x * 2, lambda: -x)
+        >>> exe = paddle.static.Executor()
+        >>> [exe.run(main, feed={"x": np.array([v], "float32")}, fetch_list=[out])[0].tolist() for v in (3, -4)]
+        [[6.0], [4.0]]
+    """
     from keel.program.layers.math import logical_not
     _check_condition("cond", pred)
     true_out = branch(pred, true_fn) if true_fn is not None else None
@@ -139,7 +151,19 @@ def select(pred, t_vars, f_vars, name=None) -> list[Variable]:
 
 def case(pred_fn_pairs, default=None, name=None):
     """The function of the first (pred, fn) pair whose pred holds, else `default()` (None:
-    the last pair's fn), as nested conds."""
+    the last pair's fn), as nested conds.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [1], "float32")
+        ...     out = paddle.static.nn.case([(x < 0, lambda: x - x), (x < 10, lambda: x * 2)], default=lambda: x)
+        >>> exe = paddle.static.Executor()
+        >>> [exe.run(main, feed={"x": np.array([v], "float32")}, fetch_list=[out])[0].tolist() for v in (-1, 3, 20)]
+        [[0.0], [6.0], [20.0]]
+    """
     pairs = list(pred_fn_pairs)
     if not pairs:
         _fail("case", "needs at least one (pred, fn) pair")
@@ -154,7 +178,20 @@ def case(pred_fn_pairs, default=None, name=None):
 def switch_case(branch_index, branch_fns, default=None, name=None):
     """The function `branch_fns` maps `branch_index` (a one-element int Variable) to: a dict
     {index: fn}, a list of (index, fn) pairs or a list of fns (indexed from 0); `default()`
-    for other indices (None: the function of the largest index)."""
+    for other indices (None: the function of the largest index).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     i = paddle.static.data("i", [1], "int32")
+        ...     branches = {0: lambda: paddle.full([1], 10.0), 2: lambda: paddle.full([1], 20.0)}
+        ...     out = paddle.static.nn.switch_case(i, branches, default=lambda: paddle.full([1], -1.0))
+        >>> exe = paddle.static.Executor()
+        >>> [exe.run(main, feed={"i": np.array([v], "int32")}, fetch_list=[out])[0].tolist() for v in (0, 1, 2)]
+        [[10.0], [-1.0], [20.0]]
+    """
     from keel.program.layers.math import equal
     from keel.program.layers.tensor import fill_constant
     if isinstance(branch_fns, dict):
@@ -171,7 +208,18 @@ def switch_case(branch_index, branch_fns, default=None, name=None):
 def while_loop(cond, body, loop_vars, is_test=False, name=None):
     """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)` holds (a while op); returns
     the loop variables, which the loop updates in place. A loop variable whose shape the body
-    changes gets -1 in the dims that change."""
+    changes gets -1 in the dims that change.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     i = paddle.full([1], 0, "int64")
+        ...     total = paddle.full([1], 0, "int64")
+        ...     i, total = paddle.static.nn.while_loop(lambda i, t: i < 5, lambda i, t: [i + 1, t + i], [i, total])
+        >>> [v.tolist() for v in paddle.static.Executor().run(main, fetch_list=[i, total])]
+        [[5], [10]]
+    """
     from keel.program.layers.tensor import assign
     if not callable(cond) or not callable(body):
         _fail("while_loop", "cond and body must be callable")

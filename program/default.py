@@ -10,12 +10,34 @@ _startup = Program()
 
 
 def default_main_program() -> Program:
-    """The program layers append their ops to (switch it with `program_guard`)."""
+    """The program layers append their ops to (switch it with `program_guard`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 4])
+        ...     print(paddle.static.default_main_program() is main)
+        True
+        >>> [op.type for op in main.global_block().ops] == [], x.name in main.global_block().vars
+        (True, True)
+    """
     return _main
 
 
 def default_startup_program() -> Program:
-    """The program that receives parameter-initializer ops."""
+    """The program that receives parameter-initializer ops.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     y = paddle.static.nn.fc(paddle.static.data("x", [None, 4]), 2)
+        ...     print(paddle.static.default_startup_program() is startup)
+        True
+        >>> [op.type for op in startup.global_block().ops]           # the parameters' initializers
+        ['uniform_random', 'fill_constant']
+    """
     return _startup
 
 
@@ -131,7 +153,18 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
 
 @contextlib.contextmanager
 def name_scope(prefix: str):
-    """Group the ops built inside under `prefix` (recorded in each op's `op_namescope`)."""
+    """Group the ops built inside under `prefix` (recorded in each op's `op_namescope`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     with paddle.static.name_scope("encoder"):
+        ...         x = paddle.static.data("x", [None, 4])
+        ...         y = paddle.scale(x, 2.0)
+        >>> main.global_block().ops[-1].attr("op_namescope")
+        '/encoder/'
+    """
     scopes = _main._namescopes
     scopes.append(prefix)
     try:

@@ -89,7 +89,18 @@ class DType(int):
     itself, so it equals the codes Keel stores and compares (`x.dtype == pb.VarType.FP32`),
     hashes like them and is accepted wherever a dtype is; only its text differs, as
     PaddlePaddle prints `paddle.float32`. Strings stay strings: like PaddlePaddle's,
-    `paddle.float32 == "float32"` is False."""
+    `paddle.float32 == "float32"` is False.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0])
+        >>> x.dtype, x.dtype == paddle.float32
+        (paddle.float32, True)
+        >>> print(paddle.int64)
+        paddle.int64
+        >>> isinstance(paddle.float32, paddle.dtype)
+        True
+    """
 
     def __new__(cls, code: int):
         return super().__new__(cls, code)
@@ -122,13 +133,27 @@ _DEFAULT_FLOAT = [_DTYPES[_T.FP32]]
 
 
 def get_default_dtype() -> str:
-    """The default floating dtype's name ('float32' unless set_default_dtype changed it)."""
+    """The default floating dtype's name ('float32' unless set_default_dtype changed it).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.get_default_dtype()
+        'float32'
+    """
     return _DEFAULT_FLOAT[0].name
 
 
 def set_default_dtype(d) -> None:
     """Set the default floating dtype: float16, bfloat16, float32 or float64, as PaddlePaddle
-    allows (an integer or complex dtype is refused)."""
+    allows (an integer or complex dtype is refused).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.set_default_dtype("float64")
+        >>> paddle.to_tensor([1.0]).dtype, paddle.get_default_dtype()
+        (paddle.float64, 'float64')
+        >>> paddle.set_default_dtype("float32")
+    """
     code = to_code(d)
     if code not in FLOATING:
         raise TypeError(f"set_default_dtype only supports [float16, float32, float64, bfloat16], "

@@ -37,18 +37,47 @@ def engine():
 
 
 def in_dynamic_mode() -> bool:
-    """True when op calls run at once (no program is being built)."""
+    """True when op calls run at once (no program is being built).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.in_dynamic_mode()
+        True
+        >>> paddle.enable_static()
+        >>> paddle.in_dynamic_mode()
+        False
+        >>> paddle.disable_static()
+    """
     return not (_static_enabled or _building)
 
 
 def enable_static() -> None:
-    """PaddlePaddle's `paddle.enable_static()`: layer calls append to the default programs."""
+    """PaddlePaddle's `paddle.enable_static()`: layer calls append to the default programs.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.enable_static()
+        >>> x = paddle.static.data("x", [None, 3], "float32")     # a variable of the default program
+        >>> x.name, paddle.in_dynamic_mode()
+        ('x', False)
+        >>> paddle.disable_static()
+    """
     global _static_enabled
     _static_enabled = True
 
 
 def disable_static() -> None:
-    """Back to eager execution (the default) outside `program_guard`."""
+    """Back to eager execution (the default) outside `program_guard`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.enable_static()
+        >>> paddle.in_dynamic_mode()
+        False
+        >>> paddle.disable_static()
+        >>> paddle.in_dynamic_mode()
+        True
+    """
     global _static_enabled
     _static_enabled = False
 

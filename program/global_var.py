@@ -9,7 +9,18 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
                       main_program=None, startup_program=None):
     """A `shape` variable named `name` in the main program, filled with `value` by a
     `fill_constant` in the startup program (the default programs unless given).
-    `force_cpu` is accepted for PaddlePaddle's signature; Keel places every value alike."""
+    `force_cpu` is accepted for PaddlePaddle's signature; Keel places every value alike.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main, startup = paddle.static.Program(), paddle.static.Program()
+        >>> with paddle.static.program_guard(main, startup):
+        ...     step = paddle.static.create_global_var([1], value=0.0, dtype="float32", persistable=True, name="step")
+        >>> exe = paddle.static.Executor()
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[step])
+        [array([0.], dtype=float32)]
+    """
     main = main_program or default.default_main_program()
     startup = startup_program or default.default_startup_program()
     shape = [int(d) for d in shape]

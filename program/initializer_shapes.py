@@ -15,7 +15,17 @@ _LINEAR_GAINS = ("sigmoid", "linear", "conv1d", "conv2d", "conv3d", "conv1d_tran
 def calculate_gain(nonlinearity: str, param=None) -> float:
     """The gain PaddlePaddle recommends for an activation: 1 for sigmoid, linear and the
     convolutions, 5/3 for tanh, sqrt(2) for relu, sqrt(2 / (1 + slope^2)) for leaky_relu
-    (slope `param`, default 0.01), 3/4 for selu."""
+    (slope `param`, default 0.01), 3/4 for selu.
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.nn.initializer.calculate_gain("tanh")
+        1.6666666666666667
+        >>> round(paddle.nn.initializer.calculate_gain("relu"), 4)
+        1.4142
+        >>> round(paddle.nn.initializer.calculate_gain("leaky_relu", param=0.2), 4)
+        1.3868
+    """
     if nonlinearity in _LINEAR_GAINS:
         return 1
     if nonlinearity == "tanh":

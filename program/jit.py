@@ -24,7 +24,6 @@ import inspect
 import numpy as np
 
 from keel.program import default, dygraph, unique_name
-from keel.program.dy2static import convert_function, converted_forward
 from keel.program.errors import OpError
 from keel.program.io.inference_model import (inference_model_values, load_inference_model, program_suffix,
                                              save_inference_model)
@@ -83,6 +82,7 @@ def _trace(layer, input_spec, where: str):
                          "the layer on them")
     specs = [s if isinstance(s, InputSpec) else InputSpec(s.shape, s.dtype, s.name) for s in input_spec]
     names = _argument_names(layer, len(specs))
+    from keel.program.dy2static import converted_forward  # the AST transformer: loaded by the first save
     main, startup = Program(), Program()
     with layer.mode(training=False), default.program_guard(main, startup), converted_forward(layer):
         feeds = [data(spec.name or names[i], spec.shape, spec.dtype) for i, spec in enumerate(specs)]
@@ -142,7 +142,20 @@ class TranslatedLayer(Layer):
     Called on Variables inside `program_guard` it appends the saved ops to the current
     program, its intermediates renamed, its parameters by their own names (their values
     already in the scope: the startup program gets no initializer for them), e.g. to
-    fine-tune it or to build a larger model around it."""
+    fine-tune it or to build a larger model around it.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> net = paddle.nn.Linear(4, 2)
+        >>> _ = paddle.jit.save(net, "out/linear", input_spec=[InputSpec([None, 4], "float32", "x")])
+        >>> loaded = paddle.jit.load("out/linear")       # a TranslatedLayer
+        >>> type(loaded).__name__, loaded(paddle.ones([3, 4])).shape
+        ('TranslatedLayer', [3, 2])
+        >>> np.allclose(loaded(paddle.ones([3, 4])).numpy(), net(paddle.ones([3, 4])).numpy())
+        True
+    """
 
     def __init__(self, program: Program, feed_names, fetch_names, scope):
         super().__init__("translated_layer")
@@ -331,6 +344,7 @@ class StaticFunction:
     def converted(self):
         """The function with its Python if/while on tensors converted (dy2static)."""
         if self._converted is None:
+            from keel.program.dy2static import convert_function  # loaded by the first conversion
             self._converted = convert_function(self._function)
         return self._converted
 
@@ -377,7 +391,20 @@ def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
     """paddle.jit.to_static: a Layer, a Layer's forward or a function whose calls run as a
     static program traced from it (see StaticFunction); `input_spec` is what jit.save uses
     when it is given none. Works as `to_static(layer)`, `@to_static` and
-    `@to_static(input_spec=[...])`."""
+    `@to_static(input_spec=[...])`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> @paddle.jit.to_static
+        ... def affine(x, y):
+        ...     return x * 2 + y
+        >>> print(affine(paddle.to_tensor([1.0, 2.0]), paddle.to_tensor([0.5, 0.5])).numpy())
+        [2.5 4.5]
+        >>> net = paddle.jit.to_static(paddle.nn.Linear(4, 2), input_spec=[InputSpec([None, 4], "float32")])
+        >>> net(paddle.ones([3, 4])).shape
+        [3, 2]
+    """
     def convert(target):
         if isinstance(target, Layer):
             target.forward = StaticFunction(target.forward, input_spec, target)

@@ -7,7 +7,19 @@ _MARK = "_keel_not_to_static"
 
 def not_to_static(func=None):
     """Mark `func` (as a decorator, with or without parentheses) to be called unconverted
-    by converted code; returns the function itself."""
+    by converted code; returns the function itself.
+
+    Examples:
+        >>> import keel as paddle
+        >>> @paddle.jit.not_to_static
+        ... def helper_fn(x):
+        ...     return x + 1                          # called as it is, not converted
+        >>> @paddle.jit.to_static
+        ... def f(x):
+        ...     return helper_fn(x) * 2
+        >>> print(f(paddle.to_tensor([1.0, 2.0])).numpy())
+        [4. 6.]
+    """
     if func is None:
         return not_to_static
     setattr(getattr(func, "__func__", func), _MARK, True)

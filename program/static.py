@@ -34,7 +34,19 @@ __all__ = ["InputSpec", "data", "nn", "amp", "create_global_var", "Program", "Va
 def device_guard(device=None):
     """PaddlePaddle's `static.device_guard`: ops built inside run on `device` ("cpu", "gpu",
     "gpu:N" or None). Keel runs a program's ops on its Executor's place, copying host inputs
-    over where an op needs them, so the block only checks the name."""
+    over where an op needs them, so the block only checks the name.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 4])
+        ...     with paddle.static.device_guard("cpu"):     # PaddlePaddle places these ops on the CPU;
+        ...         y = paddle.scale(x, 2.0)                # Keel runs all on the Executor's place
+        >>> exe = paddle.static.Executor(paddle.CPUPlace())
+        >>> exe.run(main, feed={"x": paddle.ones([1, 4]).numpy()}, fetch_list=[y])[0]
+        array([[2., 2., 2., 2.]], dtype=float32)
+    """
     if device is not None and not (device in ("cpu", "gpu") or str(device).startswith("gpu:")):
         raise ValueError(f"device_guard: device must be 'cpu', 'gpu' or 'gpu:N', got {device!r}")
     yield
@@ -42,36 +54,105 @@ def device_guard(device=None):
 
 def normalize_program(program, feed_vars, fetch_vars, **kwargs):
     """The inference program of `program` from `feed_vars` to `fetch_vars` (what
-    save_inference_model writes): pruned, with feed and fetch ops."""
+    save_inference_model writes): pruned, with feed and fetch ops.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 4])
+        ...     y = paddle.scale(x, 2.0)
+        ...     unused = paddle.scale(x, 3.0)
+        >>> pruned = paddle.static.normalize_program(main, [x], [y])      # only what y needs, feed and fetch ops added
+        >>> [op.type for op in pruned.global_block().ops]
+        ['feed', 'scale', 'fetch']
+    """
     return inference_program(program, _names(feed_vars, "feed_vars"), _names(fetch_vars, "fetch_vars"))
 
 
 def serialize_program(feed_vars, fetch_vars, **kwargs) -> bytes:
-    """normalize_program(kwargs' `program`, default the main program) as ProgramDesc bytes."""
+    """normalize_program(kwargs' `program`, default the main program) as ProgramDesc bytes.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 4])
+        ...     y = paddle.scale(x, 2.0)
+        >>> data = paddle.static.serialize_program([x], [y], program=main)      # .pdmodel bytes
+        >>> type(data), len(paddle.static.deserialize_program(data).global_block().ops)
+        (<class 'bytes'>, 3)
+    """
     program = kwargs.get("program") or default_main_program()
     return normalize_program(program, feed_vars, fetch_vars).serialize_to_string()
 
 
 def deserialize_program(data: bytes):
-    """A Program from serialize_program's bytes (a ProgramDesc, or PIR JSON)."""
+    """A Program from serialize_program's bytes (a ProgramDesc, or PIR JSON).
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 4])
+        ...     y = paddle.scale(x, 2.0)
+        >>> data = paddle.static.serialize_program([x], [y], program=main)
+        >>> program = paddle.static.deserialize_program(data)
+        >>> [op.type for op in program.global_block().ops]
+        ['feed', 'scale', 'fetch']
+    """
     return parse_program(bytes(data), source="<serialized program>")
 
 
 def save_to_file(path, content: bytes) -> None:
-    """Write `content` (bytes) to `path`, atomically."""
+    """Write `content` (bytes) to `path`, atomically.
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 4])
+        ...     y = paddle.scale(x, 2.0)
+        >>> import os
+        >>> os.makedirs("out", exist_ok=True)       # (the folder must exist, as for PaddlePaddle's)
+        >>> paddle.static.save_to_file("out/model.pdmodel", paddle.static.serialize_program([x], [y], program=main))
+        >>> program = paddle.static.deserialize_program(paddle.static.load_from_file("out/model.pdmodel"))
+        >>> [op.type for op in program.global_block().ops]
+        ['feed', 'scale', 'fetch']
+    """
     if not isinstance(content, (bytes, bytearray)):
         raise TypeError(f"save_to_file: content must be bytes, got {type(content).__name__}")
     atomic_write(path, bytes(content))
 
 
 def load_from_file(path) -> bytes:
+    """The bytes of the file at path (the pair of save_to_file).
+
+    Examples:
+        >>> import os
+        >>> import keel as paddle
+        >>> os.makedirs("out", exist_ok=True)
+        >>> paddle.static.save_to_file("out/blob.bin", b"keel")
+        >>> paddle.static.load_from_file("out/blob.bin")
+        b'keel'
+    """
     with open(path, "rb") as f:
         return f.read()
 
 
 class InputSpec:
     """An input's shape (-1 or None for a size known only at run time), dtype and name
-    (paddle.static.InputSpec)."""
+    (paddle.static.InputSpec).
+
+    Examples:
+        >>> import keel as paddle
+        >>> from keel.static import InputSpec
+        >>> spec = InputSpec([None, 784], "float32", "image")
+        >>> spec
+        InputSpec(shape=[-1, 784], dtype=float32, name='image')
+        >>> spec.shape, spec.dtype, spec.name
+        ([-1, 784], 'float32', 'image')
+    """
 
     def __init__(self, shape, dtype="float32", name: str | None = None, stop_gradient: bool = False):
         self.shape = [-1 if d is None else int(d) for d in shape]

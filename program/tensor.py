@@ -20,7 +20,21 @@ _T_DENSE = 7  # pb.VarType.DENSE_TENSOR
 
 
 class Tensor(Variable):
-    """An eager tensor (paddle.Tensor). Build one with `keel.to_tensor(data)`."""
+    """An eager tensor (paddle.Tensor). Build one with `keel.to_tensor(data)`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]], stop_gradient=False)
+        >>> x.shape, x.dtype, x.ndim
+        ([2, 2], paddle.float32, 2)
+        >>> y = (x * x).sum()
+        >>> y.backward()
+        >>> print(x.grad.numpy())
+        [[2. 4.]
+         [6. 8.]]
+        >>> x[0].tolist(), float(x.sum())
+        ([1.0, 2.0], 10.0)
+    """
 
     eager = True
     # Defaults at class level: an op makes a Tensor per output, and most keep these.
@@ -31,6 +45,8 @@ class Tensor(Variable):
     _version = 0         # bumped by in-place writes, checked by backward
     _name = None
     _persistable = False
+    _pinned = False      # in page-locked host memory (pin_memory())
+    _grad_cleared = False  # clear_gradient() ran since the last backward (PaddlePaddle's fake-empty gradient)
 
     def __init__(self, value=None, dtype=None, *, name: str | None = None, stop_gradient: bool = True,
                  persistable: bool = False):
@@ -188,9 +204,48 @@ class Tensor(Variable):
 
     __str__ = __repr__
 
+    # -- places (keel/executor/eager_places.py) ---------------------------------------------
     @property
     def place(self):
-        return dygraph.engine().place_of(self.value)
+        """CPUPlace(), CUDAPlace(i) or CUDAPinnedPlace(): where the value lives."""
+        return dygraph.engine().tensor_place(self)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.place.device == "gpu"
+
+    def cpu(self) -> "Tensor":
+        """This tensor on the CPU: itself when it is there, else a copy, a new leaf with this
+        tensor's stop_gradient (as PaddlePaddle's: backward does not cross the copy)."""
+        return dygraph.engine().move(self, "cpu")
+
+    def cuda(self, device_id=None, blocking: bool = True) -> "Tensor":
+        """This tensor on GPU `device_id` (None: set_device's GPU, else GPU 0), as cpu()."""
+        engine = dygraph.engine()
+        return engine.move(self, engine.cuda_place(device_id))
+
+    def pin_memory(self, blocking: bool = True) -> "Tensor":
+        """A copy in page-locked host memory (CUDAPinnedPlace), as cpu(); needs cupy."""
+        return dygraph.engine().move(self, "gpu_pinned")
+
+    def to(self, *args, **kwargs) -> "Tensor":
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other_tensor)` (its place and
+        dtype), with an optional `blocking`: a dtype change is a (recorded) cast, a place
+        change a copy as cpu()/cuda() make; unchanged, the tensor itself.
+
+        Examples:
+            >>> import keel as paddle
+            >>> x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+            >>> x.to("cpu") is x
+            True
+            >>> y = x.to("float64")
+            >>> y.dtype, y.is_leaf
+            (paddle.float64, False)
+            >>> (y * y).sum().backward()
+            >>> x.grad.numpy().tolist()
+            [2.0, 4.0]
+        """
+        return dygraph.engine().to(self, args, kwargs)
 
     # -- autograd ---------------------------------------------------------------------------
     def backward(self, grad_tensor=None, retain_graph: bool = False) -> None:
@@ -199,10 +254,16 @@ class Tensor(Variable):
         dygraph.engine().backward([self], [grad_tensor], retain_graph)
 
     def clear_gradient(self, set_to_zero: bool = True) -> None:
-        """The gradient back to zeros (or to None with set_to_zero=False), as PaddlePaddle's."""
+        """The gradient back to zeros (or to None with set_to_zero=False), as PaddlePaddle's;
+        the next backward writes its gradient in place of them rather than adding to them
+        (PaddlePaddle's "fake empty" gradient: a value set into .grad in between is replaced
+        too), which saves a pass over every parameter per training step."""
         if self.grad is not None and set_to_zero:
             value = self.grad.value
-            self.grad._value = dygraph.engine().array_module(value).zeros_like(value)  # not value * 0: Inf * 0
+            # zeros(), not value * 0 (Inf * 0) nor zeros_like (which writes every page):
+            # fresh zero pages a backward replaces are never touched
+            self.grad._value = dygraph.engine().array_module(value).zeros(value.shape, value.dtype)
+            self._grad_cleared = True
         else:
             self.grad = None
 

@@ -20,6 +20,17 @@ class Variable:
 
     Arithmetic on variables appends ops: `a + b` (elementwise_add), `a @ b` (matmul_v2),
     `a < b` (less_than), `-a` (scale), `a[1:, ::2]` (slice/strided_slice), ...
+
+    Examples:
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 4], "float32")
+        ...     y = x * 2 + 1                                # operators append ops
+        >>> isinstance(y, paddle.static.Variable), x.name, x.shape, x.dtype
+        (True, 'x', (-1, 4), paddle.float32)
+        >>> [op.type for op in main.global_block().ops]
+        ['scale', 'scale']
     """
 
     is_parameter = False

@@ -28,7 +28,16 @@ def _outputs(helper, *dtypes, stop_gradient=True):
 
 def yolo_box(x, img_size, anchors, class_num, conf_thresh=0.01, downsample_ratio=32, clip_bbox=True,
              scale_x_y=1.0, iou_aware=False, iou_aware_factor=0.5, name=None):
-    """Boxes [N, anchors*H*W, 4] in image pixels and Scores [N, anchors*H*W, class_num]."""
+    """Boxes [N, anchors*H*W, 4] in image pixels and Scores [N, anchors*H*W, class_num].
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.rand([1, 2 * (5 + 3), 4, 4])              # 2 anchors, 3 classes, a 4x4 grid
+        >>> boxes, scores = paddle.vision.ops.yolo_box(x, paddle.to_tensor([[128, 128]], dtype="int32"), anchors=[10, 13, 16, 30],
+        ...                                            class_num=3, conf_thresh=0.01, downsample_ratio=32)
+        >>> boxes.shape, scores.shape
+        ([1, 32, 4], [1, 32, 3])
+    """
     helper = LayerHelper("yolo_box", name)
     boxes, scores = _outputs(helper, x.dtype, x.dtype)
     helper.append_op("yolo_box", {"X": x, "ImgSize": img_size}, {"Boxes": boxes, "Scores": scores},
@@ -54,8 +63,23 @@ def multiclass_nms(bboxes, scores, score_threshold, nms_top_k, keep_top_k, nms_t
 
 
 def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_top_k, use_gaussian=False,
-               gaussian_sigma=2.0, background_label=0, normalized=True, name=None):
-    """Op matrix_nms: (Out [K, 6], Index [K, 1], RoisNum [N])."""
+               gaussian_sigma=2.0, background_label=0, normalized=True, return_index=False, return_rois_num=True,
+               name=None):
+    """Op matrix_nms: (Out [K, 6], RoisNum [N], Index [K, 1]) in PaddlePaddle's order, with None
+    for RoisNum unless `return_rois_num` and for Index unless `return_index`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> boxes = paddle.to_tensor([[[0.0, 0.0, 10.0, 10.0], [0.0, 0.0, 10.0, 9.0], [20.0, 20.0, 30.0, 30.0]]])
+        >>> scores = paddle.to_tensor([[[0.0, 0.0, 0.0], [0.9, 0.8, 0.7]]])     # [N, classes, boxes]; class 0 is background
+        >>> out, num, index = paddle.vision.ops.matrix_nms(boxes, scores, score_threshold=0.1, post_threshold=0.5,
+        ...                                                nms_top_k=10, keep_top_k=10, return_index=True)
+        >>> out.shape, num.tolist(), index.numpy().ravel().tolist()    # the overlapped box decays below 0.5
+        ([2, 6], [2], [0, 2])
+        >>> print(out.numpy().round(4))          # [label, score, x1, y1, x2, y2]
+        [[ 1.   0.9  0.   0.  10.  10. ]
+         [ 1.   0.7 20.  20.  30.  30. ]]
+    """
     helper = LayerHelper("matrix_nms", name)
     out, index, num = _outputs(helper, bboxes.dtype, "int32", "int32")
     helper.append_op("matrix_nms", {"BBoxes": bboxes, "Scores": scores},
@@ -64,13 +88,24 @@ def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_
                       "nms_top_k": nms_top_k, "keep_top_k": keep_top_k, "use_gaussian": use_gaussian,
                       "gaussian_sigma": gaussian_sigma, "background_label": background_label,
                       "normalized": normalized})
-    return out, index, num
+    return out, num if return_rois_num else None, index if return_index else None
 
 
 def prior_box(input, image, min_sizes, max_sizes=None, aspect_ratios=(1.0,), variance=(0.1, 0.1, 0.2, 0.2),
               flip=False, clip=False, steps=(0.0, 0.0), offset=0.5, min_max_aspect_ratios_order=False,
               name=None):
-    """SSD priors: (Boxes, Variances), each [H, W, priors, 4]."""
+    """SSD priors: (Boxes, Variances), each [H, W, priors, 4].
+
+    Examples:
+        >>> import keel as paddle
+        >>> feature = paddle.rand([1, 3, 4, 4])
+        >>> image = paddle.rand([1, 3, 32, 32])
+        >>> boxes, variances = paddle.vision.ops.prior_box(feature, image, min_sizes=[8.0], aspect_ratios=[1.0, 2.0], flip=True)
+        >>> boxes.shape, variances.shape                   # [H, W, priors, 4]: ratios 1, 2 and 1/2
+        ([4, 4, 3, 4], [4, 4, 3, 4])
+        >>> print(boxes.numpy()[0, 0, 0])                  # the first cell's square prior, normalized
+        [0.   0.   0.25 0.25]
+    """
     helper = LayerHelper("prior_box", name)
     boxes, var = _outputs(helper, input.dtype, input.dtype)
     helper.append_op("prior_box", {"Input": input, "Image": image}, {"Boxes": boxes, "Variances": var},
@@ -111,7 +146,18 @@ def anchor_generator(input, anchor_sizes, aspect_ratios, variance=(0.1, 0.1, 0.2
 def box_coder(prior_box, prior_box_var, target_box, code_type="encode_center_size", box_normalized=True,
               axis=0, name=None):
     """`prior_box_var`: a [M, 4] variable (input PriorBoxVar), a list of 4 floats (attribute
-    `variance`) or None."""
+    `variance`) or None.
+
+    Examples:
+        >>> import keel as paddle
+        >>> prior = paddle.to_tensor([[0.0, 0.0, 10.0, 10.0]])
+        >>> target = paddle.to_tensor([[1.0, 1.0, 11.0, 11.0]])
+        >>> deltas = paddle.vision.ops.box_coder(prior, [0.1, 0.1, 0.2, 0.2], target, code_type="encode_center_size")
+        >>> print(deltas.numpy().round(4))
+        [[[1. 1. 0. 0.]]]
+        >>> print(paddle.vision.ops.box_coder(prior, [0.1, 0.1, 0.2, 0.2], deltas, code_type="decode_center_size").numpy().round(4))
+        [[[ 1.  1. 11. 11.]]]
+    """
     helper = LayerHelper("box_coder", name)
     (out,) = _outputs(helper, target_box.dtype)
     inputs = {"PriorBox": prior_box, "TargetBox": target_box}
@@ -125,7 +171,17 @@ def box_coder(prior_box, prior_box_var, target_box, code_type="encode_center_siz
 
 
 def roi_align(x, boxes, boxes_num, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=True, name=None):
-    """paddle.vision.ops.roi_align: Out [R, C, ph, pw] (differentiable with respect to x)."""
+    """paddle.vision.ops.roi_align: Out [R, C, ph, pw] (differentiable with respect to x).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> boxes = paddle.to_tensor([[0.0, 0.0, 4.0, 4.0]])
+        >>> out = paddle.vision.ops.roi_align(x, boxes, paddle.to_tensor([1], dtype="int32"), output_size=2, aligned=False)
+        >>> print(out.numpy())
+        [[[[ 5.    6.75]
+           [12.   13.75]]]]
+    """
     ph, pw = (output_size, output_size) if isinstance(output_size, int) else output_size
     helper = LayerHelper("roi_align", name)
     (out,) = _outputs(helper, x.dtype, stop_gradient=False)
@@ -139,7 +195,17 @@ def roi_align(x, boxes, boxes_num, output_size, spatial_scale=1.0, sampling_rati
 
 
 def roi_pool(x, boxes, boxes_num, output_size, spatial_scale=1.0, name=None):
-    """paddle.vision.ops.roi_pool: Out [R, C, ph, pw] (differentiable with respect to x)."""
+    """paddle.vision.ops.roi_pool: Out [R, C, ph, pw] (differentiable with respect to x).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> boxes = paddle.to_tensor([[0.0, 0.0, 3.0, 3.0]])
+        >>> out = paddle.vision.ops.roi_pool(x, boxes, paddle.to_tensor([1], dtype="int32"), output_size=2)
+        >>> print(out.numpy())
+        [[[[ 5.  7.]
+           [13. 15.]]]]
+    """
     ph, pw = (output_size, output_size) if isinstance(output_size, int) else output_size
     helper = LayerHelper("roi_pool", name)
     (out,) = _outputs(helper, x.dtype, stop_gradient=False)
@@ -154,8 +220,21 @@ def roi_pool(x, boxes, boxes_num, output_size, spatial_scale=1.0, name=None):
 
 def generate_proposals(scores, bbox_deltas, img_size, anchors, variances, pre_nms_top_n=6000,
                        post_nms_top_n=1000, nms_thresh=0.5, min_size=0.1, eta=1.0, pixel_offset=False,
-                       name=None):
-    """Op generate_proposals_v2: (RpnRois [K, 4], RpnRoiProbs [K, 1], RpnRoisNum [N])."""
+                       return_rois_num=False, name=None):
+    """Op generate_proposals_v2: (RpnRois [K, 4], RpnRoiProbs [K, 1], RpnRoisNum [N]), with None
+    for RpnRoisNum unless `return_rois_num`, as PaddlePaddle's static function returns.
+
+    Examples:
+        >>> import keel as paddle
+        >>> scores = paddle.rand([1, 3, 4, 4])                     # [N, anchors, H, W]
+        >>> deltas = paddle.zeros([1, 12, 4, 4])                   # no offsets: the anchors themselves
+        >>> anchors = paddle.rand([4, 4, 3, 4]) * 8 + paddle.to_tensor([0.0, 0.0, 8.0, 8.0])
+        >>> variances = paddle.ones([4, 4, 3, 4])
+        >>> rois, probs, num = paddle.vision.ops.generate_proposals(
+        ...     scores, deltas, paddle.to_tensor([[32.0, 32.0]]), anchors, variances, post_nms_top_n=10, return_rois_num=True)
+        >>> rois.shape[1], probs.shape[1], int(num[0]) == rois.shape[0] <= 10
+        (4, 1, True)
+    """
     helper = LayerHelper("generate_proposals_v2", name)
     rois, probs, num = _outputs(helper, scores.dtype, scores.dtype, "int32")
     helper.append_op("generate_proposals_v2",
@@ -164,12 +243,23 @@ def generate_proposals(scores, bbox_deltas, img_size, anchors, variances, pre_nm
                      {"RpnRois": rois, "RpnRoiProbs": probs, "RpnRoisNum": num},
                      {"pre_nms_topN": pre_nms_top_n, "post_nms_topN": post_nms_top_n, "nms_thresh": nms_thresh,
                       "min_size": min_size, "eta": eta, "pixel_offset": pixel_offset})
-    return rois, probs, num
+    return rois, probs, num if return_rois_num else None
 
 
 def distribute_fpn_proposals(fpn_rois, min_level, max_level, refer_level, refer_scale, pixel_offset=False,
                              rois_num=None, name=None):
-    """(per-level RoIs, RestoreIndex [R, 1], per-level RoI counts per image)."""
+    """(per-level RoIs, RestoreIndex [R, 1], per-level RoI counts per image).
+
+    Examples:
+        >>> import keel as paddle
+        >>> rois = paddle.to_tensor([[0.0, 0.0, 16.0, 16.0], [0.0, 0.0, 224.0, 224.0], [0.0, 0.0, 600.0, 600.0]])
+        >>> multi_rois, restore_index, rois_num = paddle.vision.ops.distribute_fpn_proposals(
+        ...     rois, min_level=2, max_level=5, refer_level=4, refer_scale=224, rois_num=paddle.to_tensor([3], dtype="int32"))
+        >>> [r.shape[0] for r in multi_rois]              # RoIs per level, by size
+        [1, 0, 1, 1]
+        >>> restore_index.numpy().ravel().tolist()
+        [0, 1, 2]
+    """
     helper = LayerHelper("distribute_fpn_proposals", name)
     levels = max_level - min_level + 1
     multi_rois = _outputs(helper, *[fpn_rois.dtype] * levels)

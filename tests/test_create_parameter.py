@@ -157,3 +157,66 @@ def test_assign_initializer_fills_the_given_values():
     with pytest.raises(ValueError, match="of shape"):
         with pg.program_guard(main, startup):
             pg.create_parameter([4], "float32", default_initializer=pg.initializer.Assign([1.0, 2.0]))
+
+
+# -- eager mode: a parameter Tensor holding its initializer's value ---------------------------------
+def test_in_eager_mode_it_is_a_parameter_tensor_holding_its_initializers_value():
+    import keel
+    with pg.unique_name.guard():
+        keel.seed(11)
+        w = keel.create_parameter([3, 2], "float32")
+        b = keel.static.create_parameter([2], "float32", is_bias=True)
+        c = pg.create_parameter([2], "float32", attr=pg.ParamAttr(name="mine", initializer=pg.initializer.Constant(0.5)))
+    assert (w.name, b.name, c.name) == ("create_parameter_0.w_0", "create_parameter_1.b_0", "mine")
+    assert isinstance(w, keel.Tensor) and w.persistable and w.trainable and not w.stop_gradient and w.is_leaf
+    limit = math.sqrt(6.0 / (3 + 2))                         # Xavier (uniform), as in a program
+    assert w.shape == [3, 2] and np.all(np.abs(w.numpy()) <= limit) and np.abs(w.numpy()).max() > 0.05
+    np.testing.assert_array_equal(b.numpy(), [0.0, 0.0])
+    np.testing.assert_array_equal(c.numpy(), [0.5, 0.5])
+    keel.seed(11)                                            # drawn at creation, in keel.seed's stream
+    np.testing.assert_array_equal(keel.create_parameter([3, 2], "float32").numpy(), w.numpy())
+    layer = keel.nn.Linear(2, 2)
+    keel.seed(11)
+    own = layer.create_parameter([3, 2])                     # a Layer's: the same initializer and stream
+    np.testing.assert_array_equal(own.numpy(), w.numpy())
+    assert own.name.startswith(layer.full_name() + ".w_")
+
+
+def test_eager_parameters_train_with_an_optimizer_as_the_static_program_trains_them():
+    import keel
+    x, t = _data()
+    w_init = np.linspace(-1, 1, 6).reshape(3, 2)
+
+    def eager_losses():
+        w = keel.create_parameter([3, 2], "float32", default_initializer=pg.initializer.Assign(w_init))
+        b = keel.create_parameter([2], "float32", is_bias=True)
+        opt = keel.optimizer.SGD(learning_rate=0.1, parameters=[w, b])
+        losses = []
+        for _ in range(3):
+            loss = keel.mean(keel.square(keel.matmul(keel.to_tensor(x), w) + b - keel.to_tensor(t)))
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            losses.append(float(loss))
+        return losses, w.numpy()
+
+    main, startup, w, _, loss = _build(default_initializer=pg.initializer.Assign(w_init))
+    exe, scope = Executor(), Scope()
+    exe.run(startup, scope=scope)
+    static = [float(exe.run(main, feed={"x": x, "t": t}, fetch_list=[loss], scope=scope)[0]) for _ in range(3)]
+    losses, w_eager = eager_losses()
+    assert losses == static and static[2] < static[0]
+    np.testing.assert_array_equal(w_eager, scope.get(w.name))
+
+
+@pytest.mark.paddle
+def test_eager_names_flags_and_default_values_match_paddlepaddle():
+    ref = pytest.importorskip("paddle")
+    import keel
+    got = {}
+    for lib in (keel, ref):
+        with (pg.unique_name.guard() if lib is keel else ref.utils.unique_name.guard()):
+            w = lib.create_parameter([3, 2], "float32")
+            b = lib.create_parameter([2], "float32", is_bias=True)
+        got[lib.__name__] = (w.name, b.name, w.stop_gradient, w.persistable, w.trainable, b.numpy().tolist())
+    assert got["keel"] == got["paddle"]

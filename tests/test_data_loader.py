@@ -71,14 +71,19 @@ def test_distributed_batch_sampler_splits_padded_indices_between_replicas():
     data = Squares()
     shares = [[i for b in pg.io.DistributedBatchSampler(data, 2, num_replicas=3, rank=r) for i in b]
               for r in range(3)]
-    assert shares == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]   # 10 padded to 12 from the start
+    assert shares == [[0, 1, 6, 7], [2, 3, 8, 9], [4, 5, 0, 1]]   # 10 padded to 12 from the start, a batch each in turn
     assert sorted(set(i for s in shares for i in s)) == list(range(10))
     shuffled = [pg.io.DistributedBatchSampler(data, 2, num_replicas=2, rank=r, shuffle=True, seed=3)
                 for r in range(2)]
     a, b = ([i for batch in s for i in batch] for s in shuffled)
     assert sorted(a + b) == list(range(10))
     loader = pg.io.DataLoader(data, batch_sampler=pg.io.DistributedBatchSampler(data, 2, num_replicas=2, rank=1))
-    assert [x[1].tolist() for x in batches(loader)] == [[1, 9], [25, 49], [81]]
+    assert [x[1].tolist() for x in batches(loader)] == [[4, 9], [36, 49], [81]]   # the last round split evenly
+    tiny = [list(pg.io.DistributedBatchSampler(np.arange(2), 1, num_replicas=5, rank=r)) for r in range(5)]
+    assert tiny == [[[0]], [[1]], [[0]], [[1]], [[0]]]            # fewer samples than replicas: repeated
+    dropped = [list(pg.io.DistributedBatchSampler(np.arange(11), 3, num_replicas=2, rank=r, drop_last=True))
+               for r in range(2)]
+    assert dropped == [[[0, 1, 2], [6, 7, 8]], [[3, 4, 5], [9, 10, 0]]]   # (all as PaddlePaddle 3.3.1 deals them)
 
 
 def test_iterable_dataset_is_batched_as_it_streams():

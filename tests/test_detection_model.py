@@ -221,7 +221,8 @@ def _detection_zoo():
                                            conf_thresh=0.05, downsample_ratio=8, scale_x_y=1.05)
         tscores = pg.transpose(scores, [0, 2, 1])
         nms = pg.vision.multiclass_nms(boxes, tscores, 0.1, 40, 12, 0.45, normalized=False)
-        mnms = pg.vision.matrix_nms(boxes, tscores, 0.1, 0.05, 40, 12, background_label=-1, normalized=False)
+        mnms = pg.vision.matrix_nms(boxes, tscores, 0.1, 0.05, 40, 12, background_label=-1, normalized=False,
+                                    return_index=True)   # (out, rois_num, index), PaddlePaddle's order
         priors, pvar = pg.vision.prior_box(head, image, [2.0], [5.0], [2.0], flip=True, clip=True)
         anchors, avar = pg.vision.anchor_generator(head, [16.0, 32.0], [0.5, 1.0, 2.0], stride=[8.0, 8.0])
         flat_priors = pg.reshape(priors, [-1, 4])
@@ -229,7 +230,7 @@ def _detection_zoo():
         ra = pg.vision.roi_align(image, rois, rois_num, (2, 3), spatial_scale=0.5, sampling_ratio=-1, aligned=False)
         rp = pg.vision.roi_pool(image, rois, rois_num, 2, spatial_scale=0.5)
         rpn = pg.vision.generate_proposals(rpn_scores, rpn_deltas, pg.cast(im_size, "float32"), anchors, avar,
-                                           50, 10, 0.5, 1.0, pixel_offset=True)
+                                           50, 10, 0.5, 1.0, pixel_offset=True, return_rois_num=True)
         fpn_rois, restore, fpn_num = pg.vision.distribute_fpn_proposals(rois, 2, 3, 2, 4, pixel_offset=True,
                                                                        rois_num=rois_num)
     fetches = [*nms, *mnms, priors, anchors, enc, ra, rp, *rpn, *fpn_rois, restore, *fpn_num]
@@ -285,7 +286,32 @@ def test_detection_zoo_runs_in_keel():
     exe.run(startup, scope=scope)
     got = exe.run(main, feed=_zoo_feed(np.random.default_rng(3), dyadic=False), fetch_list=fetches, scope=scope)
     nms, mnms, rpn, fpn = got[0:3], got[3:6], got[11:14], got[14:]
-    assert nms[2].sum() == len(nms[0]) == len(nms[1]) and mnms[2].sum() == len(mnms[0]) == len(mnms[1])
+    assert nms[2].sum() == len(nms[0]) == len(nms[1]) and mnms[1].sum() == len(mnms[0]) == len(mnms[2])
     assert rpn[2].sum() == len(rpn[0]) == len(rpn[1])
     assert sum(len(r) for r in fpn[0:2]) == 5 and sorted(fpn[2].ravel()) == list(range(5))
     assert [int(n.sum()) for n in fpn[3:]] == [len(r) for r in fpn[0:2]]
+
+
+def test_matrix_nms_and_generate_proposals_return_paddles_tuples():
+    """PaddlePaddle's order and Nones: matrix_nms -> (out, rois_num, index), rois_num unless
+    return_rois_num=False and index only with return_index; generate_proposals -> (rois,
+    probs, rois_num) with rois_num only with return_rois_num."""
+    boxes = np.array([[[0, 0, 10, 10], [0, 0, 10, 9], [20, 20, 30, 30]]], np.float32)
+    scores = np.array([[[0, 0, 0], [0.9, 0.8, 0.7]]], np.float32)
+    main = pg.Program()
+    with pg.program_guard(main, pg.Program()):
+        b, s = pg.assign(boxes), pg.assign(scores)
+        full = pg.vision.matrix_nms(b, s, 0.1, 0.5, 10, 10, return_index=True)
+        plain = pg.vision.matrix_nms(b, s, 0.1, 0.5, 10, 10)
+        bare = pg.vision.matrix_nms(b, s, 0.1, 0.5, 10, 10, return_rois_num=False)
+        rpn_args = (pg.assign(np.ones((1, 1, 2, 2), np.float32)), pg.assign(np.zeros((1, 4, 2, 2), np.float32)),
+                    pg.assign(np.array([[16, 16]], np.float32)),
+                    pg.assign(np.tile(np.array([0, 0, 8, 8], np.float32), (2, 2, 1, 1))),
+                    pg.assign(np.ones((2, 2, 1, 4), np.float32)))
+        with_num = pg.vision.generate_proposals(*rpn_args, return_rois_num=True)
+        without = pg.vision.generate_proposals(*rpn_args)
+    assert plain[2] is None and bare[1] is None and bare[2] is None and without[2] is None
+    out, num, index, rois = Executor().run(main, fetch_list=[*full, with_num[0]], scope=Scope())[:4]
+    assert num.tolist() == [2] and index.ravel().tolist() == [0, 2]      # box 1 decays below post_threshold
+    np.testing.assert_allclose(out[:, :2], [[1, 0.9], [1, 0.7]], rtol=1e-6)
+    assert rois.shape[1] == 4

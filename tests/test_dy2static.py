@@ -1,10 +1,11 @@
 """dy2static (program/dy2static): Python if/while on tensors inside to_static / jit.save
-become cond / while_loop. The examples are PaddlePaddle's documented ones (paddle.jit.to_static's
+become cond / while_loop, and so do for loops over a tensor's rows or a tensor range. The examples are PaddlePaddle's documented ones (paddle.jit.to_static's
 docstring, the dy2static guide's control-flow section), written as its docs write them
 with `import keel as paddle`; each runs converted and eagerly, with equal results; gradients
 flow through the converted control flow; jit.save writes a program Keel's Predictor (and
 Paddle Inference, when installed) runs with equal outputs."""
 import inspect
+import types
 
 import numpy as np
 import pytest
@@ -44,6 +45,29 @@ def depend_tensor_for(x):                       # dy2static guide: for over rang
     bs = paddle.shape(x)[0]
     for i in range(bs):
         x = x + 1
+    return x
+
+
+def depend_tensor_for_rows(x):                  # dy2static guide: for over a Tensor's rows
+    z = paddle.zeros([2])
+    for row in x:
+        z = z + row
+    return z
+
+
+def for_enumerate_rows(x):                      # enumerate(a Tensor): a tensor counter and the rows
+    even, odd = paddle.zeros([2]), paddle.zeros([2])
+    for i, row in enumerate(x):
+        if i % 2 == 0:
+            even = even + row
+        else:
+            odd = odd + row * 2.0
+    return even, odd
+
+
+def for_range_of_a_tensor_argument(x, n):       # range(n), n a Tensor argument
+    for i in range(n):
+        x = x * 2.0 + 1.0
     return x
 
 
@@ -189,6 +213,8 @@ def _numpy(result):
     (depend_tensor_if, [np.full((2, 2), 6.0)]), (depend_tensor_if, [np.ones((2, 2))]),
     (depend_tensor_while, [np.ones(3)]),
     (depend_tensor_for, [np.ones((4, 2))]), (python_for, [np.array([1.0, -2.0])]),
+    (depend_tensor_for_rows, [np.arange(8.0).reshape(4, 2)]), (for_enumerate_rows, [np.arange(10.0).reshape(5, 2)]),
+    (for_range_of_a_tensor_argument, [np.array([0.5, -1.0]), np.array([3], "int64")]),
     (fill_rows, [np.array([1.0, 2.0, 3.0])]),
     (break_and_continue, [np.array([1.0, 2.0, 5.0, 1.0, 1.0, 1.0])]),
     (break_and_continue, [np.array([1.0, -2.0, 2.0, -1.0, 0.5, 9.0])]),
@@ -268,6 +294,48 @@ def test_gradients_through_a_converted_loop_match_finite_differences():
     (out * out).sum().backward()
     # out = 16 x + 15 after four steps of x -> 2x + 1
     np.testing.assert_allclose(x.grad.numpy(), 2 * (16 * x0 + 15) * 16, rtol=1e-10)
+
+
+def test_a_loop_over_a_tensors_rows_is_a_while_loop_gradients_flow_through():
+    static = paddle.jit.to_static(for_enumerate_rows)
+    x0 = np.arange(6.0, dtype="float32").reshape(3, 2)
+    x = paddle.to_tensor(x0, stop_gradient=False)
+    even, odd = static(x)
+    (even * even + odd).sum().backward()
+    # even = rows 0 + 2, odd = 2 * row 1: d/dx = 2 even on rows 0 and 2, 2 on row 1
+    want = np.stack([2 * (x0[0] + x0[2]), np.full(2, 2.0), 2 * (x0[0] + x0[2])])
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+
+
+def test_a_loop_over_a_tensors_rows_is_saved_as_a_while_that_follows_the_batch_size(tmp_path):
+    class RowSum(paddle.nn.Layer):
+        def forward(self, x):
+            return depend_tensor_for_rows(x)
+    path = str(tmp_path / "row_sum")
+    program = paddle.jit.save(RowSum(), path, input_spec=[InputSpec([None, 2], "float32", "x")])
+    assert "while" in {op.type for op in program.global_block().ops}
+    for batch in (1, 4):
+        x = np.arange(2.0 * batch, dtype="float32").reshape(batch, 2)
+        np.testing.assert_array_equal(_predict(path, x), x.sum(0))
+
+
+@pytest.mark.paddle
+@pytest.mark.parametrize("function,args", [
+    (depend_tensor_for_rows, [np.arange(8.0).reshape(4, 2)]), (for_enumerate_rows, [np.arange(10.0).reshape(5, 2)]),
+    (for_range_of_a_tensor_argument, [np.array([0.5, -1.0]), np.array([3], "int64")]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_for_loops_over_tensors_give_paddlepaddles_to_static_results(function, args):
+    """The same source, its `paddle` PaddlePaddle 3.3.1 (to_static with full_graph: its AST
+    conversion) and Keel."""
+    ref = pytest.importorskip("paddle")
+    results = []
+    for lib in (paddle, ref):
+        scope = dict(function.__globals__, paddle=lib)
+        same_source = types.FunctionType(function.__code__, scope, function.__name__)
+        static = lib.jit.to_static(same_source, full_graph=True) if lib is ref else lib.jit.to_static(same_source)
+        out = static(*[lib.to_tensor(a if a.dtype == np.int64 else a.astype("float32")) for a in args])
+        results.append([t.numpy().tolist() for t in (out if isinstance(out, (tuple, list)) else [out])])
+    assert results[0] == results[1]
 
 
 def test_sub_layers_and_helpers_the_forward_calls_are_converted_too(tmp_path):
@@ -402,6 +470,58 @@ def test_unconvertible_constructs_stop_with_the_line_and_what_to_write(function,
     line = int(message.split(f"{__file__}:")[1].split(":")[0])
     assert first < line < first + len(lines)
     assert lines[line - first].strip().startswith(("if", "while"))
+
+
+def break_in_a_for_over_rows(x):
+    total = paddle.zeros([2])
+    for row in x:
+        if total.sum() > 10:
+            break
+        total = total + row
+    return total
+
+
+def for_else_over_rows(x):
+    total = paddle.zeros([2])
+    for row in x:
+        total = total + row
+    else:
+        total = total * 2
+    return total
+
+
+def over_a_0d_tensor(x):
+    total = paddle.zeros([1])
+    for v in x.sum():
+        total = total + v
+    return total
+
+
+def range_of_a_tensor_with_break(x, n):
+    for i in range(n):
+        if i > 2:
+            break
+        x = x + 1
+    return x
+
+
+@pytest.mark.parametrize("function,words", [
+    (break_in_a_for_over_rows, ["iterates over a tensor", "`break`", "write it as a while loop over an index"]),
+    (for_else_over_rows, ["`for ... else`", "move the else: part after the loop"]),
+    (over_a_0d_tensor, ["a 0-D tensor"]),
+    (range_of_a_tensor_with_break, ["`break`", "write it as a while loop over an index"]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_for_loop_over_a_tensor_that_cannot_be_converted_stops_at_its_line(function, words):
+    lines, first = inspect.getsourcelines(function)
+    args = [_tensor(np.ones((3, 2)))] + ([paddle.to_tensor(np.array([5], "int64"))] if "n" in
+                                          inspect.signature(function).parameters else [])
+    with pytest.raises(OpError) as e:
+        paddle.jit.to_static(function)(*args)
+    message = str(e.value)
+    for word in words:
+        assert word in message
+    line = int(message.split(f"{__file__}:")[1].split(":")[0])
+    assert lines[line - first].strip().startswith("for")
 
 
 def test_a_function_without_source_is_traced_as_it_is():

@@ -2,6 +2,7 @@
 own their values, optimizers stepping eagerly; and the same model trained eagerly and as a
 static program reaching the same losses."""
 import gc
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -78,6 +79,40 @@ def test_backward_accumulates_into_leaves_and_frees_the_tape():
     assert x.grad.numpy().tolist() == [0, 0, 0]
 
 
+def _cleared_then_accumulated(lib):
+    """The gradients of a leaf through clear_gradient: zeros, which the next backward
+    replaces (a value set into .grad in between too: PaddlePaddle's fake-empty gradient);
+    accumulated otherwise."""
+    x = lib.to_tensor([1.0, -2.0], stop_gradient=False)
+    (x * 3).sum().backward()
+    seen = [x.grad.numpy().tolist()]
+    x.clear_gradient()
+    seen.append(x.grad.numpy().tolist())
+    (x * 0.5).sum().backward()
+    (x * 2).sum().backward()
+    seen.append(x.grad.numpy().tolist())
+    x.clear_gradient()
+    x.grad.set_value(np.array([5.0, 5.0], "float32"))
+    seen.append(x.grad.numpy().tolist())
+    (x * 1).sum().backward()
+    seen.append(x.grad.numpy().tolist())
+    x.clear_gradient(set_to_zero=False)
+    (x * 4).sum().backward()
+    seen.append(x.grad.numpy().tolist())
+    return seen
+
+
+def test_the_next_backward_replaces_a_cleared_gradient_and_otherwise_accumulates():
+    assert _cleared_then_accumulated(paddle) == [[3.0, 3.0], [0.0, 0.0], [2.5, 2.5], [5.0, 5.0], [1.0, 1.0],
+                                                 [4.0, 4.0]]
+
+
+@pytest.mark.paddle
+def test_cleared_gradients_behave_as_paddlepaddles():
+    ref = pytest.importorskip("paddle")
+    assert _cleared_then_accumulated(paddle) == _cleared_then_accumulated(ref)
+
+
 def test_backward_frees_the_activations_without_waiting_for_the_cyclic_gc():
     """Nothing backward makes may hold the pass's tensors in a reference cycle: such
     memory is only returned when the cyclic GC happens to run (a CNN step's RSS grew by
@@ -107,6 +142,51 @@ def test_backward_frees_each_activation_once_it_has_passed_the_ops_that_read_it(
     del second
     loss.backward()
     assert alive_when_first_gets_its_gradient == [False]
+
+
+def _tanh_chain(n: int, size: int):
+    """x -> tanh -> ... -> tanh (n ops; each keeps its output for its gradient) -> sum, with
+    the chain's tensors held by the tape only. Returns the loss, weak references to the
+    activations' arrays, and, filled as backward runs, for each activation (last first)
+    which activations were alive and how much memory was traced when its gradient was
+    complete."""
+    x = paddle.to_tensor(np.full(size, 0.1, "float32"), stop_gradient=False)
+    refs, seen = [], []
+    h = x
+    for k in range(n):
+        h = paddle.tanh(h)
+        refs.append(weakref.ref(h._value))
+        h.register_hook(lambda g, k=k: seen.append(
+            (k, [r() is not None for r in refs], tracemalloc.get_traced_memory()[0])))
+    return h.sum(), refs, seen
+
+
+@pytest.mark.parametrize("retain_graph", [False, True])
+def test_the_tape_releases_each_saved_activation_as_backward_passes_it_unless_retain_graph(retain_graph):
+    n, size = 6, 1 << 16                       # 256 KiB per activation
+    gc.disable()                               # freed by reference counting, not by a cyclic GC run
+    tracemalloc.start()
+    try:
+        loss, refs, seen = _tanh_chain(n, size)
+        loss.backward(retain_graph=retain_graph)
+        assert [k for k, _, _ in seen] == list(range(n - 1, -1, -1))
+        for k, alive, _ in seen:
+            # when h_k's gradient is complete, the ops after it have run their gradients:
+            # their saved outputs h_{k+1}.. are gone; h_0..h_k wait for their own ops
+            assert alive == ([True] * n if retain_graph else [j <= k for j in range(n)])
+        traced = [m for _, _, m in seen]
+        if not retain_graph:                   # each step gives back about one activation
+            drops = [a - b for a, b in zip(traced, traced[1:])]
+            assert all(d > 0.9 * 4 * size for d in drops), drops
+            assert all(r() is None for r in refs)
+        else:                                  # the activations stay; spent gradients still go
+            assert max(traced) - min(traced) < 4 * size and all(r() is not None for r in refs)
+            loss.backward()                    # the kept tape serves a second pass
+            del loss
+            assert all(r() is None for r in refs)
+    finally:
+        tracemalloc.stop()
+        gc.enable()
 
 
 def test_retain_graph_allows_a_second_backward():

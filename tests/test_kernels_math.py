@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keel import kernels  # noqa: F401  (registers every kernel)
+from keel import kernels  # noqa: F401  (registry.all_kernels() below imports every family)
 from keel.executor.kernel_call import call_kernel
 from keel.kernels import registry as kernel_registry
 from keel.program.ops import registry as op_registry

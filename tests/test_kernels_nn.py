@@ -602,6 +602,15 @@ def test_lookup_table_v2_and_padding_idx():
     np.testing.assert_array_equal(out, w[[7]])
 
 
+def test_lookup_table_v2_padding_rows_are_plus_zero_whatever_the_weights():
+    # PaddlePaddle writes zeros into a padding row; W's row times 0 would give -0.0 and NaN
+    w = np.array([[-1.0, -2.0], [np.inf, np.nan], [3.0, 4.0]], np.float32)
+    out = run("lookup_table_v2", {"Ids": np.array([0, 1, 2], np.int64), "W": w}, padding_idx=0)["Out"]
+    assert not np.signbit(out[0]).any() and (out[0] == 0).all()
+    out = run("lookup_table_v2", {"Ids": np.array([1, 2], np.int64), "W": w}, padding_idx=1)["Out"]
+    np.testing.assert_array_equal(out, [[0.0, 0.0], [3.0, 4.0]])
+
+
 @pytest.mark.parametrize("bad", [10, -2])
 def test_lookup_table_v2_out_of_range(bad):
     w = np.zeros((10, 4), np.float32)

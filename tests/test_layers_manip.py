@@ -48,6 +48,41 @@ def test_layers_append_paddles_ops_and_compute():
     assert got[13].shape == (2, 16, 16)  # unfold 2x2 with padding 1 over 3x3: 4x4 positions
 
 
+
+def test_einsum_implicit_form_has_numpys_output_labels():
+    """Without '->' the output is the labels that occur once, sorted ('...' first), as in
+    PaddlePaddle and numpy; the op is given the explicit equation."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.arange(12, dtype=np.float32).reshape(3, 4)
+    sq = np.arange(9, dtype=np.float32).reshape(3, 3)
+    cases = [("ij,jk", (a, b)), ("ii", (sq,)), ("ji", (a,)), ("ba,ac", (a, b)), ("...ij,jk", (a[None], b))]
+
+    def build():
+        outs = []
+        for equation, arrays in cases:
+            outs.append(pg.einsum(equation, *[pg.assign(x) for x in arrays]))
+        return outs
+
+    main, _, got = _run(build, {})
+    equations = [op.attr("equation") for op in main.global_block().ops if op.type == "einsum"]
+    assert equations == ["ij,jk->ik", "ii->", "ji->ij", "ba,ac->bc", "...ij,jk->...ik"]
+    for (equation, arrays), g in zip(cases, got):
+        np.testing.assert_allclose(g, np.einsum(equation, *arrays), rtol=1e-6, err_msg=equation)
+
+
+def test_put_along_axis_puts_a_number_at_every_index():
+    m = np.arange(6, dtype=np.int64).reshape(2, 3)
+
+    def build():
+        idx = pg.assign(np.array([[0], [2]], np.int64))
+        mv = pg.assign(m)
+        return [pg.put_along_axis(mv, idx, 99, 1), pg.put_along_axis(mv, idx, 5, 1, reduce="add")]
+
+    _, _, got = _run(build, {})
+    np.testing.assert_array_equal(got[0], [[99, 1, 2], [3, 4, 99]])
+    np.testing.assert_array_equal(got[1], [[5, 1, 2], [3, 4, 10]])
+    assert got[0].dtype == np.int64
+
 def test_roll_with_a_shifts_tensor_and_put_along_axis():
     m = np.arange(12, dtype=np.float32).reshape(3, 4)
 

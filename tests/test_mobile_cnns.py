@@ -1,10 +1,11 @@
-"""The benchmark's OCR-family mobile CNNs (benchmarks/mobile_cnns.py) and their ONNX export
-(benchmarks/onnx_export.py): each saved model runs, with and without the inference passes,
-to the shapes PaddleOCR's give; the ONNX file, where onnx and onnxruntime are installed,
-computes what Keel computes; Paddle Inference, where installed, too."""
+"""The benchmark's OCR-family mobile CNNs (benchmarks/mobile_cnns.py): each saved model runs,
+with and without the inference passes, to the shapes PaddleOCR's give; served with
+Config.enable_onnxruntime() (Keel's ONNX export run by ONNX Runtime, where onnx and
+onnxruntime are installed) it computes what Keel computes; Paddle Inference, where installed, too."""
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,6 @@ from keel.executor import Config, create_predictor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import mobile_cnns  # noqa: E402
-import onnx_export  # noqa: E402
 
 OUTPUTS = {"detector": (1, 1, 320, 480), "recognizer": (1, 80, 6625), "classifier": (1, 2)}
 
@@ -68,25 +68,17 @@ def test_batch_norms_get_random_statistics(saved):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(mobile_cnns.MODELS))
-def test_onnx_export_computes_what_keel_computes(saved, name):
-    pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
-    session = ort.InferenceSession(onnx_export.export(saved[name]), providers=["CPUExecutionProvider"])
+def test_onnx_runtime_engine_computes_what_keel_computes(saved, name):
+    pytest.importorskip("onnx", reason="the ONNX Runtime engine needs onnx (pip install onnx onnxruntime)")
+    pytest.importorskip("onnxruntime", reason="the ONNX Runtime engine needs onnxruntime (pip install onnxruntime)")
+    from keel.executor.onnx_engine import OrtFallbackWarning
+    config = Config(saved[name])
+    config.enable_onnxruntime()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OrtFallbackWarning)  # every op of the mobile CNNs exports
+        predictor = create_predictor(config)
     x = _input(name)
-    _assert_agree(session.run(None, {"x": x})[0], _predict(saved[name], x, False), name)
-
-
-def test_onnx_export_names_an_op_it_cannot_write(tmp_path):
-    pytest.importorskip("onnx")
-    import keel.program as pg
-    from keel.executor import Executor, Scope
-    main, startup = pg.Program(), pg.Program()
-    with pg.unique_name.guard(), pg.program_guard(main, startup):
-        x = pg.data("x", [-1, 4])
-        y = pg.cumsum(x, axis=1)
-    pg.io.save_inference_model(str(tmp_path / "m"), [x], [y], Executor(), program=main, scope=Scope())
-    with pytest.raises(NotImplementedError, match="cumsum"):
-        onnx_export.export(str(tmp_path / "m"))
+    _assert_agree(predictor.run([x])[0], _predict(saved[name], x, False), name)
 
 
 @pytest.mark.paddle

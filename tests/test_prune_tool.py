@@ -445,3 +445,32 @@ def test_optimized_float32_models_run_in_paddle(name, tmp_path):
     want = io["out:0"]
     assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
     assert "fc" in {op.type for op in program.global_block().ops}
+
+
+def tool_with(prelude: str, *args):
+    """The tool run after `prelude` (Python run first in the same process: a package made
+    unimportable, a converter taken away)."""
+    script = (f"import runpy, sys\n{prelude}\nsys.argv = {[str(TOOL), *map(str, args)]!r}\n"
+              f"runpy.run_path({str(TOOL)!r}, run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+
+
+def test_verify_with_the_onnxruntime_engine_runs_the_result_in_onnx_runtime(tmp_path):
+    pytest.importorskip("onnxruntime", reason="--engine onnxruntime needs onnx and onnxruntime")
+    r = tool(FIXTURES / "mlp_linear", "--verify", "--engine", "onnxruntime", "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verify (random inputs, seed 0, the result run by ONNX Runtime):" in r.stdout
+    assert re.search(r"linear_1\.tmp_1: max abs diff \S+, relative \S+ \(tolerance 1e-05\)\n", r.stdout)
+    assert "verify: OK" in r.stdout and (tmp_path / "out.pdmodel").exists()
+
+
+def test_verify_with_the_onnxruntime_engine_names_what_keeps_it_from_running(tmp_path):
+    pytest.importorskip("onnxruntime", reason="--engine onnxruntime needs onnx and onnxruntime")
+    taken = "from keel.program.onnx.registry import load_converters\ndel load_converters()['relu']"
+    r = tool_with(taken, FIXTURES / "mlp_linear", "--verify", "--engine", "onnxruntime", "-o", tmp_path / "out")
+    assert_error(r, 1, "--engine onnxruntime: relu: op #", "Keel has no ONNX translation")
+    missing = "sys.modules['onnxruntime'] = None"
+    r = tool_with(missing, FIXTURES / "mlp_linear", "--verify", "--engine", "onnxruntime", "-o", tmp_path / "out")
+    assert_error(r, 1, "--engine onnxruntime: the onnxruntime package is not installed (pip install onnx "
+                    "onnxruntime, or pip install -e \".[onnx]\" in the Keel checkout)")
+    assert files_under(tmp_path) == []

@@ -3,7 +3,7 @@
 Reads a model Keel reads (legacy `.pdmodel` or PIR `.json`, ours or PaddlePaddle's, or a
 prefix or directory naming one; its `.pdiparams` beside it unless PARAMS is given),
 optionally converts it to float16 (--fp16: Keel's convert_to_fp16 pass, feeds and fetches
-kept float32), translates it into ONNX (keel.onnx.export; `pip install keel[onnx]`) and
+kept float32), translates it into ONNX (keel.onnx.export; `pip install -e ".[onnx]"` in the Keel checkout) and
 checks it with onnx.checker. With --verify it first runs the ONNX model in ONNX Runtime and
 the model in Keel's executor on the same inputs and prints the largest error per output.
 
@@ -89,7 +89,7 @@ def export(args) -> int:
     try:
         import onnx
     except ImportError:
-        raise ToolError("exporting to ONNX needs the onnx package: pip install keel[onnx]") from None
+        raise ToolError("exporting to ONNX needs the onnx package: pip install -e '.[onnx]' in the Keel checkout") from None
     newest = onnx.defs.onnx_opset_version()
     if not MIN_OPSET <= args.opset <= newest:
         raise ToolError(f"--opset {args.opset}: choose {MIN_OPSET} to {newest} (the installed onnx "
@@ -132,7 +132,7 @@ def verify(args, program, values, proto, feeds) -> None:
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
-        raise ToolError("--verify needs onnxruntime: pip install keel[onnx]") from None
+        raise ToolError("--verify needs onnxruntime: pip install -e '.[onnx]' in the Keel checkout") from None
     from keel.tools.model_inputs import InputsFileError, npz_feeds
     try:
         inputs = npz_feeds(args.inputs, feeds) if args.inputs else None

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from keel import kernels  # noqa: E402,F401  (registers the kernels)
+from keel import kernels  # noqa: E402,F401  (all_kernels() imports every family)
 from keel import program  # noqa: E402,F401  (registers the ops)
 from keel.kernels import registry as kernel_registry  # noqa: E402
 from keel.program.ops import registry  # noqa: E402

@@ -49,6 +49,7 @@ from keel.tools.model_inputs import BATCH, InputsFileError, NoShapeError, npz_fe
 # the digits example on its test set: 5e-3), so 3e-2 leaves a factor of 5.
 TOLERANCE = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 3e-2}
 USAGE, FAILED = 2, 1  # exit statuses
+ENGINES = ("keel", "onnxruntime")  # what runs the result in --verify
 GROUP = {group: [p.name for p in PASSES.values() if p.group == group] for group in ("fuse", "fp16", "bf16")}
 
 EPILOG = f"""\
@@ -58,14 +59,16 @@ examples:
   python tools/prune_for_inference.py --model net.pdmodel --params net.pdiparams \\
       --fetch pool2d_0.tmp_0 -o deploy/features
   python tools/prune_for_inference.py out/digits --passes fold_batch_norm -o deploy/digits
+  python tools/prune_for_inference.py out/digits --verify --engine onnxruntime -o deploy/digits
 
 passes, in the order they run:
 {textwrap.fill(', '.join(PASSES), 88, initial_indent='  ', subsequent_indent='  ')}
   with --fuse: {', '.join(GROUP['fuse'])}; with --fp16: {', '.join(GROUP['fp16'])};
   with --bf16: {', '.join(GROUP['bf16'])}
 
---verify feeds the original (re-pruned to the same targets, not optimized) and the
-optimized model the same inputs: --inputs, or random ones (-1 dims become {BATCH}; float
+--verify feeds the original (re-pruned to the same targets, not optimized; Keel's
+executor runs it) and the optimized model (Keel's executor, or ONNX Runtime with --engine
+onnxruntime) the same inputs: --inputs, or random ones (-1 dims become {BATCH}; float
 feeds standard normal; integer feeds that index an embedding below its vocabulary size,
 other integer feeds 0 or 1). Per output it prints the largest absolute difference and that
 difference relative to the output's largest magnitude, and fails when the relative
@@ -149,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "`in:<feed>` (or just `<feed>`)")
     output.add_argument("--seed", type=int, default=0,
                         help="with --verify: the seed of the random inputs (default 0)")
+    output.add_argument("--engine", choices=ENGINES, default="keel",
+                        help="with --verify: what runs the result: Keel's executor (default) or ONNX Runtime "
+                             "on the result exported to ONNX in memory, as Config.enable_onnxruntime() "
+                             "serves it (needs onnx and onnxruntime; the fusions' ops have no ONNX form: "
+                             "use it without --fuse); the original always runs on Keel's executor")
     return parser
 
 
@@ -308,7 +316,9 @@ def verify_inputs(model: Model, npz: str | None, seed: int) -> dict[str, np.ndar
         raise ToolError(f"{e}: give --inputs") from None
 
 
-def run_model(model: Model, inputs: dict) -> list[np.ndarray]:
+def run_model(model: Model, inputs: dict, engine: str = "keel") -> list[np.ndarray]:
+    if engine == "onnxruntime":
+        return run_onnxruntime(model, inputs)
     scope, exe = Scope(), Executor()
     for name, value in model.params.items():
         scope.set(name, value)
@@ -318,11 +328,26 @@ def run_model(model: Model, inputs: dict) -> list[np.ndarray]:
     return [np.asarray(v) for v in exe.run(model.program, feed=feed, fetch_list=model.fetches, scope=scope)]
 
 
-def verify(reference: Model, result: Model, inputs: dict, tolerance: float) -> list[str]:
-    """Print each output's differences; returns the outputs beyond `tolerance`."""
+def run_onnxruntime(model: Model, inputs: dict) -> list[np.ndarray]:
+    """The model's outputs from ONNX Runtime, the program exported in memory
+    (executor/onnx_engine.py, with a default Config: one thread, the CPU)."""
+    from keel.executor.inference_config import Config
+    from keel.executor.onnx_engine import CPU, OrtEngine, OrtUnavailable
+    try:
+        engine = OrtEngine(Config(), model.program, model.params, model.feeds, model.fetches, [CPU])
+    except OrtUnavailable as e:
+        raise ToolError(f"--engine onnxruntime: {e}") from None
+    block = model.program.global_block()
+    feed = {f: np.ascontiguousarray(inputs[f], dtype=dtypes.to_numpy(block.var(f).dtype)) for f in model.feeds}
+    return [np.asarray(v) for v in engine.runner(Scope(), observe=False)(feed)]
+
+
+def verify(reference: Model, result: Model, inputs: dict, tolerance: float, engine: str = "keel") -> list[str]:
+    """Print each output's differences (the result run by `engine`); returns the outputs
+    beyond `tolerance`."""
     failed = []
     with np.errstate(all="ignore"):  # float16 overflow shows as a difference (and is named below)
-        outputs = zip(reference.fetches, run_model(reference, inputs), run_model(result, inputs))
+        outputs = zip(reference.fetches, run_model(reference, inputs), run_model(result, inputs, engine))
     for name, want, got in outputs:
         if want.shape != got.shape:
             print(f"  {name}: shape {list(got.shape)}, expected {list(want.shape)}  FAIL")
@@ -440,8 +465,9 @@ def optimize(args) -> int:
         if args.verify:
             tolerance = TOLERANCE[precision(report)]
             source = f"--inputs {args.inputs}" if args.inputs else f"random inputs, seed {args.seed}"
-            print(f"verify ({source}):")
-            failed = verify(reference, load_model(*staged.temp_files()), inputs, tolerance)
+            engine = "" if args.engine == "keel" else ", the result run by ONNX Runtime"
+            print(f"verify ({source}{engine}):")
+            failed = verify(reference, load_model(*staged.temp_files()), inputs, tolerance, args.engine)
             if failed:
                 print("verify: FAILED")
                 raise ToolError(f"--verify: {', '.join(failed)} differ(s) from the original beyond the "

@@ -11,9 +11,9 @@ from keel.distributed import fleet
 from keel.distributed.collective import (ReduceOp, all_gather, all_reduce, broadcast, reduce, reduce_scatter,
                                     wait)
 from keel.distributed.parallel import (ParallelEnv, barrier, get_rank, get_world_size, init_parallel_env,
-                                  is_initialized)
+                                  is_available, is_initialized)
 from keel.program.io.data import DistributedBatchSampler
 
-__all__ = ["ParallelEnv", "barrier", "get_rank", "get_world_size", "init_parallel_env", "is_initialized",
+__all__ = ["ParallelEnv", "barrier", "get_rank", "get_world_size", "init_parallel_env", "is_available", "is_initialized",
            "fleet", "DistributedBatchSampler", "ReduceOp", "all_reduce", "reduce", "broadcast", "all_gather",
            "reduce_scatter", "wait"]

@@ -24,7 +24,19 @@ RING = 0
 
 
 class ReduceOp:
-    """PaddlePaddle's reduction codes."""
+    """PaddlePaddle's reduction codes.
+
+    Examples:
+        >>> import keel.program as pg
+        >>> import keel.distributed as dist
+        >>> dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PROD
+        (0, 1, 2, 3)
+        >>> with pg.program_guard(pg.Program(), pg.Program()):
+        ...     y = pg.data("x", [-1, 4])
+        ...     dist.all_reduce(y, op=dist.ReduceOp.MAX)
+        >>> y.block.ops[-1].type
+        'c_allreduce_max'
+    """
     SUM = 0
     MAX = 1
     MIN = 2
@@ -131,7 +143,19 @@ def all_gather(tensor_list, tensor, group=None, sync_op=True):
 
 def reduce_scatter(tensor, tensor_list, op=ReduceOp.SUM, group=None, sync_op=True):
     """Set `tensor` to this rank's part of the sum over the ranks of `tensor_list` (one
-    tensor per rank, in rank order: c_reducescatter of their concatenation)."""
+    tensor per rank, in rank order: c_reducescatter of their concatenation).
+
+    Examples:
+        >>> import keel.program as pg
+        >>> import keel.distributed as dist
+        >>> main = pg.Program()
+        >>> with pg.program_guard(main, pg.Program()):
+        ...     parts = [pg.data(f"x{r}", [2, 4]) for r in range(dist.get_world_size())]   # one per rank
+        ...     out = pg.data("out", [2, 4])
+        ...     dist.reduce_scatter(out, parts)                 # out: this rank's part of the sum
+        >>> [op.type for op in main.global_block().ops]
+        ['concat', 'c_reducescatter']
+    """
     if op != ReduceOp.SUM:
         raise ValueError(f"distributed.reduce_scatter: only ReduceOp.SUM is supported (c_reducescatter sums), "
                          f"got {op!r}")
@@ -150,7 +174,19 @@ def wait(tensor, group=None, use_calc_stream=True):
     """PaddlePaddle's wait: with use_calc_stream, `tensor` once the compute stream is done
     with it (c_sync_calc_stream); without, once the collectives started with sync_op=False
     are complete (c_sync_comm_stream): call `wait(tensor, use_calc_stream=False)` before
-    reading the result of such a collective."""
+    reading the result of such a collective.
+
+    Examples:
+        >>> import keel.program as pg
+        >>> import keel.distributed as dist
+        >>> main = pg.Program()
+        >>> with pg.program_guard(main, pg.Program()):
+        ...     y = pg.scale(pg.data("x", [-1, 4]), 2.0)
+        ...     dist.all_reduce(y)
+        ...     dist.wait(y)                      # y once the compute stream is done with it
+        >>> [op.type for op in main.global_block().ops]
+        ['scale', 'c_allreduce_sum', 'c_sync_calc_stream']
+    """
     op = "c_sync_calc_stream" if use_calc_stream else "c_sync_comm_stream"
     attrs = {"ring_id": RING} if op == "c_sync_comm_stream" else {}
     _block("wait", group).append_op(op, {"X": [tensor]}, {"Out": [tensor]}, attrs)

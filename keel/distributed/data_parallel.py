@@ -17,6 +17,18 @@ from keel.program.nn.layer import Layer
 
 
 class DataParallel(Layer):
+    """A Layer that trains the wrapped one data-parallel; in one process it is that layer itself.
+
+    Examples:
+        >>> import keel as paddle
+        >>> linear = paddle.nn.Linear(2, 3)
+        >>> model = paddle.DataParallel(linear)
+        >>> model(paddle.ones([4, 2])).shape
+        [4, 3]
+        >>> sorted(model.state_dict())            # the wrapped layer's keys, as PaddlePaddle saves them
+        ['bias', 'weight']
+    """
+
     def __init__(self, layers, strategy=None, comm_buffer_size=25, last_comm_buffer_size=1,
                  find_unused_parameters=False, group=None):
         if not isinstance(layers, Layer):

@@ -90,6 +90,14 @@ def barrier_worker() -> None:
     parallel.barrier()
 
 
+def distributed_model(model):
+    """The model wrapped for data-parallel training, Keel's one kind of parallelism:
+    `paddle.DataParallel(model)`, as PaddlePaddle's fleet wraps it under a data-parallel
+    strategy (in one process the model itself under that name; see data_parallel.py)."""
+    from keel.distributed.data_parallel import DataParallel
+    return DataParallel(model)
+
+
 def distributed_optimizer(optimizer, strategy: DistributedStrategy | None = None):
     return DistributedOptimizer(optimizer, strategy or _STRATEGY or DistributedStrategy())
 

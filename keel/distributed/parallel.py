@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,16 +24,43 @@ from keel.kernels import communicators
 from keel.kernels.array_module import cupy_available
 
 
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def _selected_gpu() -> int:
+    """The GPU FLAGS_selected_gpus names (init_parallel_env sets it), else 0 where cupy finds
+    a device and -1 (the CPU) where it finds none."""
+    selected = os.environ.get("FLAGS_selected_gpus", "")
+    return int(selected.split(",")[0]) if selected else (0 if cupy_available() else -1)
+
+
 @dataclass(frozen=True)
 class ParallelEnv:
-    rank: int
-    world_size: int
-    local_rank: int
-    device_id: int  # the GPU this rank uses, -1 on the CPU
+    """This process's place in the group. `ParallelEnv()` reads it from the environment the
+    launcher and init_parallel_env set (PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM,
+    PADDLE_RANK_IN_NODE, FLAGS_selected_gpus), as PaddlePaddle's does; a single process is
+    rank 0 of 1.
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> env = dist.ParallelEnv()          # from the launcher's environment; a lone process is rank 0 of 1
+        >>> env.rank, env.world_size, env.local_rank
+        (0, 1, 0)
+    """
+    rank: int = field(default_factory=lambda: _env_int("PADDLE_TRAINER_ID", 0))
+    world_size: int = field(default_factory=lambda: _env_int("PADDLE_TRAINERS_NUM", 1))
+    local_rank: int = field(default_factory=lambda: _env_int("PADDLE_RANK_IN_NODE", 0))
+    device_id: int = field(default_factory=_selected_gpu)  # the GPU this rank uses, -1 on the CPU
 
     @property
     def nranks(self) -> int:
         return self.world_size
+
+    @property
+    def dev_id(self) -> int:
+        """PaddlePaddle's other name of device_id."""
+        return self.device_id
 
 
 _ENV: ParallelEnv | None = None
@@ -42,7 +69,16 @@ _ENV: ParallelEnv | None = None
 def init_parallel_env(backend: str = "auto") -> ParallelEnv:
     """Join the process group (idempotent). `backend`: "auto" (MPI, plus NCCL where there
     is a GPU for every rank of this machine: NCCL refuses two ranks on one device), "mpi"
-    or "nccl"."""
+    or "nccl".
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> if dist.get_world_size() > 1:      # under python -m keel.distributed.launch
+        ...     env = dist.init_parallel_env()
+        ...     print(env.rank == dist.get_rank())
+        >>> dist.get_world_size()
+        1
+    """
     global _ENV
     if _ENV is not None:
         return _ENV
@@ -114,7 +150,30 @@ def _abort_group_on_uncaught_exception(world) -> None:
     sys.excepthook = hook
 
 
+def is_available() -> bool:
+    """Whether processes can form a group here: Keel's collectives between processes run
+    over MPI, through the optional mpi4py (`pip install -e ".[dist]"`).
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> isinstance(dist.is_available(), bool)    # True where mpi4py is installed
+        True
+    """
+    try:
+        import mpi4py  # noqa: F401  (the package alone: MPI itself starts when a group is made)
+    except ImportError:
+        return False
+    return True
+
+
 def is_initialized() -> bool:
+    """Whether init_parallel_env has joined this process to a group.
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> dist.is_initialized()              # a lone process that has not called init_parallel_env
+        False
+    """
     return _ENV is not None
 
 
@@ -141,6 +200,11 @@ def get_world_size() -> int:
 
 
 def barrier() -> None:
-    """Wait until every rank gets here (on ring 0, CPU)."""
+    """Wait until every rank gets here (on ring 0, CPU).
+
+    Examples:
+        >>> import keel.distributed as dist
+        >>> dist.barrier()                     # returns once every rank has called it (at once in one process)
+    """
     if _ENV is not None and _ENV.world_size > 1:
         communicators.lookup(0, communicators.np, "barrier").barrier("distributed.barrier")

@@ -54,7 +54,18 @@ COUNTERS = {
 
 def flops(net, input_size, custom_ops=None, print_detail: bool = False) -> int:
     """Total multiply-adds of `net` on inputs of `input_size` (one shape or a list); prints
-    the total (and with `print_detail` a row per leaf layer)."""
+    the total (and with `print_detail` a row per leaf layer).
+
+    Examples:
+        >>> import keel as paddle
+        >>> net = paddle.nn.Sequential(paddle.nn.Conv2D(3, 8, 3, padding=1), paddle.nn.ReLU(), paddle.nn.Linear(32, 10))
+        >>> paddle.flops(net, [1, 3, 32, 32])
+        <class 'keel.program.nn.layers.Conv2D'>'s flops has been counted
+        <class 'keel.program.nn.layers.ReLU'>'s flops has been counted
+        <class 'keel.program.nn.layers.Linear'>'s flops has been counted
+        Total Flops: 311296     Total Params: 554
+        311296
+    """
     custom_ops = dict(custom_ops or {})
     rows, announced = [], set()
     training = net.training

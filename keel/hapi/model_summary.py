@@ -12,7 +12,31 @@ def summary(net: Layer, input_size=None, dtypes=None, input=None) -> dict:
     """Print the table and return {"total_params": n, "trainable_params": m}. `input_size`:
     one shape or a list of shapes (or `input=` tensors to run on instead); `dtypes`: their
     dtypes (float32 by default). Every sublayer but containers (Sequential, LayerList)
-    gets a row; the whole layer gets one only when it has no sublayers."""
+    gets a row; the whole layer gets one only when it has no sublayers.
+
+    Examples:
+        >>> import keel as paddle
+        >>> net = paddle.nn.Sequential(paddle.nn.Linear(4, 8), paddle.nn.ReLU(), paddle.nn.Linear(8, 2))
+        >>> info = paddle.summary(net, (1, 4))
+        ---------------------------------------------------------------------------
+         Layer (type)       Input Shape          Output Shape         Param #
+        ===========================================================================
+           Linear-1           [[1, 4]]              [1, 8]              40
+            ReLU-1            [[1, 8]]              [1, 8]               0
+           Linear-2           [[1, 8]]              [1, 2]              18
+        ===========================================================================
+        Total params: 58
+        Trainable params: 58
+        Non-trainable params: 0
+        ---------------------------------------------------------------------------
+        Input size (MB): 0.00
+        Forward/backward pass size (MB): 0.00
+        Params size (MB): 0.00
+        Estimated Total Size (MB): 0.00
+        ---------------------------------------------------------------------------
+        >>> info
+        {'total_params': 58, 'trainable_params': 58}
+    """
     from keel.program.nn import LayerList, Sequential
     if input is None and input_size is None:
         raise ValueError("summary: give input_size (a shape or a list of shapes) or input (tensors)")

@@ -18,6 +18,17 @@ STEPS = 10
 
 
 def run_check() -> None:
+    """Check that Keel works here: train a tiny program a few steps on the CPU and on every CUDA
+    device cupy finds, and print which devices work (a failing device raises, naming it).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.utils.run_check()
+        Running verify Keel program ...
+        Keel works well on 1 CPU.
+        ...
+        Keel is installed successfully! Let's start deep learning with Keel now.
+    """
     print("Running verify Keel program ... ")
     gpus = device_count()
     places = [CPUPlace()] + [CUDAPlace(i) for i in range(gpus)]

@@ -69,7 +69,20 @@ def auto_cast(enable: bool = True, custom_white_list=None, custom_black_list=Non
               dtype: str = "float16", use_promote: bool = True):
     """Run the ops inside in mixed precision (eager mode; for a static program use
     `static.amp.decorate`). `level`: "O1" (white list in `dtype`) or "O2" (all but the black
-    list); "O0" or enable=False: float32."""
+    list); "O0" or enable=False: float32.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x, w = paddle.rand([2, 4]), paddle.rand([4, 3])
+        >>> with paddle.amp.auto_cast():
+        ...     y = paddle.matmul(x, w)                   # a white-list op: float16
+        ...     z = paddle.nn.functional.softmax(y)       # a black-list op: float32
+        >>> y.dtype, z.dtype
+        (paddle.float16, paddle.float32)
+        >>> with paddle.amp.auto_cast(enable=False):
+        ...     print(paddle.matmul(x, w).dtype)
+        paddle.float32
+    """
     if level not in ("O0", "O1", "O2", "OD"):
         raise ValueError(f"auto_cast: level must be 'O0', 'O1', 'O2' or 'OD', got {level!r}")
     previous = dygraph.autocast_state
@@ -91,7 +104,22 @@ class GradScaler:
     """Loss scaling for eager mixed-precision training (paddle.amp.GradScaler): `scale(loss)`
     multiplies the loss; `step(optimizer)` unscales the gradients (check_finite_and_unscale)
     and steps only when they are finite; `update()` grows or shrinks the scale
-    (update_loss_scaling); `minimize(optimizer, scaled_loss)` is step + update."""
+    (update_loss_scaling); `minimize(optimizer, scaled_loss)` is step + update.
+
+    Examples:
+        >>> import keel as paddle
+        >>> model = paddle.nn.Linear(4, 2)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=model.parameters())
+        >>> scaler = paddle.amp.GradScaler(init_loss_scaling=1024)
+        >>> with paddle.amp.auto_cast():
+        ...     loss = model(paddle.ones([3, 4])).mean()
+        >>> scaled = scaler.scale(loss)             # loss * 1024
+        >>> scaled.backward()
+        >>> _ = scaler.minimize(opt, scaled)        # unscale, step if finite, update the scale
+        >>> opt.clear_grad()
+        >>> float(scaled) == float(loss) * 1024
+        True
+    """
 
     def __init__(self, enable: bool = True, init_loss_scaling: float = 65536.0, incr_ratio: float = 2.0,
                  decr_ratio: float = 0.5, incr_every_n_steps: int = 2000, decr_every_n_nan_or_inf: int = 1,

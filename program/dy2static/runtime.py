@@ -228,19 +228,48 @@ def convert_for_range(bounds, body_fn, args, names, where):
     if _is_static(step) or not isinstance(step, int) or step == 0:
         _fail("while_loop", where, f"range's step must be a non-zero Python int for a tensor-bounded loop, got "
                                    f"{step!r}")
+    return _counted_loop(start, stop, step, lambda i, *current: tuple(body_fn(i, *current))[1:], args[1:],
+                         names[1:], where)
+
+
+def convert_for_iter(iterable, enumerated: bool, body_fn, args, names, where):
+    """`for target in iterable:` (`in enumerate(iterable)` when `enumerated`) with the body a
+    function of the item and the loop variables (`args`; it returns them). A program
+    Variable is iterated by a while_loop over its leading dimension, the item being
+    `iterable[i]` (and `(i, iterable[i])` enumerated), as PaddlePaddle's dy2static converts
+    it; anything else (a list, an eager Tensor) is iterated in Python."""
+    args = tuple(args)
+    if not _is_static(iterable):
+        for item in (enumerate(iterable) if enumerated else iterable):
+            args = tuple(body_fn(item, *args))
+        return args
+    if iterable.shape is not None and len(iterable.shape) == 0:
+        _fail("while_loop", where, f"iteration over {iterable.name}, a 0-D tensor")
+    from keel.program.layers.tensor import reshape, shape
+
+    def step(i, *current):
+        item = iterable[reshape(i, [])]   # a 0-D index drops the leading axis, as x[k] does
+        return body_fn((i, item) if enumerated else item, *current)
+    return _counted_loop(0, shape(iterable)[0], 1, step, args, names, where)[1:]
+
+
+def _counted_loop(start, stop, step: int, step_fn, carried, names, where) -> tuple:
+    """A while_loop over an int64 counter from `start` while below `stop` (above, for a
+    negative `step`), `step_fn(i, *carried)` giving the carried values of the next step.
+    Returns (the counter it stopped at, *the carried values)."""
     from keel.program.control_flow import while_loop
     from keel.program.layers.math import cast
-    counter, limit = (cast(b, "int64") if _is_static(b) else _loop_variable(int(b), names[0], where)
+    counter, limit = (cast(b, "int64") if _is_static(b) else _loop_variable(int(b), "the loop counter", where)
                       for b in (start, stop))
-    loop_vars = [counter, *(_loop_variable(v, n, where) for v, n in zip(args[1:], names[1:]))]
+    loop_vars = [counter, *(_loop_variable(v, n, where) for v, n in zip(carried, names))]
 
     def cond(i, *_):
         return i < limit if step > 0 else i > limit
 
     def body(i, *current):
-        new = tuple(body_fn(i, *current))[1:]
+        new = tuple(step_fn(i, *current))
         return [i + step, *(v if _is_static(v) else _loop_variable(v, n, where, like=c)
-                            for v, n, c in zip(new, names[1:], current))]
+                            for v, n, c in zip(new, names, current))]
     return tuple(while_loop(cond, body, loop_vars))
 
 
@@ -294,6 +323,7 @@ _INSTEAD = {
     "global": "pass the value in and return it instead of rebinding a global",
     "nonlocal": "pass the value in and return it instead of rebinding an enclosing variable",
     "while ... else": "move the else: part after the loop",
+    "for ... else": "move the else: part after the loop",
 }
 _INSTEAD_IN_LOOPS = {
     "return": "keep the result in a variable, fold the exit into the loop condition "
@@ -302,11 +332,14 @@ _INSTEAD_IN_LOOPS = {
 
 
 def python_condition(pred, kind: str, escape: str, where: str):
-    """The condition of an if/while left to Python (it holds `escape`): a Python value goes
-    through; a program Variable stops with the line and what to write instead."""
+    """The condition of an if/while (or a for loop's iterable or range bound) left to Python
+    (it holds `escape`): a Python value goes through; a program Variable stops with the
+    line and what to write instead."""
     if _is_static(pred):
-        instead = (_INSTEAD_IN_LOOPS if kind == "while" else {}).get(escape, _INSTEAD[escape])
+        instead = (_INSTEAD_IN_LOOPS if kind != "if" else {}).get(escape, _INSTEAD[escape])
+        if kind == "for" and escape in ("break", "continue", "return"):
+            instead = f"write it as a while loop over an index: {instead}"
         _fail("cond" if kind == "if" else "while_loop", where,
-              f"this `{kind}` decides on a tensor's value and holds `{escape}`, which a converted "
-              f"{kind} cannot: {instead}")
+              f"this `{kind}` {'iterates over' if kind == 'for' else 'decides on'} a tensor's value and holds "
+              f"`{escape}`, which a converted {kind} cannot: {instead}")
     return pred

@@ -16,7 +16,9 @@ before the if) and returns those still read after the if (elsewhere in the funct
 by an enclosing loop's next step). A loop's condition and body are functions of the loop
 variables: the names the body assigns that the condition, a later step of the body or the
 code after the loop reads. `for i in range(...)` becomes a function of `i` and the loop
-variables, looped in Python over Python bounds and by while_loop over tensor ones.
+variables, looped in Python over Python bounds and by while_loop over tensor ones;
+`for x in xs` (or `enumerate(xs)`) a function of the item and the loop variables, looped
+in Python over anything but a program Variable, whose leading dimension a while_loop walks.
 `and`/`or`/`not` in a converted condition become calls too, since Python's would ask a
 tensor for its truth, and so does `a if cond else b`. A call `f(...)` becomes
 `convert_call(f)(...)`, so the user's functions and Layers it calls are converted in turn.
@@ -24,9 +26,10 @@ tensor for its truth, and so does `a if cond else b`. A call `f(...)` becomes
 An `if` holding a `return` (outside loops) is first rewritten so that it assigns the
 result and one `return` follows it (`single_return`: the code after such an if moves into
 its branches that do not return). An `if`/`while` still holding `return`, `break`,
-`continue`, `yield`, `global` or `nonlocal` (or a while with an `else:`) stays Python: its
-condition goes through `python_condition`, which lets a Python value through and stops on
-a tensor with the line and what to write instead.
+`continue`, `yield`, `global` or `nonlocal` (a `for` holding any of them, or a loop with
+an `else:`) stays Python: its condition (a for loop's iterable, or range's bounds) goes
+through `python_condition`, which lets a Python value through and stops on a tensor with
+the line and what to write instead.
 """
 from __future__ import annotations
 
@@ -194,6 +197,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         self.converted = 0
         self.guarded = 0
         self.calls = 0
+        self._items = 0   # names for the items of converted for loops
 
     def _where(self, node) -> str:
         return f"{self._filename}:{node.lineno}"
@@ -258,23 +262,51 @@ class ControlFlowTransformer(ast.NodeTransformer):
         return _located(ast.Subscript(value=call, slice=ast.Constant(0), ctx=ast.Load()), node)
 
     def visit_For(self, node: ast.For):
-        """`for i in range(...)`: a loop whose bounds may be tensors (convert_for_range);
-        other for loops iterate in Python."""
-        convertible = (isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call)
-                       and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
-                       and 1 <= len(node.iter.args) <= 3 and not node.iter.keywords and not node.orelse
-                       and not _escapes(node.body))
-        target = node.target.id if convertible else None
-        wanted = read_before_written(node.body) | self._read_outside(node)
-        loop_vars = [target] + [n for n in stores(node.body) if n in wanted and n != target] if target else []
+        """`for i in range(...)`: a loop whose bounds may be tensors (convert_for_range).
+        `for x in xs` and `for i, x in enumerate(xs)`: over a tensor, a loop over its leading
+        dimension (convert_for_iter, as PaddlePaddle's ForNodeVisitor writes it); over
+        anything else, Python's loop. A for loop holding break/return/... (or an else:)
+        stays Python: a tensor in its header stops with the line and what to write."""
+        escape = _escapes(node.body) or ("for ... else" if node.orelse else None)
+        is_range = (isinstance(node.target, ast.Name) and _called(node.iter, "range")
+                    and 1 <= len(node.iter.args) <= 3)
+        enumerated = not is_range and _called(node.iter, "enumerate") and len(node.iter.args) == 1
+        self._items += 1
+        item = f"_keel_item_{self._items}"
+        header = [] if is_range else [_located(ast.Assign(targets=[node.target], value=_name(item)), node)]
+        wanted = read_before_written(header + node.body) | self._read_outside(node)
+        target = node.target.id if is_range else None
+        assigned = [n for n in stores(header + node.body) if n in wanted and n != target]
+        loop_vars = [target, *assigned] if is_range else assigned
         self.generic_visit(node)
-        if not convertible:
-            return node
-        body_fn = self._function(f"_keel_for_{self._converting()}", loop_vars, node.body, _tuple(loop_vars), node)
-        bounds = ast.Tuple(elts=list(node.iter.args), ctx=ast.Load())
-        call = _jst_call("convert_for_range", [bounds, _name(body_fn.name), _values(loop_vars),
-                                               _strings(loop_vars), ast.Constant(self._where(node))])
+        if escape:
+            return self._guard_for(node, is_range, escape)
+        where = ast.Constant(self._where(node))
+        if is_range:
+            body_fn = self._function(f"_keel_for_{self._converting()}", loop_vars, node.body, _tuple(loop_vars), node)
+            bounds = ast.Tuple(elts=list(node.iter.args), ctx=ast.Load())
+            call = _jst_call("convert_for_range", [bounds, _name(body_fn.name), _values(loop_vars),
+                                                   _strings(loop_vars), where])
+            return [body_fn, _assign(loop_vars, call, node)]
+        body_fn = self._function(f"_keel_for_{self._converting()}", [item, *loop_vars], header + node.body,
+                                 _tuple(loop_vars), node)
+        iterable = node.iter.args[0] if enumerated else node.iter
+        call = _jst_call("convert_for_iter", [iterable, ast.Constant(enumerated), _name(body_fn.name),
+                                              _values(loop_vars), _strings(loop_vars), where])
         return [body_fn, _assign(loop_vars, call, node)]
+
+    def _guard_for(self, node: ast.For, is_range: bool, escape: str):
+        """A for loop left to Python: its iterable (range's bounds) must not be a tensor."""
+        self.guarded += 1
+
+        def guard(expr):
+            return ast.copy_location(_jst_call("python_condition", [expr, ast.Constant("for"), ast.Constant(escape),
+                                                                    ast.Constant(self._where(node))]), expr)
+        if is_range:
+            node.iter.args = [guard(a) for a in node.iter.args]
+        else:
+            node.iter = guard(node.iter)
+        return node
 
     def _converting(self) -> int:
         """A number for the functions of the statement being converted."""
@@ -296,6 +328,12 @@ class ControlFlowTransformer(ast.NodeTransformer):
         fn = ast.FunctionDef(name=name, args=args, body=list(body) + [ast.Return(value=result)],
                              decorator_list=[], returns=None, type_comment=None)
         return _located(fn, at)
+
+
+def _called(expr, builtin: str) -> bool:
+    """`expr` is a call `builtin(...)` with positional arguments only (range, enumerate)."""
+    return (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == builtin
+            and not expr.keywords and not any(isinstance(a, ast.Starred) for a in expr.args))
 
 
 def _located(node, at):

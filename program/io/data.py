@@ -30,7 +30,25 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "BatchSampler", "Distr
 
 class Dataset:
     """A map-style dataset: `__getitem__(i)` gives sample i (an array, a number, or a tuple,
-    list or dict of them) and `__len__` the number of samples."""
+    list or dict of them) and `__len__` the number of samples.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> class RandomDataset(paddle.io.Dataset):
+        ...     def __init__(self, num_samples):
+        ...         self.num_samples = num_samples
+        ...     def __getitem__(self, idx):
+        ...         return np.full([3], idx, "float32"), np.array([idx % 2], "int64")
+        ...     def __len__(self):
+        ...         return self.num_samples
+        >>> dataset = RandomDataset(10)
+        >>> len(dataset), dataset[3][0].tolist()
+        (10, [3.0, 3.0, 3.0])
+        >>> image, label = next(iter(paddle.io.DataLoader(dataset, batch_size=4)))
+        >>> image.shape, label.shape
+        ([4, 3], [4, 1])
+    """
 
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} does not define __getitem__")
@@ -40,14 +58,40 @@ class Dataset:
 
 
 class IterableDataset:
-    """A stream of samples: `__iter__` yields them (no length, no shuffling by the loader)."""
+    """A stream of samples: `__iter__` yields them (no length, no shuffling by the loader).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> class Stream(paddle.io.IterableDataset):
+        ...     def __init__(self, num_samples):
+        ...         self.num_samples = num_samples
+        ...     def __iter__(self):
+        ...         for i in range(self.num_samples):
+        ...             yield np.full([2], i, "float32"), np.array([i], "int64")
+        >>> for x, y in paddle.io.DataLoader(Stream(5), batch_size=2):
+        ...     print(x.shape, y.numpy().ravel().tolist())
+        [2, 2] [0, 1]
+        [2, 2] [2, 3]
+        [1, 2] [4]
+    """
 
     def __iter__(self):
         raise NotImplementedError(f"{type(self).__name__} does not define __iter__")
 
 
 class TensorDataset(Dataset):
-    """Samples are the i-th rows of each of `tensors` (arrays of equal first dimension)."""
+    """Samples are the i-th rows of each of `tensors` (arrays of equal first dimension).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> images = np.random.rand(4, 3).astype("float32")
+        >>> labels = np.array([[0], [1], [0], [1]], "int64")
+        >>> dataset = paddle.io.TensorDataset([images, labels])
+        >>> len(dataset), dataset[1][1].tolist()
+        (4, [1])
+    """
 
     def __init__(self, tensors):
         self.tensors = [np.asarray(t) for t in tensors]
@@ -65,7 +109,20 @@ class TensorDataset(Dataset):
 class BatchSampler:
     """Lists of indices of `batch_size` (the last one shorter unless `drop_last`), in order
     or, with `shuffle`, in a permutation drawn from (seed, epoch). Each iteration is the next
-    epoch; `set_epoch` chooses it."""
+    epoch; `set_epoch` chooses it.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> dataset = paddle.io.TensorDataset([np.arange(10, dtype="float32")])
+        >>> list(paddle.io.BatchSampler(dataset, batch_size=4))
+        [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+        >>> list(paddle.io.BatchSampler(dataset, batch_size=4, drop_last=True))
+        [[0, 1, 2, 3], [4, 5, 6, 7]]
+        >>> sampler = paddle.io.BatchSampler(sampler=paddle.io.SequenceSampler(range(5)), batch_size=2)
+        >>> list(sampler)
+        [[0, 1], [2, 3], [4]]
+    """
 
     def __init__(self, dataset=None, sampler=None, shuffle=False, batch_size=1, drop_last=False,
                  seed: int | None = None):
@@ -105,8 +162,20 @@ class BatchSampler:
 
 class DistributedBatchSampler(BatchSampler):
     """The share of replica `rank` of `num_replicas`: the (shuffled) indices padded by
-    repeating from the start to a multiple of num_replicas, then every num_replicas-th from
-    `rank` (PaddlePaddle's rule), batched. Every replica sees the same number of batches."""
+    repeating from the start to a multiple of num_replicas, dealt out a batch at a time in
+    turn (batch k of the dataset to replica k % num_replicas; a last round shorter than
+    num_replicas batches split evenly), PaddlePaddle's rule. Every replica sees the same
+    number of batches.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import numpy as np
+        >>> dataset = paddle.io.TensorDataset([np.arange(10, dtype="float32")])
+        >>> list(paddle.io.DistributedBatchSampler(dataset, batch_size=2, num_replicas=2, rank=0))
+        [[0, 1], [4, 5], [8]]
+        >>> list(paddle.io.DistributedBatchSampler(dataset, batch_size=2, num_replicas=2, rank=1))
+        [[2, 3], [6, 7], [9]]
+    """
 
     def __init__(self, dataset, batch_size, num_replicas=None, rank=None, shuffle=False, drop_last=False,
                  seed: int | None = 0):
@@ -121,8 +190,13 @@ class DistributedBatchSampler(BatchSampler):
     def _indices(self) -> list[int]:
         indices = super()._indices()
         total = self.num_samples * self.nranks
-        indices += indices[:total - len(indices)]
-        return indices[self.local_rank:total:self.nranks]
+        indices = (indices * math.ceil(total / len(indices)))[:total]
+        round_size = self.batch_size * self.nranks
+        full = total - total % round_size
+        mine = [i for start in range(self.local_rank * self.batch_size, full, round_size)
+                for i in indices[start:start + self.batch_size]]
+        last_share = (total - full) // self.nranks
+        return mine + indices[full + self.local_rank * last_share:full + (self.local_rank + 1) * last_share]
 
     def __len__(self):
         n = self.num_samples

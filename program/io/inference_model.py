@@ -27,7 +27,6 @@ import os
 
 from keel.program import attrs as attr_codec
 from keel.program.errors import OpError, ProgramError, UnsupportedProgramError
-from keel.program.io.pir.write import write_pir_program
 from keel.program.io.program_file import (PARAMS_SUFFIX, load_params, load_program, model_file_set, model_files,
                                           persistable_specs, save_params)
 from keel.program.io.atomic import FileSet, atomic_write, complete_interrupted
@@ -234,8 +233,12 @@ def write_model_pair(program: Program, model_file: str, params_file: str, values
     format beside it (which loaders would otherwise prefer or mix in): the old files or the
     new, never a mix."""
     files_set = model_file_set(model_file, params_file)
-    data = (write_pir_program(program, model_file) if model_file.endswith(".json")
-            else program.serialize_to_string())  # (an op PIR cannot express fails before any file changes)
+    # the program is serialized first: an op PIR cannot express fails before any file changes
+    if model_file.endswith(".json"):
+        from keel.program.io.pir.write import write_pir_program  # PIR's tables load with the first PIR file
+        data = write_pir_program(program, model_file)
+    else:
+        data = program.serialize_to_string()
     with FileSet(files_set) as files:
         if persistable_specs(program):
             save_params(program, values, files.temp(params_file))

@@ -9,7 +9,21 @@ __all__ = ["Sampler", "SequenceSampler", "RandomSampler", "WeightedRandomSampler
 
 
 class Sampler:
-    """The base class: a subclass yields indices from __iter__ (and may give __len__)."""
+    """The base class: a subclass yields indices from __iter__ (and may give __len__).
+
+    Examples:
+        >>> import keel as paddle
+        >>> class EvenSampler(paddle.io.Sampler):
+        ...     def __iter__(self):
+        ...         return iter(range(0, len(self.data_source), 2))
+        ...     def __len__(self):
+        ...         return (len(self.data_source) + 1) // 2
+        >>> sampler = EvenSampler(range(7))
+        >>> list(sampler), len(sampler)
+        ([0, 2, 4, 6], 4)
+        >>> list(paddle.io.BatchSampler(sampler=sampler, batch_size=3))
+        [[0, 2, 4], [6]]
+    """
 
     def __init__(self, data_source=None):
         self.data_source = data_source
@@ -19,7 +33,13 @@ class Sampler:
 
 
 class SequenceSampler(Sampler):
-    """0, 1, ..., len(data_source) - 1 in order."""
+    """0, 1, ..., len(data_source) - 1 in order.
+
+    Examples:
+        >>> import keel as paddle
+        >>> list(paddle.io.SequenceSampler(range(5)))
+        [0, 1, 2, 3, 4]
+    """
 
     def __iter__(self):
         return iter(range(len(self.data_source)))
@@ -30,7 +50,16 @@ class SequenceSampler(Sampler):
 
 class RandomSampler(Sampler):
     """A permutation of the indices, or with `replacement` `num_samples` independent draws;
-    `generator`, when given, is an iterable of indices used instead of drawing."""
+    `generator`, when given, is an iterable of indices used instead of drawing.
+
+    Examples:
+        >>> import keel as paddle
+        >>> sampler = paddle.io.RandomSampler(range(6))
+        >>> sorted(sampler)                 # every index once, in a random order
+        [0, 1, 2, 3, 4, 5]
+        >>> len(list(paddle.io.RandomSampler(range(6), replacement=True, num_samples=10)))
+        10
+    """
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         super().__init__(data_source)
@@ -63,7 +92,16 @@ class RandomSampler(Sampler):
 
 class WeightedRandomSampler(Sampler):
     """`num_samples` indices drawn with probability proportional to `weights` (with
-    replacement unless `replacement=False`)."""
+    replacement unless `replacement=False`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> sampler = paddle.io.WeightedRandomSampler([0.0, 0.0, 1.0, 0.0], num_samples=3)
+        >>> list(sampler)                    # only index 2 has weight
+        [2, 2, 2]
+        >>> sorted(paddle.io.WeightedRandomSampler([0.1, 0.3, 0.5, 0.1], 4, replacement=False))
+        [0, 1, 2, 3]
+    """
 
     def __init__(self, weights, num_samples, replacement=True):
         super().__init__()
@@ -87,7 +125,14 @@ class WeightedRandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
-    """The given indices in a random order."""
+    """The given indices in a random order.
+
+    Examples:
+        >>> import keel as paddle
+        >>> sampler = paddle.io.SubsetRandomSampler([1, 3, 5, 7])
+        >>> sorted(sampler), len(sampler)
+        ([1, 3, 5, 7], 4)
+    """
 
     def __init__(self, indices):
         super().__init__()

@@ -43,7 +43,17 @@ def _flatten(state, prefix="") -> dict:
 
 
 def save(state_dict: dict, path) -> None:
-    """Write `state_dict` (name -> array or number, dicts nested) to `path`, atomically."""
+    """Write `state_dict` (name -> array or number, dicts nested) to `path`, atomically.
+
+    Examples:
+        >>> import keel as paddle
+        >>> layer = paddle.nn.Linear(2, 3)
+        >>> paddle.save(layer.state_dict(), "out/linear.pdparams")
+        >>> opt = paddle.optimizer.Adam(parameters=layer.parameters())
+        >>> paddle.save(opt.state_dict(), "out/linear.pdopt")
+        >>> sorted(paddle.load("out/linear.pdparams"))
+        ['bias', 'weight']
+    """
     if not isinstance(state_dict, dict):
         raise StateFileError(f"save: expects a dict (a state_dict), got {type(state_dict).__name__}")
     flat = _flatten(state_dict)
@@ -55,7 +65,18 @@ def save(state_dict: dict, path) -> None:
 
 
 def load(path) -> dict:
-    """Read a state file written by `save` (nested dicts restored)."""
+    """Read a state file written by `save` (nested dicts restored).
+
+    Examples:
+        >>> import keel as paddle
+        >>> layer = paddle.nn.Linear(2, 3)
+        >>> paddle.save(layer.state_dict(), "out/linear.pdparams")
+        >>> state = paddle.load("out/linear.pdparams")
+        >>> sorted(state)
+        ['bias', 'weight']
+        >>> layer.set_state_dict(state)
+        ([], [])
+    """
     path = os.fspath(path)
     with open(path, "rb") as f:
         head = f.read(4)

@@ -19,18 +19,43 @@ __all__ = ["empty", "empty_like", "eye", "meshgrid", "randperm", "randint_like",
 
 def empty(shape, dtype=None, name=None):
     """A tensor of `shape` (default floating dtype unless `dtype`). PaddlePaddle leaves the
-    memory uninitialized; Keel fills zeros, one of the values it may hold."""
+    memory uninitialized; Keel fills zeros, one of the values it may hold.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.empty([2, 3], dtype="float32")    # values left uninitialized
+        >>> x.shape, x.dtype
+        ([2, 3], paddle.float32)
+    """
     return fill_constant(shape, dtypes.default_float(dtype), 0.0, name=name)
 
 
 def empty_like(x, dtype=None, name=None):
-    """A tensor of x's shape and dtype (or `dtype`); zeros, as `empty`."""
+    """A tensor of x's shape and dtype (or `dtype`); zeros, as `empty`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.empty_like(paddle.ones([2, 3], dtype="int32"))
+        >>> x.shape, x.dtype
+        ([2, 3], paddle.int32)
+    """
     return full_like(x, 0.0, dtype, name)
 
 
 def eye(num_rows, num_columns=None, dtype=None, name=None):
     """The [num_rows, num_columns] identity matrix (square unless num_columns); default
-    floating dtype unless `dtype`."""
+    floating dtype unless `dtype`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.eye(3, dtype="int32").numpy())
+        [[1 0 0]
+         [0 1 0]
+         [0 0 1]]
+        >>> print(paddle.eye(2, 3).numpy())
+        [[1. 0. 0.]
+         [0. 1. 0.]]
+    """
     rows = int(num_rows)
     cols = rows if num_columns is None else int(num_columns)
     if rows < 0 or cols < 0:
@@ -43,7 +68,20 @@ def eye(num_rows, num_columns=None, dtype=None, name=None):
 def meshgrid(*args, **kwargs):
     """N 1-D tensors of lengths n1..nN -> N tensors of shape [n1, ..., nN], the i-th varying
     along dim i ('ij' indexing, PaddlePaddle's only one). Takes the tensors as arguments or as
-    one list."""
+    one list.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x, y = paddle.meshgrid(paddle.to_tensor([1, 2, 3]), paddle.to_tensor([4, 5]))
+        >>> print(x.numpy())
+        [[1 1]
+         [2 2]
+         [3 3]]
+        >>> print(y.numpy())
+        [[4 5]
+         [4 5]
+         [4 5]]
+    """
     xs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
     if not xs:
         _fail("meshgrid", "needs at least one tensor")
@@ -61,7 +99,14 @@ def meshgrid(*args, **kwargs):
 
 def randperm(n, dtype="int64", name=None):
     """A random permutation of 0..n-1: the order that sorts n uniform draws (draws tie with
-    probability ~0, and the sort is stable when they do), cast to `dtype`."""
+    probability ~0, and the sort is stable when they do), cast to `dtype`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> p = paddle.randperm(6)
+        >>> p.dtype, sorted(p.tolist())
+        (paddle.int64, [0, 1, 2, 3, 4, 5])
+    """
     if int(n) < 1:
         _fail("randperm", f"n must be at least 1, got {n}", AttrError)
     order = argsort(rand([int(n)], "float64"), stable=True)
@@ -71,7 +116,15 @@ def randperm(n, dtype="int64", name=None):
 
 def randint_like(x, low=0, high=None, dtype=None, name=None):
     """Uniform integers in [low, high) (with one bound, [0, low)) of x's shape, of x's dtype
-    unless `dtype` (drawn as int64 and cast, as PaddlePaddle does for other dtypes)."""
+    unless `dtype` (drawn as int64 and cast, as PaddlePaddle does for other dtypes).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.zeros([2, 3], dtype="float32")
+        >>> y = paddle.randint_like(x, low=0, high=10)
+        >>> y.shape, y.dtype, bool(((y.numpy() >= 0) & (y.numpy() < 10)).all())
+        ([2, 3], paddle.float32, True)
+    """
     if high is None:
         low, high = 0, low
     if any(d < 0 for d in x.shape):
@@ -82,7 +135,16 @@ def randint_like(x, low=0, high=None, dtype=None, name=None):
 
 
 def clone(x, name=None):
-    """A copy of x that gradients flow through (op assign)."""
+    """A copy of x that gradients flow through (op assign).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> y = paddle.clone(x)          # a copy that gradients flow through
+        >>> (y * y).sum().backward()
+        >>> print(y.numpy(), x.grad.numpy())
+        [1. 2.] [2. 4.]
+    """
     if not isinstance(x, Variable):
         raise TypeError(f"clone: expects a tensor, got {type(x).__name__}")
     helper = LayerHelper("clone", name)

@@ -41,7 +41,7 @@ class LayerHelper:
             return owner
         from keel.program import initializer as init
 
-        name = attr.name or unique_name.generate(f"{self.name}.{suffix}")
+        name = self.parameter_name(attr, suffix)
         main_block = self.main_program.global_block()
         existing = main_block.vars.get(name)
         if existing is not None and existing.is_parameter:  # a shared parameter
@@ -62,6 +62,10 @@ class LayerHelper:
             if owner._value is not None:  # the program starts from the layer's own value
                 _set_in_global_scope(name, owner._value)
         return param
+
+    def parameter_name(self, attr: ParamAttr, suffix: str = "w") -> str:
+        """The attr's name, else `<layer>.<suffix>_N` (fc_0.w_0), unique in the process."""
+        return attr.name or unique_name.generate(f"{self.name}.{suffix}")
 
     def create_tmp(self, dtype="float32", shape=(), stop_gradient: bool = False):
         """A fresh intermediate variable `<layer>.tmp_N`; its shape is set by shape inference."""

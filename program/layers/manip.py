@@ -4,6 +4,7 @@ the same attributes, and names its outputs `<layer>_N.tmp_K`."""
 from __future__ import annotations
 
 from keel.program.layers.helper import LayerHelper
+from keel.program.layers.tensor import full_like
 from keel.program.variable import Variable
 from keel.proto import pb
 
@@ -172,13 +173,47 @@ def take_along_axis(arr, indices, axis, name=None):
 
 
 def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=True, name=None):
+    """arr with `values` put (or reduced: "add", "mul", "mean", "amax", "amin") at `indices`
+    along `axis` (op put_along_axis); a number for `values` is put at every index, as in
+    PaddlePaddle.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[10, 30, 20], [60, 40, 50]])
+        >>> index = paddle.to_tensor([[0], [2]])
+        >>> print(paddle.put_along_axis(x, index, 99, axis=1).numpy())
+        [[99 30 20]
+         [60 40 99]]
+        >>> print(paddle.put_along_axis(x, index, paddle.to_tensor([[1], [2]]), axis=1, reduce="add").numpy())
+        [[11 30 20]
+         [60 40 52]]
+    """
+    if not isinstance(values, Variable):
+        values = full_like(indices, values, dtype=arr.dtype)
     return _one("put_along_axis", {"Input": arr, "Index": indices, "Value": values},
                 {"Axis": int(axis), "Reduce": reduce, "Include_self": bool(include_self)}, name=name,
                 out="Result")
 
 
 def einsum(equation, *operands, name=None):
-    """The Einstein summation of one or two operands (op einsum; '->' required)."""
+    """The Einstein summation of one or two operands (op einsum). Without '->' (the implicit
+    form) the output labels are PaddlePaddle's (and numpy's): '...' where the operands have it,
+    then the labels that occur once, in alphabetical order.
+
+    Examples:
+        >>> import keel as paddle
+        >>> a = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> b = paddle.to_tensor([[1.0, 0.0], [1.0, 1.0]])
+        >>> print(paddle.einsum("ij,jk->ik", a, b).numpy())     # matrix product
+        [[3. 2.]
+         [7. 4.]]
+        >>> print(paddle.einsum("ii", a).numpy())               # trace
+        5.0
+        >>> print(paddle.einsum("ij->ji", a).numpy())           # transpose
+        [[1. 3.]
+         [2. 4.]]
+    """
+    equation = _explicit_einsum(equation)
     helper = LayerHelper("einsum", name)
     out = helper.create_tmp(operands[0].dtype)
     caches = [helper.create_tmp(o.dtype, stop_gradient=True) for o in operands]
@@ -188,8 +223,26 @@ def einsum(equation, *operands, name=None):
     return out
 
 
+def _explicit_einsum(equation: str) -> str:
+    """The equation with its output labels written out (the op needs them)."""
+    if "->" in equation:
+        return equation
+    inputs = equation.replace(" ", "")
+    labels = inputs.replace("...", "").replace(",", "")
+    once = sorted(label for label in set(labels) if labels.count(label) == 1)
+    return f"{inputs}->{'...' if '...' in inputs else ''}{''.join(once)}"
+
+
 def dist(x, y, p=2.0, name=None):
-    """The p-norm of x - y, 0-d (op dist)."""
+    """The p-norm of x - y, 0-d (op dist).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[3.0, 3.0], [3.0, 3.0]])
+        >>> y = paddle.to_tensor([[3.0, 3.0], [3.0, 1.0]])
+        >>> print(paddle.dist(x, y).numpy(), paddle.dist(x, y, p=0).numpy(), paddle.dist(x, y, p=float("inf")).numpy())
+        2.0 1.0 2.0
+    """
     return _one("dist", {"X": x, "Y": y}, {"p": float(p)}, name=name)
 
 
@@ -208,6 +261,19 @@ def l2_normalize(x, axis, epsilon=1e-12, name=None):
 
 
 def scatter_nd_add(x, index, updates, name=None):
+    """x with each row of `updates` added at the position its row of `index` names (a prefix of
+    x's dimensions); repeated positions add up (op scatter_nd_add).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.zeros([3, 2])
+        >>> index = paddle.to_tensor([[1], [0], [1]])
+        >>> updates = paddle.to_tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+        >>> print(paddle.scatter_nd_add(x, index, updates).numpy())    # repeated indices add up
+        [[2. 2.]
+         [4. 4.]
+         [0. 0.]]
+    """
     return _one("scatter_nd_add", {"X": x, "Index": index, "Updates": updates}, name=name)
 
 
@@ -240,7 +306,15 @@ def _pads4(paddings):
 
 def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
     """im2col of an NCHW x: [N, C*kh*kw, L] (op unfold); paddings an int, 2 values
-    [h, w] or 4 [top, left, bottom, right]."""
+    [h, w] or 4 [top, left, bottom, right].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> F.unfold(x, kernel_sizes=2, strides=2).shape   # 2x2 patches as columns: C*2*2 rows, 4 patches
+        [1, 4, 4]
+    """
     return _one("unfold", {"X": x}, {"kernel_sizes": _pair(kernel_sizes), "strides": _pair(strides),
                                      "paddings": _pads4(paddings), "dilations": _pair(dilations)}, name=name, out="Y")
 
@@ -266,14 +340,38 @@ def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name
 
 
 def acos(x, name=None):
+    """The arccosine, elementwise (radians).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.acos(x).numpy().round(4))
+        [1.9823 1.7722 1.4706 1.2661]
+    """
     return LayerHelper("acos", name).unary("acos", x)
 
 
 def asin(x, name=None):
+    """The arcsine, elementwise (radians).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.asin(x).numpy().round(4))
+        [-0.4115 -0.2014  0.1002  0.3047]
+    """
     return LayerHelper("asin", name).unary("asin", x)
 
 
 def atan(x, name=None):
+    """The arctangent, elementwise (radians).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.atan(x).numpy().round(4))
+        [-0.3805 -0.1974  0.0997  0.2915]
+    """
     return LayerHelper("atan", name).unary("atan", x)
 
 
@@ -282,4 +380,12 @@ def brelu(x, t_min=0.0, t_max=24.0, name=None):
 
 
 def stanh(x, scale_a=0.67, scale_b=1.7159, name=None):
+    """scale_b * tanh(scale_a * x), elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0, 3.0, 4.0])
+        >>> print(paddle.stanh(x, scale_a=0.67, scale_b=1.72).numpy().round(4))
+        [1.0062 1.4993 1.6593 1.7039]
+    """
     return LayerHelper("stanh", name).unary("stanh", x, {"scale_a": float(scale_a), "scale_b": float(scale_b)})

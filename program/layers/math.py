@@ -210,7 +210,16 @@ def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
 
 
 def mm(input, mat2, name=None):
-    """Matrix product input @ mat2 (op matmul_v2)."""
+    """Matrix product input @ mat2 (op matmul_v2).
+
+    Examples:
+        >>> import keel as paddle
+        >>> a = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> b = paddle.to_tensor([[1.0, 0.0], [1.0, 1.0]])
+        >>> print(paddle.mm(a, b).numpy())
+        [[3. 2.]
+         [7. 4.]]
+    """
     helper = LayerHelper("mm", name)
     out = helper.create_tmp(input.dtype)
     helper.append_op("matmul_v2", {"X": input, "Y": mat2}, {"Out": out},
@@ -219,7 +228,19 @@ def mm(input, mat2, name=None):
 
 
 def bmm(x, y, name=None):
-    """Batched product of 3-D tensors [B, M, K] @ [B, K, N] (op bmm)."""
+    """Batched product of 3-D tensors [B, M, K] @ [B, K, N] (op bmm).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]], [[3.0, 3.0, 3.0], [4.0, 4.0, 4.0]]])
+        >>> y = paddle.ones([2, 3, 2])
+        >>> print(paddle.bmm(x, y).numpy())     # one matrix product per batch entry
+        [[[ 3.  3.]
+          [ 6.  6.]]
+        <BLANKLINE>
+         [[ 9.  9.]
+          [12. 12.]]]
+    """
     helper = LayerHelper("bmm", name)
     out = helper.create_tmp(x.dtype)
     helper.append_op("bmm", {"X": x, "Y": y}, {"Out": out})
@@ -506,6 +527,14 @@ def less_than(x, y, name=None):
 
 
 def less_equal(x, y, name=None):
+    """x <= y, elementwise with broadcasting, as a bool tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.less_equal(x, paddle.to_tensor([1, 3, 2])).numpy())
+        [ True  True False]
+    """
     return _compare("less_equal", x, y, name)
 
 
@@ -522,6 +551,14 @@ def greater_than(x, y, name=None):
 
 
 def greater_equal(x, y, name=None):
+    """x >= y, elementwise with broadcasting, as a bool tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.greater_equal(x, paddle.to_tensor([1, 3, 2])).numpy())
+        [ True False  True]
+    """
     return _compare("greater_equal", x, y, name)
 
 
@@ -546,10 +583,26 @@ def logical_and(x, y, name=None):
 
 
 def logical_or(x, y, name=None):
+    """x or y, elementwise with broadcasting, as a bool tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([True, False, True, False])
+        >>> print(paddle.logical_or(x, paddle.to_tensor([True, True, False, False])).numpy())
+        [ True  True  True False]
+    """
     return _logical("logical_or", x, y, name)
 
 
 def logical_xor(x, y, name=None):
+    """x xor y, elementwise with broadcasting, as a bool tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([True, False, True, False])
+        >>> print(paddle.logical_xor(x, paddle.to_tensor([True, True, False, False])).numpy())
+        [False  True  True False]
+    """
     return _logical("logical_xor", x, y, name)
 
 
@@ -577,10 +630,26 @@ def isnan(x, name=None):
 
 
 def isinf(x, name=None):
+    """True where x is +inf or -inf.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([float("-inf"), -2.0, 3.5, float("inf"), float("nan")])
+        >>> print(paddle.isinf(x).numpy())
+        [ True False False  True False]
+    """
     return _logical("isinf_v2", x, None, name)
 
 
 def isfinite(x, name=None):
+    """True where x is neither infinite nor NaN.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([float("-inf"), -2.0, 3.5, float("inf"), float("nan")])
+        >>> print(paddle.isfinite(x).numpy())
+        [False  True  True False False]
+    """
     return _logical("isfinite_v2", x, None, name)
 
 
@@ -590,89 +659,252 @@ def _act(op_type, x, name=None, attrs=None, layer=None):
 
 
 def relu(x, name=None):
-    """max(x, 0)."""
+    """max(x, 0).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-2.0, 0.0, 1.0])
+        >>> print(F.relu(x).numpy())
+        [0. 0. 1.]
+    """
     return _act("relu", x, name)
 
 
 def relu6(x, name=None):
-    """min(max(x, 0), 6)."""
+    """min(max(x, 0), 6).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-1.0, 0.3, 6.5])
+        >>> print(F.relu6(x).numpy())
+        [0.  0.3 6. ]
+    """
     return _act("relu6", x, name, {"threshold": 6.0})
 
 
 def leaky_relu(x, negative_slope=0.01, name=None):
-    """x if x >= 0 else negative_slope * x."""
+    """x if x >= 0 else negative_slope * x.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-2.0, 0.0, 1.0])
+        >>> print(F.leaky_relu(x, negative_slope=0.1).numpy())
+        [-0.2  0.   1. ]
+    """
     return _act("leaky_relu", x, name, {"alpha": float(negative_slope)})
 
 
 def gelu(x, approximate=False, name=None):
-    """x * Phi(x); the tanh approximation with approximate=True."""
+    """x * Phi(x); the tanh approximation with approximate=True.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-1.0, 0.0, 1.0])
+        >>> print(F.gelu(x).numpy().round(4))
+        [-0.1587  0.      0.8413]
+        >>> print(F.gelu(x, approximate=True).numpy().round(4))
+        [-0.1588  0.      0.8412]
+    """
     return _act("gelu", x, name, {"approximate": bool(approximate)})
 
 
 def tanh(x, name=None):
+    """The hyperbolic tangent, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.tanh(x).numpy().round(4))
+        [-0.3799 -0.1974  0.0997  0.2913]
+    """
     return _act("tanh", x, name)
 
 
 def sigmoid(x, name=None):
+    """1 / (1 + exp(-x)).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(F.sigmoid(x).numpy().round(4))
+        [0.4013 0.4502 0.525  0.5744]
+    """
     return _act("sigmoid", x, name)
 
 
 def hard_swish(x, name=None):
-    """x * relu6(x + 3) / 6."""
+    """x * relu6(x + 3) / 6.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-1.0, 0.0, 1.5, 4.0])
+        >>> print(F.hardswish(x).numpy().round(4))
+        [-0.3333  0.      1.125   4.    ]
+    """
     return _act("hard_swish", x, name, {"threshold": 6.0, "scale": 6.0, "offset": 3.0}, "hardswish")
 
 
 def hard_sigmoid(x, slope=0.1666667, offset=0.5, name=None):
-    """clip(slope * x + offset, 0, 1)."""
+    """clip(slope * x + offset, 0, 1).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-4.0, 0.0, 1.5, 4.0])
+        >>> print(F.hardsigmoid(x).numpy().round(4))
+        [0.   0.5  0.75 1.  ]
+    """
     return _act("hard_sigmoid", x, name, {"slope": float(slope), "offset": float(offset)}, "hardsigmoid")
 
 
 def swish(x, name=None):
-    """x * sigmoid(x)."""
+    """x * sigmoid(x).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-2.0, 0.0, 1.0])
+        >>> print(F.swish(x).numpy().round(4))
+        [-0.2384  0.      0.7311]
+    """
     return _act("swish", x, name, {"beta": 1.0})
 
 
 def silu(x, name=None):
-    """x * sigmoid(x)."""
+    """x * sigmoid(x).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([1.0, 2.0, 3.0, 4.0])
+        >>> print(F.silu(x).numpy().round(4))
+        [0.7311 1.7616 2.8577 3.9281]
+    """
     return _act("silu", x, name)
 
 
 def mish(x, name=None):
-    """x * tanh(softplus(x))."""
+    """x * tanh(softplus(x)).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-5.0, 0.0, 5.0])
+        >>> print(F.mish(x).numpy().round(4))
+        [-0.0336  0.      4.9996]
+    """
     return _act("mish", x, name, {"threshold": 20.0})
 
 
 def elu(x, alpha=1.0, name=None):
+    """x above 0, alpha * (exp(x) - 1) at or below it.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-1.0, 0.0, 2.0])
+        >>> print(F.elu(x, alpha=0.2).numpy().round(4))
+        [-0.1264  0.      2.    ]
+    """
     return _act("elu", x, name, {"alpha": float(alpha)})
 
 
 def selu(x, scale=1.0507009873554804934193349852946, alpha=1.6732632423543772848170429916717,
          name=None):
+    """scale * x above 0, scale * alpha * (exp(x) - 1) at or below it (self-normalizing constants by default).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[0.0, 1.0], [2.0, 3.0]])
+        >>> print(F.selu(x).numpy().round(4))
+        [[0.     1.0507]
+         [2.1014 3.1521]]
+    """
     return _act("selu", x, name, {"scale": float(scale), "alpha": float(alpha)})
 
 
 def celu(x, alpha=1.0, name=None):
+    """alpha * (exp(x / alpha) - 1) below 0, x above: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-1.0, 0.0, 2.0])
+        >>> print(F.celu(x, alpha=0.5).numpy().round(4))
+        [-0.4323  0.      2.    ]
+    """
     return _act("celu", x, name, {"alpha": float(alpha)})
 
 
 def softplus(x, beta=1.0, threshold=20.0, name=None):
-    """log(1 + exp(beta * x)) / beta (x where beta * x > threshold)."""
+    """log(1 + exp(beta * x)) / beta (x where beta * x > threshold).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(F.softplus(x).numpy().round(4))
+        [0.513  0.5981 0.7444 0.8544]
+    """
     return _act("softplus", x, name, {"beta": float(beta), "threshold": float(threshold)})
 
 
 def softsign(x, name=None):
+    """x / (1 + |x|).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-3.0, -1.0, 0.0, 1.0])
+        >>> print(F.softsign(x).numpy())
+        [-0.75 -0.5   0.    0.5 ]
+    """
     return _act("softsign", x, name)
 
 
 def log_sigmoid(x, name=None):
+    """log(1 / (1 + exp(-x))), computed without overflow for large -x.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([1.0, 2.0, 3.0, 4.0])
+        >>> print(F.log_sigmoid(x).numpy().round(4))
+        [-0.3133 -0.1269 -0.0486 -0.0181]
+    """
     return _act("logsigmoid", x, name, layer="log_sigmoid")
 
 
 def tanh_shrink(x, name=None):
+    """x - tanh(x).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(F.tanhshrink(x).numpy().round(4))
+        [-0.0201 -0.0026  0.0003  0.0087]
+    """
     return _act("tanh_shrink", x, name)
 
 
 def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
+    """x where x > threshold, else value (0 by default).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([2.0, 0.0, 1.0])
+        >>> print(F.thresholded_relu(x).numpy())
+        [2. 0. 0.]
+    """
     return _act("thresholded_relu", x, name, {"threshold": float(threshold), "value": float(value)})
 
 
@@ -689,6 +921,14 @@ def exp(x, name=None):
 
 
 def expm1(x, name=None):
+    """exp(x) - 1, elementwise, accurate near 0.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.expm1(x).numpy().round(4))
+        [-0.3297 -0.1813  0.1052  0.3499]
+    """
     return _act("expm1", x, name)
 
 
@@ -705,14 +945,39 @@ def log(x, name=None):
 
 
 def log2(x, name=None):
+    """The base-2 logarithm, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 2.0, 8.0])
+        >>> print(paddle.log2(x).numpy().round(4))
+        [0. 1. 3.]
+    """
     return _act("log2", x, name)
 
 
 def log10(x, name=None):
+    """The base-10 logarithm, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, 10.0, 1000.0])
+        >>> print(paddle.log10(x).numpy().round(4))
+        [0. 1. 3.]
+    """
     return _act("log10", x, name)
 
 
 def log1p(x, name=None):
+    """log(1 + x), elementwise, accurate near 0.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[0.0], [1.0]])
+        >>> print(paddle.log1p(x).numpy().round(4))
+        [[0.    ]
+         [0.6931]]
+    """
     return _act("log1p", x, name)
 
 
@@ -729,6 +994,14 @@ def sqrt(x, name=None):
 
 
 def rsqrt(x, name=None):
+    """1 / sqrt(x), elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([0.25, 1.0, 4.0, 16.0])
+        >>> print(paddle.rsqrt(x).numpy())
+        [2.   1.   0.5  0.25]
+    """
     return _act("rsqrt", x, name)
 
 
@@ -757,47 +1030,130 @@ def square(x, name=None):
 
 
 def reciprocal(x, name=None):
+    """1 / x, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-4.0, 0.5, 2.0, 8.0])
+        >>> print(paddle.reciprocal(x).numpy())
+        [-0.25   2.     0.5    0.125]
+    """
     return _act("reciprocal", x, name)
 
 
 def floor(x, name=None):
+    """The largest integer not above x, elementwise (x's dtype).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.floor(x).numpy())
+        [-1. -1.  0.  0.]
+    """
     return _act("floor", x, name)
 
 
 def ceil(x, name=None):
+    """The smallest integer not below x, elementwise (x's dtype).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.ceil(x).numpy())
+        [-0. -0.  1.  1.]
+    """
     return _act("ceil", x, name)
 
 
 def round(x, decimals=0, name=None):
-    """Round half away from zero to `decimals` decimals."""
+    """Round half away from zero to `decimals` decimals.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.6, -0.2, 0.4, 1.7])
+        >>> print(paddle.round(x).numpy())
+        [-1. -0.  0.  2.]
+        >>> print(paddle.round(paddle.to_tensor([1.234, 5.678]), decimals=1).numpy())
+        [1.2 5.7]
+    """
     return _act("round", x, name, {"decimals": int(decimals)})
 
 
 def sign(x, name=None):
+    """-1, 0 or 1 by the sign of x, elementwise (x's dtype).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([3.0, 0.0, -2.0, 1.7])
+        >>> print(paddle.sign(x).numpy())
+        [ 1.  0. -1.  1.]
+    """
     return _act("sign", x, name)
 
 
 def sin(x, name=None):
+    """The sine, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.sin(x).numpy().round(4))
+        [-0.3894 -0.1987  0.0998  0.2955]
+    """
     return _act("sin", x, name)
 
 
 def cos(x, name=None):
+    """The cosine, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.cos(x).numpy().round(4))
+        [0.9211 0.9801 0.995  0.9553]
+    """
     return _act("cos", x, name)
 
 
 def erf(x, name=None):
+    """The error function, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.erf(x).numpy().round(4))
+        [-0.4284 -0.2227  0.1125  0.3286]
+    """
     return _act("erf", x, name)
 
 
 def softmax(x, axis=-1, dtype=None, name=None):
-    """exp(x) / sum(exp(x)) along `axis` (x cast to `dtype` first when given)."""
+    """exp(x) / sum(exp(x)) along `axis` (x cast to `dtype` first when given).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[2.0, 3.0, 4.0, 5.0], [1.0, 1.0, 1.0, 1.0]])
+        >>> print(F.softmax(x, axis=-1).numpy().round(4))
+        [[0.0321 0.0871 0.2369 0.6439]
+         [0.25   0.25   0.25   0.25  ]]
+    """
     if dtype is not None:
         x = cast(x, dtype)
     return _act("softmax", x, name, {"axis": int(axis)})
 
 
 def log_softmax(x, axis=-1, dtype=None, name=None):
-    """x - log(sum(exp(x))) along `axis`."""
+    """x - log(sum(exp(x))) along `axis`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
+        >>> print(F.log_softmax(x, axis=-1).numpy().round(4))
+        [[-2.4076 -1.4076 -0.4076]
+         [-1.0986 -1.0986 -1.0986]]
+    """
     if dtype is not None:
         x = cast(x, dtype)
     return _act("log_softmax", x, name, {"axis": int(axis)})

@@ -32,22 +32,60 @@ def _axis(layer, axis, ndim) -> int:
 
 
 def broadcast_to(x, shape, name=None):
-    """x broadcast to `shape` (PaddlePaddle's alias of expand)."""
+    """x broadcast to `shape` (PaddlePaddle's alias of expand).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> print(paddle.broadcast_to(x, shape=[2, 3]).numpy())
+        [[1 2 3]
+         [1 2 3]]
+    """
     return expand(x, shape, name=name)
 
 
 def cat(x, axis=0, name=None):
-    """Join tensors along `axis` (PaddlePaddle's alias of concat)."""
+    """Join tensors along `axis` (PaddlePaddle's alias of concat).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2], [3, 4]])
+        >>> y = paddle.to_tensor([[5, 6]])
+        >>> print(paddle.cat([x, y], axis=0).numpy())
+        [[1 2]
+         [3 4]
+         [5 6]]
+    """
     return concat(x, axis=axis, name=name)
 
 
 def chunk(x, chunks, axis=0, name=None):
-    """x split into `chunks` equal pieces along `axis` (split by a number)."""
+    """x split into `chunks` equal pieces along `axis` (split by a number).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.arange(12).reshape([2, 6])
+        >>> parts = paddle.chunk(x, chunks=3, axis=1)
+        >>> [p.shape for p in parts]
+        [[2, 2], [2, 2], [2, 2]]
+        >>> print(parts[1].numpy())
+        [[2 3]
+         [8 9]]
+    """
     return split(x, int(chunks), axis=axis, name=name)
 
 
 def t(input, name=None):  # noqa: A002 (PaddlePaddle's argument name)
-    """The transpose of a 2-D tensor; a 0-d or 1-d tensor is returned as it is."""
+    """The transpose of a 2-D tensor; a 0-d or 1-d tensor is returned as it is.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> print(paddle.t(x).numpy())
+        [[1 4]
+         [2 5]
+         [3 6]]
+    """
     if len(input.shape) > 2:
         _fail("t", f"expects a tensor of at most 2 dims, got {input.name} {input.type_string()}; "
                    f"use transpose with a permutation")
@@ -55,7 +93,14 @@ def t(input, name=None):  # noqa: A002 (PaddlePaddle's argument name)
 
 
 def unbind(input, axis=0):  # noqa: A002
-    """The slices of `input` along `axis`, that dim removed (op unstack)."""
+    """The slices of `input` along `axis`, that dim removed (op unstack).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.arange(6).reshape([2, 3])
+        >>> [t.tolist() for t in paddle.unbind(x, axis=1)]
+        [[0, 3], [1, 4], [2, 5]]
+    """
     return unstack(input, axis=_axis("unbind", int(axis), len(input.shape)))
 
 
@@ -69,7 +114,16 @@ def _diagonal_index(rows: int, cols: int, offset: int) -> np.ndarray:
 
 def diagonal(x, offset=0, axis1=0, axis2=1, name=None):
     """The `offset` diagonal of the matrices spanned by axis1 and axis2, as a last dim
-    (PaddlePaddle's layout: the other dims first, in order)."""
+    (PaddlePaddle's layout: the other dims first, in order).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.arange(9).reshape([3, 3])
+        >>> print(paddle.diagonal(x).numpy())
+        [0 4 8]
+        >>> print(paddle.diagonal(x, offset=1).numpy())
+        [1 5]
+    """
     shape = _known_shape("diagonal", x)
     a1, a2 = _axis("diagonal", int(axis1), len(shape)), _axis("diagonal", int(axis2), len(shape))
     if a1 == a2 or len(shape) < 2:
@@ -84,7 +138,17 @@ def diagonal(x, offset=0, axis1=0, axis2=1, name=None):
 
 def diag(x, offset=0, padding_value=0, name=None):
     """A 1-D x -> the square matrix with x on its `offset` diagonal and `padding_value`
-    elsewhere; a 2-D x -> its `offset` diagonal."""
+    elsewhere; a 2-D x -> its `offset` diagonal.
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.diag(paddle.to_tensor([1, 2, 3])).numpy())     # a vector to a diagonal matrix
+        [[1 0 0]
+         [0 2 0]
+         [0 0 3]]
+        >>> print(paddle.diag(paddle.to_tensor([[1, 2], [3, 4]])).numpy())   # a matrix to its diagonal
+        [1 4]
+    """
     shape = _known_shape("diag", x)
     if len(shape) == 2:
         return diagonal(x, offset, 0, 1, name=name)
@@ -104,7 +168,20 @@ def diag(x, offset=0, padding_value=0, name=None):
 def repeat_interleave(x, repeats, axis=None, name=None):
     """Each slice of x along `axis` repeated `repeats` times (an int, or one count per slice
     as a list or tensor), x flattened first when axis is None (op index_select with the
-    repeated positions)."""
+    repeated positions).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> print(paddle.repeat_interleave(x, 2, axis=0).numpy())
+        [[1 2 3]
+         [1 2 3]
+         [4 5 6]
+         [4 5 6]]
+        >>> print(paddle.repeat_interleave(x, paddle.to_tensor([1, 2, 1]), axis=1).numpy())
+        [[1 2 2 3]
+         [4 5 5 6]]
+    """
     if axis is None:
         x, axis = reshape(x, [-1]), 0
     shape = _known_shape("repeat_interleave", x)
@@ -125,7 +202,15 @@ def repeat_interleave(x, repeats, axis=None, name=None):
 def masked_select(x, mask, name=None):
     """The elements of x where the bool `mask` is true, as a 1-D tensor in row-major order;
     x and mask are broadcast to one shape first (op gather_nd at op where_index's
-    coordinates)."""
+    coordinates).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> mask = paddle.to_tensor([[True, False], [False, True]])
+        >>> print(paddle.masked_select(x, mask).numpy())
+        [1. 4.]
+    """
     if tuple(x.shape) != tuple(mask.shape):
         x_shape, m_shape = _known_shape("masked_select", x), _known_shape("masked_select", mask)
         try:
@@ -139,7 +224,16 @@ def masked_select(x, mask, name=None):
 
 def index_sample(x, index, name=None):
     """out[i, j] = x[i, index[i, j]] for a 2-D x and a 2-D int index of the same rows (op
-    take_along_axis on axis 1)."""
+    take_along_axis on axis 1).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
+        >>> index = paddle.to_tensor([[0, 1], [1, 3]])
+        >>> print(paddle.index_sample(x, index).numpy())     # row i gathers x[i, index[i]]
+        [[1. 2.]
+         [6. 8.]]
+    """
     if len(x.shape) != 2 or len(index.shape) != 2:
         _fail("index_sample", f"expects a 2-D x and 2-D index, got {x.name} {x.type_string()} and "
                               f"{index.name} {index.type_string()}")

@@ -23,11 +23,29 @@ _T = pb.VarType
 
 
 def tan(x, name=None):
+    """The tangent, elementwise.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-0.4, -0.2, 0.1, 0.3])
+        >>> print(paddle.tan(x).numpy().round(4))
+        [-0.4228 -0.2027  0.1003  0.3093]
+    """
     return _act("tan", x, name)
 
 
 def addmm(input, x, y, beta=1.0, alpha=1.0, name=None):  # noqa: A002 (PaddlePaddle's argument name)
-    """beta * input + alpha * (x @ y), input broadcast to the product's shape."""
+    """beta * input + alpha * (x @ y), input broadcast to the product's shape.
+
+    Examples:
+        >>> import keel as paddle
+        >>> input = paddle.ones([2, 2])
+        >>> x = paddle.full([2, 3], 2.0)
+        >>> y = paddle.ones([3, 2])
+        >>> print(paddle.addmm(input, x, y, beta=0.5, alpha=5.0).numpy())    # beta * input + alpha * x @ y
+        [[30.5 30.5]
+         [30.5 30.5]]
+    """
     product = matmul(x, y)
     return add(scale(input, float(beta)), scale(product, float(alpha)), name=name)
 
@@ -39,18 +57,41 @@ def _nan_ignoring(pick, x, y, name):
 
 
 def fmax(x, y, name=None):
-    """Elementwise maximum that ignores a NaN operand (NaN only where both are)."""
+    """Elementwise maximum that ignores a NaN operand (NaN only where both are).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, float("nan"), 3.0])
+        >>> print(paddle.fmax(x, paddle.to_tensor([2.0, 5.0, float("nan")])).numpy())   # a NaN loses to a number
+        [2. 5. 3.]
+    """
     return _nan_ignoring(maximum, x, y, name)
 
 
 def fmin(x, y, name=None):
-    """Elementwise minimum that ignores a NaN operand (NaN only where both are)."""
+    """Elementwise minimum that ignores a NaN operand (NaN only where both are).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1.0, float("nan"), 3.0])
+        >>> print(paddle.fmin(x, paddle.to_tensor([2.0, 5.0, float("nan")])).numpy())   # a NaN loses to a number
+        [1. 5. 3.]
+    """
     return _nan_ignoring(minimum, x, y, name)
 
 
 def logsumexp(x, axis=None, keepdim=False, name=None):
     """log(sum(exp(x), axis)), computed around the maximum so large values do not overflow
-    (the maximum's own gradient cancels: it is held constant)."""
+    (the maximum's own gradient cancels: it is held constant).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[-1.5, 0.0, 2.0], [3.0, 1.2, -2.4]])
+        >>> print(paddle.logsumexp(x).numpy().round(4))
+        3.4691
+        >>> print(paddle.logsumexp(x, axis=1).numpy().round(4))
+        [2.1532 3.1568]
+    """
     peak = max(x, axis=axis, keepdim=True)
     peak.stop_gradient = True
     # an all -inf slice has peak -inf: shift it by 0 so its result is -inf, not NaN
@@ -69,7 +110,16 @@ def _drop_reduced(peak, axis, ndim):
 
 def var(x, axis=None, unbiased=None, keepdim=False, name=None, *, correction=1):
     """The variance over `axis` (all dims when None): sum((x - mean)^2) / (N - correction),
-    `unbiased=False` meaning correction 0, as PaddlePaddle's."""
+    `unbiased=False` meaning correction 0, as PaddlePaddle's.
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([[1.0, 2.0, 3.0], [1.0, 4.0, 7.0]])
+        >>> print(paddle.var(x).numpy().round(4))
+        5.2
+        >>> print(paddle.var(x, axis=1, unbiased=False).numpy().round(4))
+        [0.6667 6.    ]
+    """
     if unbiased is not None:
         correction = 1 if unbiased else 0
     axes = list(range(len(x.shape))) if axis is None else ([axis] if isinstance(axis, int) else list(axis))
@@ -103,7 +153,14 @@ def sort(x, axis=-1, descending=False, stable=False, name=None):
 
 def histogram(input, bins=100, min=0.0, max=0.0, weight=None, density=False, name=None):  # noqa: A002
     """Counts of input's values in `bins` equal bins over [min, max] (input's range when both
-    are 0), int64; float with `weight` or `density` (op histogram)."""
+    are 0), int64; float with `weight` or `density` (op histogram).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 1])
+        >>> print(paddle.histogram(x, bins=4, min=0, max=3).numpy())
+        [0 2 1 0]
+    """
     helper = LayerHelper("histogram", name)
     floating = density or weight is not None
     out = helper.create_tmp((weight.dtype if weight is not None else _T.FP32) if floating else _T.INT64,
@@ -118,7 +175,17 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
            sorted=True, name=None):  # noqa: A002
     """x's distinct values, ascending (slices along `axis` when given, else of flattened x);
     with the flags, also (in this order) the first positions, the inverse positions and the
-    counts (op unique)."""
+    counts (op unique).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([2, 3, 3, 1, 5, 3])
+        >>> print(paddle.unique(x).numpy())
+        [1 2 3 5]
+        >>> out, index, inverse, counts = paddle.unique(x, return_index=True, return_inverse=True, return_counts=True)
+        >>> print(index.numpy(), inverse.numpy(), counts.numpy())
+        [3 0 1 4] [1 2 2 0 3 2] [1 1 3 1]
+    """
     helper = LayerHelper("unique", name)
     code = dtypes.to_code(dtype)
     out = helper.create_tmp(x.dtype, stop_gradient=True)
@@ -137,7 +204,15 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
 
 def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
     """A 0-d bool: every |x - y| <= atol + rtol * |y| (equal values, infinities included,
-    always close; NaNs close to each other only with equal_nan)."""
+    always close; NaNs close to each other only with equal_nan).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([10000.0, 1e-07])
+        >>> y = paddle.to_tensor([10000.1, 1e-08])
+        >>> paddle.allclose(x, y).item(), paddle.allclose(x, y, rtol=1e-05, atol=1e-06).item()
+        (False, True)
+    """
     bound = add(scale(abs(y), float(rtol)), fill_constant([], y.dtype, float(atol)))
     close = logical_or(equal(x, y), less_equal(abs(subtract(x, y)), bound))
     if equal_nan:
@@ -146,19 +221,40 @@ def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
 
 
 def equal_all(x, y, name=None):
-    """A 0-d bool: x and y have one shape and equal elements (False for different shapes)."""
+    """A 0-d bool: x and y have one shape and equal elements (False for different shapes).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([1, 2, 3])
+        >>> paddle.equal_all(x, paddle.to_tensor([1, 2, 3])).item()
+        True
+        >>> paddle.equal_all(x, paddle.to_tensor([1, 4, 3])).item()
+        False
+    """
     if tuple(x.shape) != tuple(y.shape):
         return fill_constant([], "bool", False, name=name)
     return all(equal(x, y), name=name)
 
 
 def is_tensor(x) -> bool:
-    """Whether x is a Keel tensor (an eager Tensor, or a Variable of a program being built)."""
+    """Whether x is a Keel tensor (an eager Tensor, or a Variable of a program being built).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.is_tensor(paddle.to_tensor([1.0])), paddle.is_tensor([1.0])
+        (True, False)
+    """
     return isinstance(x, Variable)
 
 
 def is_floating_point(x) -> bool:
-    """Whether x's dtype is floating (float16, bfloat16, float32, float64)."""
+    """Whether x's dtype is floating (float16, bfloat16, float32, float64).
+
+    Examples:
+        >>> import keel as paddle
+        >>> paddle.is_floating_point(paddle.ones([2])), paddle.is_floating_point(paddle.to_tensor([1, 2]))
+        (True, False)
+    """
     if not isinstance(x, Variable):
         raise TypeError(f"is_floating_point: expects a tensor, got {type(x).__name__}")
     return dtypes.is_floating(x.dtype)
@@ -176,17 +272,47 @@ def _bitwise(op_type, inputs, out, name):
 
 
 def bitwise_not(x, out=None, name=None):
-    """~x bit by bit for bool and integer tensors (op bitwise_not)."""
+    """~x bit by bit for bool and integer tensors (op bitwise_not).
+
+    Examples:
+        >>> import keel as paddle
+        >>> print(paddle.bitwise_not(paddle.to_tensor([-5, -1, 1])).numpy())
+        [ 4  0 -2]
+    """
     return _bitwise("bitwise_not", {"X": x}, out, name)
 
 
 def bitwise_and(x, y, out=None, name=None):
+    """x & y, elementwise with broadcasting (integers and bools).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-5, -1, 1])
+        >>> print(paddle.bitwise_and(x, paddle.to_tensor([4, 2, -3])).numpy())
+        [0 2 1]
+    """
     return _bitwise("bitwise_and", {"X": x, "Y": y}, out, name)
 
 
 def bitwise_or(x, y, out=None, name=None):
+    """x | y, elementwise with broadcasting (integers and bools).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-5, -1, 1])
+        >>> print(paddle.bitwise_or(x, paddle.to_tensor([4, 2, -3])).numpy())
+        [-1 -1 -3]
+    """
     return _bitwise("bitwise_or", {"X": x, "Y": y}, out, name)
 
 
 def bitwise_xor(x, y, out=None, name=None):
+    """x ^ y, elementwise with broadcasting (integers and bools).
+
+    Examples:
+        >>> import keel as paddle
+        >>> x = paddle.to_tensor([-5, -1, 1])
+        >>> print(paddle.bitwise_xor(x, paddle.to_tensor([4, 2, -3])).numpy())
+        [-1 -3 -4]
+    """
     return _bitwise("bitwise_xor", {"X": x, "Y": y}, out, name)

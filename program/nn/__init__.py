@@ -202,7 +202,16 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     functional.conv2d. `padding`: an int, [pad_h, pad_w], [top, bottom, left, right], or
     "SAME"/"VALID". Filter `conv2d_N.w_0` [num_filters, in_channels/groups, kh, kw], default init
     Normal(0, sqrt(2 / (kh*kw*in_channels))); bias `conv2d_N.b_0` [num_filters] added with
-    `elementwise_add` (axis 1 for NCHW, 3 for NHWC); then `act`."""
+    `elementwise_add` (axis 1 for NCHW, 3 for NHWC); then `act`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 3, 32, 32])
+        ...     y = paddle.static.nn.conv2d(x, num_filters=8, filter_size=3, padding=1, act="relu")
+        >>> y.shape
+        (-1, 8, 32, 32)
+    """
     _check_format("conv2d", data_format)
     _require_float("conv2d", input)
     c = _channels("conv2d", input, data_format)
@@ -231,7 +240,16 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                      data_format="NCHW", name=None):
     """2-D transposed convolution (paddle.static.nn.conv2d_transpose). Filter
     `conv2d_transpose_N.w_0` [in_channels, num_filters/groups, kh, kw] (XavierUniform by
-    default); `filter_size` may be omitted when `output_size` is given."""
+    default); `filter_size` may be omitted when `output_size` is given.
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 3, 16, 16])
+        ...     y = paddle.static.nn.conv2d_transpose(x, num_filters=4, filter_size=4, stride=2, padding=1)
+        >>> y.shape
+        (-1, 4, 32, 32)
+    """
     layer = "conv2d_transpose"
     _check_format(layer, data_format)
     _require_float(layer, input)
@@ -303,7 +321,16 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-5, param
     """Batch normalization (paddle.static.nn.batch_norm). Parameters `batch_norm_N.w_0` (scale,
     Constant 1), `.b_0` (bias, Constant 0), `.w_1` (running mean, Constant 0) and `.w_2`
     (running variance, Constant 1); the running statistics are not trainable and are
-    updated in place (MeanOut/VarianceOut name the same variables)."""
+    updated in place (MeanOut/VarianceOut name the same variables).
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 3, 8, 8])
+        ...     y = paddle.static.nn.batch_norm(x, act="relu")
+        >>> y.shape
+        (-1, 3, 8, 8)
+    """
     layer = "batch_norm"
     _check_format(layer, data_layout)
     _require_float(layer, input)
@@ -334,7 +361,16 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-5, p
                bias_attr=None, act=None, name=None):
     """Layer normalization (paddle.static.nn.layer_norm) over the dims from begin_norm_axis
     on; scale `layer_norm_N.w_0` (Constant 1) and shift `.b_0` (Constant 0), each of the
-    product of those dims."""
+    product of those dims.
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 10, 16])
+        ...     y = paddle.static.nn.layer_norm(x, begin_norm_axis=2)
+        >>> y.shape
+        (-1, 10, 16)
+    """
     layer = "layer_norm"
     _require_float(layer, input)
     if not 0 < begin_norm_axis < input.ndim:
@@ -363,7 +399,16 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-5, p
 def group_norm(input, groups, epsilon=1e-5, param_attr=None, bias_attr=None, act=None,
                data_layout="NCHW", name=None):
     """Group normalization (paddle.static.nn.group_norm). Scale `group_norm_N.w_0` (Constant 1)
-    and bias `.b_0` (Constant 0) of the channel count; False omits either."""
+    and bias `.b_0` (Constant 0) of the channel count; False omits either.
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 8, 4, 4])
+        ...     y = paddle.static.nn.group_norm(x, groups=4)
+        >>> y.shape
+        (-1, 8, 4, 4)
+    """
     layer = "group_norm"
     _check_format(layer, data_layout)
     _require_float(layer, input)
@@ -386,7 +431,16 @@ def group_norm(input, groups, epsilon=1e-5, param_attr=None, bias_attr=None, act
 def instance_norm(input, epsilon=1e-5, param_attr=None, bias_attr=None, name=None):
     """Instance normalization (paddle.static.nn.instance_norm). Scale `instance_norm_N.w_0`
     (Constant 1) and bias `.b_0` (Constant 0) of the channel count; pass False for both to
-    omit them."""
+    omit them.
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 3, 8, 8])
+        ...     y = paddle.static.nn.instance_norm(x)
+        >>> y.shape
+        (-1, 3, 8, 8)
+    """
     layer = "instance_norm"
     _require_float(layer, input)
     if not 2 <= input.ndim <= 5:
@@ -419,7 +473,16 @@ def embedding(input, size, is_sparse=False, padding_idx=None, param_attr=None, d
     """Embedding lookup (paddle.static.nn.embedding): op `lookup_table_v2` with the table
     `embedding_N.w_0` of shape `size` = [vocab, dim] (XavierUniform by default). A negative
     padding_idx counts from the end of the vocabulary; None means no padding row (-1).
-    `is_sparse` is accepted for compatibility (gradients are dense)."""
+    `is_sparse` is accepted for compatibility (gradients are dense).
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     ids = paddle.static.data("ids", [None, 5], "int64")
+        ...     emb = paddle.static.nn.embedding(ids, size=[100, 16])
+        >>> emb.shape
+        (-1, 5, 16)
+    """
     layer = "embedding"
     if input.dtype not in (pb.VarType.INT32, pb.VarType.INT64):
         _fail(layer, f"ids must be int64 (or int32), got {input.name} {input.type_string()}", DTypeError)
@@ -435,7 +498,17 @@ def embedding(input, size, is_sparse=False, padding_idx=None, param_attr=None, d
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100,
                                numeric_stable_mode=True, return_softmax=False, axis=-1):
     """Softmax over `axis` then cross entropy (op softmax_with_cross_entropy). Returns the
-    loss (the class axis reduced to 1), and the softmax too with return_softmax=True."""
+    loss (the class axis reduced to 1), and the softmax too with return_softmax=True.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> logits = paddle.to_tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]])
+        >>> label = paddle.to_tensor([[0], [1]])
+        >>> print(F.softmax_with_cross_entropy(logits, label).numpy().round(4))
+        [[0.417]
+         [0.22 ]]
+    """
     loss, softmax = functional.loss.softmax_with_cross_entropy_op(logits, label, soft_label, True, ignore_index,
                                                                   axis, numeric_stable_mode=numeric_stable_mode)
     return (loss, softmax) if return_softmax else loss
@@ -466,7 +539,20 @@ def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, name=None, no
 
 def accuracy(input, label, k=1, correct=None, total=None):
     """Top-k accuracy (paddle.static.accuracy): `top_k_v2` (sorted=False) then `accuracy`.
-    Returns the accuracy variable (float32 [1])."""
+    Returns the accuracy variable (float32 [1]).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel as paddle
+        >>> main = paddle.static.Program()
+        >>> with paddle.static.program_guard(main, paddle.static.Program()):
+        ...     scores = paddle.static.data("scores", [None, 3], "float32")
+        ...     label = paddle.static.data("label", [None, 1], "int64")
+        ...     acc = paddle.static.accuracy(scores, label, k=1)
+        >>> feed = {"scores": np.array([[0.1, 0.7, 0.2], [0.6, 0.3, 0.1]], "float32"), "label": np.array([[1], [2]])}
+        >>> paddle.static.Executor().run(main, feed=feed, fetch_list=[acc])[0]
+        array(0.5, dtype=float32)
+    """
     helper = LayerHelper("accuracy")
     _require_float("accuracy", input)
     topk_out = helper.create_tmp(input.dtype)
@@ -487,7 +573,16 @@ def accuracy(input, label, k=1, correct=None, total=None):
 def prelu(x, mode, param_attr=None, data_format="NCHW", name=None):
     """Parametric ReLU (paddle.static.nn.prelu). `mode`: 'all' (one alpha, [1]), 'channel'
     ([1, C, 1, 1] or [1, 1, 1, C]) or 'element' ([1, *x.shape[1:]]); alpha `prelu_N.w_0`
-    starts at 0.25."""
+    starts at 0.25.
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 3, 8, 8])
+        ...     y = paddle.static.nn.prelu(x, mode="channel")     # one slope per channel
+        >>> y.shape
+        (-1, 3, 8, 8)
+    """
     layer = "prelu"
     _require_float(layer, x)
     if mode not in ("all", "channel", "element"):

@@ -362,6 +362,36 @@ class SyncBatchNorm(BatchNorm):
         (True, True)
     """
     _op_type = "sync_batch_norm"
+    _STATE = ("weight", "bias", "_mean", "_variance")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, layer):
+        """`layer` with every batch norm layer in it (itself included) replaced by a
+        SyncBatchNorm over the same parameters and running statistics (the same objects, so
+        an optimizer already holding `layer.parameters()` trains them), as PaddlePaddle's:
+        children are replaced in place, and the converted layer is returned.
+
+        Examples:
+            >>> import keel as paddle
+            >>> net = paddle.nn.Sequential(paddle.nn.Conv2D(3, 4, 3), paddle.nn.BatchNorm2D(4))
+            >>> weight = net[1].weight
+            >>> net = paddle.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+            >>> type(net[1]).__name__, net[1].weight is weight
+            ('SyncBatchNorm', True)
+        """
+        converted = layer
+        if isinstance(layer, BatchNorm):
+            converted = cls(layer._parameters["_mean"].shape[0], layer._momentum, layer._epsilon,
+                            data_format=layer._data_format, use_global_stats=layer._use_global_stats)
+            for key in cls._STATE:   # in this order, so the state dict's keys keep theirs
+                if key in layer._parameters:
+                    setattr(converted, key, layer._parameters[key])
+                else:                # weight_attr=False / bias_attr=False: none here either
+                    converted._parameters.pop(key, None)
+            converted.training = layer.training
+        for name, child in list(layer._sub_layers.items()):
+            converted.add_sublayer(name, cls.convert_sync_batchnorm(child))
+        return converted
 
 
 class InstanceNorm1D(InstanceNorm2D):

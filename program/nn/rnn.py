@@ -139,7 +139,17 @@ def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction
              norm_by_times=False, zero_infinity=False):
     """paddle.nn.functional.ctc_loss: `warpctc`, then reduction 'none' (the [batch] losses),
     'sum', or 'mean' (each loss divided by its label length, then averaged). zero_infinity:
-    an infinite loss (no alignment fits) counts as 0."""
+    an infinite loss (no alignment fits) counts as 0.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> log_probs = paddle.log(paddle.full([3, 1, 3], 1 / 3))   # [max_time, batch, classes], uniform
+        >>> labels = paddle.to_tensor([[1, 2]], dtype="int32")
+        >>> in_len, label_len = paddle.to_tensor([3], dtype="int64"), paddle.to_tensor([2], dtype="int64")
+        >>> print(F.ctc_loss(log_probs, labels, in_len, label_len, reduction="none").numpy().round(4))
+        [1.6864]
+    """
     from keel.program.layers import math as M
     from keel.program.layers import tensor as Tn
 

@@ -28,7 +28,19 @@ def _listed(parameters) -> list:
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Scale the parameters' gradients in place so that their total `norm_type`-norm (the
     norm of the per-gradient norms; inf: the largest |g|) is at most `max_norm`: each is
-    multiplied by min(1, max_norm / (total + 1e-6)). Returns the total norm."""
+    multiplied by min(1, max_norm / (total + 1e-6)). Returns the total norm.
+
+    Examples:
+        >>> import keel as paddle
+        >>> linear = paddle.nn.Linear(3, 2)
+        >>> (linear(paddle.ones([4, 3])) * 100).sum().backward()
+        >>> total = paddle.nn.utils.clip_grad_norm_(linear.parameters(), max_norm=1.0)   # the norm before clipping
+        >>> float(total) > 1.0
+        True
+        >>> grads = [p.grad.numpy() for p in linear.parameters()]
+        >>> round(float(sum((g ** 2).sum() for g in grads) ** 0.5), 4)
+        1.0
+    """
     engine = _eager("clip_grad_norm_")
     norm_type = float(norm_type)
     if norm_type not in (math.inf, 0.0, 1.0, 2.0):
@@ -53,7 +65,16 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 def clip_grad_value_(parameters, clip_value):
-    """Clip the parameters' gradients in place to [-clip_value, clip_value]."""
+    """Clip the parameters' gradients in place to [-clip_value, clip_value].
+
+    Examples:
+        >>> import keel as paddle
+        >>> linear = paddle.nn.Linear(3, 2)
+        >>> (linear(paddle.ones([4, 3])) * 100).sum().backward()
+        >>> paddle.nn.utils.clip_grad_value_(linear.parameters(), clip_value=1.0)
+        >>> print(linear.bias.grad.numpy())
+        [1. 1.]
+    """
     engine = _eager("clip_grad_value_")
     with engine.set_grad_enabled(False):
         for p in _listed(parameters):
@@ -62,14 +83,34 @@ def clip_grad_value_(parameters, clip_value):
 
 
 def parameters_to_vector(parameters, name=None):
-    """The parameters flattened and joined into one 1-D Tensor."""
+    """The parameters flattened and joined into one 1-D Tensor.
+
+    Examples:
+        >>> import keel as paddle
+        >>> linear = paddle.nn.Linear(3, 2)
+        >>> vec = paddle.nn.utils.parameters_to_vector(linear.parameters())
+        >>> vec.shape                             # 3 * 2 weights and 2 biases
+        [8]
+    """
     engine = _eager("parameters_to_vector")
     with engine.set_grad_enabled(False):
         return T.concat([T.reshape(p, [-1]) for p in _listed(parameters)], 0)
 
 
 def vector_to_parameters(vec, parameters, name=None):
-    """Set the parameters, in order, from the consecutive slices of the 1-D `vec`."""
+    """Set the parameters, in order, from the consecutive slices of the 1-D `vec`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> linear = paddle.nn.Linear(3, 2)
+        >>> paddle.nn.utils.vector_to_parameters(paddle.arange(8, dtype="float32"), linear.parameters())
+        >>> print(linear.weight.numpy())
+        [[0. 1.]
+         [2. 3.]
+         [4. 5.]]
+        >>> print(linear.bias.numpy())
+        [6. 7.]
+    """
     engine = _eager("vector_to_parameters")
     params = _listed(parameters)
     sizes = [math.prod(p.shape) for p in params]

@@ -65,7 +65,16 @@ def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
            bias_attr=None, act=None, data_format="NCDHW", name=None):
     """3-D convolution (paddle.static.nn.conv3d): Filter `conv3d_N.w_0` [num_filters,
     in_channels/groups, kd, kh, kw], Normal(0, sqrt(2 / fan_in)) by default; bias
-    `conv3d_N.b_0` added along the channel axis; then `act`."""
+    `conv3d_N.b_0` added along the channel axis; then `act`.
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 3, 8, 16, 16])
+        ...     y = paddle.static.nn.conv3d(x, num_filters=4, filter_size=3, act="relu")
+        >>> y.shape
+        (-1, 4, 6, 14, 14)
+    """
     layer = "conv3d"
     c = _channels3d(layer, input, data_format)
     groups = int(groups or 1)
@@ -85,7 +94,16 @@ def conv3d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                      groups=1, param_attr=None, bias_attr=None, act=None, data_format="NCDHW", name=None):
     """3-D transposed convolution (paddle.static.nn.conv3d_transpose): Filter
     `conv3d_transpose_N.w_0` [in_channels, num_filters/groups, kd, kh, kw]. As PaddlePaddle's
-    layer, the op's data_format is written "NCHW" / "NHWC" (what its kernel reads)."""
+    layer, the op's data_format is written "NCHW" / "NHWC" (what its kernel reads).
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 3, 4, 8, 8])
+        ...     y = paddle.static.nn.conv3d_transpose(x, num_filters=2, filter_size=3)
+        >>> y.shape
+        (-1, 2, 6, 10, 10)
+    """
     layer = "conv3d_transpose"
     c = _channels3d(layer, input, data_format)
     groups = int(groups or 1)
@@ -132,7 +150,18 @@ def deform_conv2d(x, offset, mask, num_filters, filter_size, stride=1, padding=0
                   deformable_groups=1, im2col_step=1, weight_attr=None, bias_attr=None, name=None):
     """paddle.static.nn.deform_conv2d: op deformable_conv (DCNv2) with a Mask, else
     deformable_conv_v1; Filter `deformable_conv_N.w_0` [num_filters, C/groups, kh, kw];
-    bias `deformable_conv_N.b_0` added along axis 1."""
+    bias `deformable_conv_N.b_0` added along axis 1.
+
+    Examples:
+        >>> import keel as paddle
+        >>> with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        ...     x = paddle.static.data("x", [None, 3, 8, 8])
+        ...     offset = paddle.static.data("offset", [None, 18, 8, 8])    # 2 * 3 * 3 (dy, dx) per output
+        ...     mask = paddle.static.data("mask", [None, 9, 8, 8])
+        ...     y = paddle.static.nn.deform_conv2d(x, offset, mask, num_filters=4, filter_size=3, padding=1)
+        >>> y.shape
+        (-1, 4, 8, 8)
+    """
     layer = "deformable_conv"
     c = x.shape[1]
     if x.ndim != 4 or c < 0:

@@ -35,11 +35,15 @@ def untranslatable_ops(program) -> list:
 
 
 def program_to_onnx(program, params, feed_names=None, fetch_names=None, *, opset_version: int = DEFAULT_OPSET,
-                    dynamic_batch: bool = False, graph_name: str = "keel", check: bool = True):
+                    dynamic_batch: bool = False, graph_name: str = "keel", check: bool = True,
+                    intermediates: bool = False):
     """The ONNX model computing `fetch_names` from `feed_names` (default: the program's
     feed and fetch ops). `params`: name -> numpy array for the persistable variables the
     ops read. `dynamic_batch`: every input's first dimension is symbolic ("batch"), where
-    the program fixed it. Raises OnnxExportError naming the first op that cannot be written
+    the program fixed it. `intermediates`: also output, after the fetches, every other
+    variable the global block's ops compute whose value the graph holds under the variable's
+    own name (written once, by a node: what a per-op inspection such as the Predictor's
+    hooks reads). Raises OnnxExportError naming the first op that cannot be written
     (and listing every such op type) before building anything."""
     import onnx
     from onnx import helper
@@ -59,14 +63,17 @@ def program_to_onnx(program, params, feed_names=None, fetch_names=None, *, opset
 
     block = program.global_block()
     g = GraphBuilder(block, params, opset_version)
+    g.fetches.update(fetch_names)
     inputs = []
     for name in feed_names:
         var = block.var(name)
         g.bind(name, name)
         inputs.append(_value_info(helper, name, var, dynamic_batch, symbolic=True))
     convert_ops(g, block.ops)
-    outputs = [_value_info(helper, name, block.var(name), dynamic_batch, symbolic=False) for name in fetch_names]
     _name_outputs(g, fetch_names, set(feed_names))
+    if intermediates:
+        fetch_names = fetch_names + _held_intermediates(g, block, set(fetch_names) | set(feed_names))
+    outputs = [_value_info(helper, name, block.var(name), dynamic_batch, symbolic=False) for name in fetch_names]
 
     read = _names_read(g.nodes) | set(fetch_names)
     initializers = [tensor for name, tensor in g.initializers.items() if name in read]
@@ -74,9 +81,22 @@ def program_to_onnx(program, params, feed_names=None, fetch_names=None, *, opset
     model = helper.make_model(graph, producer_name="keel", producer_version=_keel_version(),
                               opset_imports=[helper.make_opsetid("", opset_version)],
                               ir_version=helper.find_min_ir_version_for([helper.make_opsetid("", opset_version)]))
+    _infer_unknown_output_shapes(onnx, model)
     if check:
         onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def _infer_unknown_output_shapes(onnx, model) -> None:
+    """Outputs declared without a shape (see _value_info) get the shape ONNX's inference
+    finds for their values (a graph output needs one)."""
+    outputs = model.graph.output
+    if all(out.type.tensor_type.HasField("shape") for out in outputs):
+        return
+    inferred = onnx.shape_inference.infer_shapes(model).graph.output
+    for out, typed in zip(outputs, inferred):
+        if not out.type.tensor_type.HasField("shape"):
+            out.CopyFrom(typed)
 
 
 def convert_ops(g: GraphBuilder, ops) -> None:
@@ -88,6 +108,15 @@ def convert_ops(g: GraphBuilder, ops) -> None:
         g.op = op
         converters[op.type](g, op)
     g.op = None
+
+
+def _held_intermediates(g: GraphBuilder, block, exclude) -> list[str]:
+    """The global block's op outputs (in op order, not in `exclude`, not persistable) whose
+    newest value a node wrote under the variable's own name."""
+    written = {out for node in g.nodes for out in node.output}
+    names = dict.fromkeys(name for op in block.ops if op.type not in (FEED, FETCH) for name in op.output_arg_names)
+    return [name for name in names if name not in exclude and g._current.get(name) == name and name in written
+            and not block.var(name).persistable]
 
 
 def _refuse_untranslatable(program) -> None:
@@ -111,7 +140,10 @@ def _value_info(helper, name, var, dynamic_batch: bool, symbolic: bool):
         else:
             shape.append(int(dim))
     elem = helper.np_dtype_to_tensor_dtype(dtypes.to_numpy(var.dtype))
-    return helper.make_tensor_value_info(name, elem, shape if var.shape is not None else None)
+    # an output declared with no dims may be one whose shape PaddlePaddle did not know when it
+    # wrote the file (a cond's select_input result): declared of unknown shape, not 0-d
+    unknown = var.shape is None or (not symbolic and len(var.shape) == 0)
+    return helper.make_tensor_value_info(name, elem, None if unknown else shape)
 
 
 def _name_outputs(g: GraphBuilder, fetch_names, feed_names) -> None:
@@ -123,6 +155,9 @@ def _name_outputs(g: GraphBuilder, fetch_names, feed_names) -> None:
         final = g.value(name)
         if final == name and name not in g.initializers:
             continue
+        if name in feed_names:
+            raise OnnxExportError(f"variable {name!r} is both fed and fetched, and the program writes it in "
+                                  f"between: an ONNX graph's input and output cannot share a name")
         if final in g.initializers:
             moved = g.fresh(final)
             tensor = g.initializers.pop(final)

@@ -37,6 +37,9 @@ class GraphBuilder:
         # parameters'): what a converter needing an attribute-like constant (an axis, a
         # shape ONNX takes as an attribute) may read from a tensor input
         self.known = {} if parent is None else parent.known
+        # the Keel names the model outputs (export.py fills it): values a converter must keep
+        # even where no op reads them (a loop's results)
+        self.fetches = set() if parent is None else parent.fetches
         self.op = None  # the op being converted (for error messages)
 
     # -- names ---------------------------------------------------------------------------
@@ -56,7 +59,7 @@ class GraphBuilder:
         value of it: the variable's own name the first time, a fresh one after)."""
         if onnx_name is None:
             onnx_name = keel_name if keel_name not in self._taken else self.fresh(keel_name)
-            self._taken.add(onnx_name)
+        self._taken.add(onnx_name)  # (a graph input bound by name too: no later value may take it)
         self._current[keel_name] = onnx_name
         return onnx_name
 
@@ -78,7 +81,7 @@ class GraphBuilder:
         while top.parent is not None:
             top = top.parent
         if name not in top.initializers:
-            top.initializers[name] = self.onnx.numpy_helper.from_array(np.ascontiguousarray(self.params[name]), name)
+            top.initializers[name] = self.onnx.numpy_helper.from_array(np.asarray(self.params[name], order="C"), name)
             top.known[name] = np.asarray(self.params[name])
             top._taken.add(name)
             top._current[name] = name
@@ -155,7 +158,8 @@ class GraphBuilder:
         top = self
         while top.parent is not None:
             top = top.parent
-        top.initializers[name] = self.onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
+        # (np.asarray keeps a 0-d value 0-d, where np.ascontiguousarray would make it [1])
+        top.initializers[name] = self.onnx.numpy_helper.from_array(np.asarray(array, order="C"), name)
         self.known[name] = array
         return name
 

@@ -43,7 +43,18 @@ def _restore(values: np.ndarray, like: np.ndarray) -> np.ndarray:
 
 def to_tensor(pic, data_format="CHW"):
     """An HWC (or HW) image -> a float32 keel Tensor, CHW unless data_format='HWC'; uint8
-    values scaled to [0, 1]."""
+    values scaled to [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.full((4, 5, 3), 255, "uint8")               # HWC uint8
+        >>> t = T.to_tensor(img)
+        >>> t.shape, t.dtype, float(t.max())
+        ([3, 4, 5], paddle.float32, 1.0)
+        >>> T.to_tensor(img, data_format="HWC").shape
+        [4, 5, 3]
+    """
     from keel.program.tensor import Tensor
     img = _image(pic, "to_tensor")
     if data_format not in ("CHW", "HWC"):
@@ -57,10 +68,28 @@ def to_tensor(pic, data_format="CHW"):
 
 
 def hflip(img):
+    """The image mirrored left to right.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.arange(6, dtype="uint8").reshape(2, 3, 1)
+        >>> T.hflip(img)[..., 0].tolist()
+        [[2, 1, 0], [5, 4, 3]]
+    """
     return np.ascontiguousarray(_image(img, "hflip")[:, ::-1])
 
 
 def vflip(img):
+    """The image mirrored top to bottom.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.arange(6, dtype="uint8").reshape(2, 3, 1)
+        >>> T.vflip(img)[..., 0].tolist()
+        [[3, 4, 5], [0, 1, 2]]
+    """
     return np.ascontiguousarray(_image(img, "vflip")[::-1])
 
 
@@ -88,6 +117,17 @@ def _linear_taps(out_len: int, in_len: int):
 
 
 def resize(img, size, interpolation="bilinear"):
+    """The image resized to size: (height, width), or an int for the shorter side (the aspect ratio kept).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.zeros((40, 60, 3), "uint8")
+        >>> T.resize(img, (20, 30)).shape
+        (20, 30, 3)
+        >>> T.resize(img, 20).shape                            # the shorter side to 20, aspect kept
+        (20, 30, 3)
+    """
     img = _image(img, "resize")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"resize: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
@@ -126,7 +166,17 @@ def _padding(padding) -> tuple[int, int, int, int]:
 def pad(img, padding, fill=0, padding_mode="constant"):
     """Pad an image; modes as OpenCV's borders: 'reflect' mirrors without repeating the edge
     pixel (BORDER_REFLECT_101), 'symmetric' with it (BORDER_REFLECT); 'constant' fills with
-    OpenCV's border value of `fill` (a number fills channel 0 only, see _border_value)."""
+    OpenCV's border value of `fill` (a number fills channel 0 only, see _border_value).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.array([[1, 2], [3, 4]], "uint8")[..., None]
+        >>> T.pad(img, 1)[..., 0].tolist()
+        [[0, 0, 0, 0], [0, 1, 2, 0], [0, 3, 4, 0], [0, 0, 0, 0]]
+        >>> T.pad(img, [1, 0], padding_mode="edge")[..., 0].tolist()     # [left/right, top/bottom]
+        [[1, 1, 2, 2], [3, 3, 4, 4]]
+    """
     img = _image(img, "pad")
     if padding_mode not in _PAD_MODES:
         raise ValueError(f"pad: padding_mode must be one of {sorted(_PAD_MODES)}, got {padding_mode!r}")
@@ -152,10 +202,28 @@ def _border_value(fill, img) -> np.ndarray:
 
 
 def crop(img, top, left, height, width):
+    """The height x width region of an HWC image whose top-left pixel is (top, left).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.arange(25, dtype="uint8").reshape(5, 5, 1)
+        >>> T.crop(img, top=1, left=2, height=2, width=3)[..., 0].tolist()
+        [[7, 8, 9], [12, 13, 14]]
+    """
     return _image(img, "crop")[top:top + height, left:left + width].copy()
 
 
 def center_crop(img, output_size):
+    """The central output_size (an int for a square, or (height, width)) of an HWC image.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.arange(25, dtype="uint8").reshape(5, 5, 1)
+        >>> T.center_crop(img, 3)[..., 0].tolist()
+        [[6, 7, 8], [11, 12, 13], [16, 17, 18]]
+    """
     img = _image(img, "center_crop")
     th, tw = (output_size, output_size) if isinstance(output_size, numbers.Integral) else output_size
     h, w = img.shape[:2]
@@ -166,7 +234,17 @@ def center_crop(img, output_size):
 def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=0):
     """Rotate counter-clockwise by `angle` degrees about `center` ((x, y); (w/2, h/2) by
     default), OpenCV's matrix; `expand` grows the output to hold the whole rotated image;
-    outside the source, OpenCV's border value of `fill` (see _border_value)."""
+    outside the source, OpenCV's border value of `fill` (see _border_value).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.zeros((2, 4, 3), "uint8")
+        >>> T.rotate(img, 45).shape                  # counter-clockwise about (w/2, h/2), corners cut off
+        (2, 4, 3)
+        >>> T.rotate(img, 90, expand=True).shape     # grown to hold the whole rotated image
+        (4, 2, 3)
+    """
     img = _image(img, "rotate")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"rotate: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
@@ -224,6 +302,17 @@ def _luma(img: np.ndarray) -> np.ndarray:
 
 
 def to_grayscale(img, num_output_channels=1):
+    """The luma of an RGB image (0.299 R + 0.587 G + 0.114 B), in 1 channel or repeated in 3.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.full((2, 2, 3), 100, "uint8")
+        >>> T.to_grayscale(img).shape, T.to_grayscale(img, num_output_channels=3).shape
+        ((2, 2, 1), (2, 2, 3))
+        >>> int(T.to_grayscale(img)[0, 0, 0])
+        100
+    """
     img = _image(img, "to_grayscale")
     if img.ndim != 3 or img.shape[2] != 3:
         raise ValueError(f"to_grayscale: expects an RGB (H, W, 3) image, got shape {list(img.shape)}")
@@ -235,7 +324,17 @@ def to_grayscale(img, num_output_channels=1):
 
 def normalize(img, mean, std, data_format="CHW", to_rgb=False):
     """(img - mean) / std per channel, float32; `to_rgb` reverses the channels (BGR -> RGB)
-    first. Accepts a numpy image or a keel Tensor (returned as one)."""
+    first. Accepts a numpy image or a keel Tensor (returned as one).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.full((3, 2, 2), 0.75, "float32")            # CHW
+        >>> T.normalize(img, mean=[0.5, 0.5, 0.5], std=[0.5, 0.25, 0.5])[:, 0, 0].tolist()
+        [0.5, 1.0, 0.5]
+        >>> T.normalize(np.full((2, 2, 3), 127.5, "float32"), [127.5] * 3, [127.5] * 3, data_format="HWC").max().item()
+        0.0
+    """
     from keel.program.variable import Variable
     is_tensor = isinstance(img, Variable)
     x = np.asarray(img.numpy() if is_tensor else img, dtype=np.float32)
@@ -265,13 +364,31 @@ def _table(img, value_of):
 
 
 def adjust_brightness(img, brightness_factor):
-    """Each level times brightness_factor, clipped and truncated."""
+    """Each level times brightness_factor, clipped and truncated.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.full((2, 2, 3), 100, "uint8")
+        >>> T.adjust_brightness(img, 1.5)[0, 0].tolist()
+        [150, 150, 150]
+        >>> T.adjust_brightness(img, 3.0)[0, 0].tolist()      # clipped at 255
+        [255, 255, 255]
+    """
     return _table(_image(img, "adjust_brightness"), lambda v: v * brightness_factor)
 
 
 def adjust_contrast(img, contrast_factor):
     """Levels stretched by contrast_factor about level 74, the fixed centre PaddlePaddle's
-    cv2 backend uses (not the image's mean)."""
+    cv2 backend uses (not the image's mean).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.array([[[50, 50, 50], [150, 150, 150]]], "uint8")
+        >>> T.adjust_contrast(img, 2.0).tolist()
+        [[[26, 26, 26], [226, 226, 226]]]
+    """
     return _table(_image(img, "adjust_contrast"), lambda v: (v - 74) * contrast_factor + 74)
 
 
@@ -289,7 +406,16 @@ def adjust_saturation(img, saturation_factor):
 def adjust_hue(img, hue_factor):
     """The hue turned by int(hue_factor * 255) steps of 256 (OpenCV's full-range uint8 HSV
     of the image read as BGR, as PaddlePaddle's cv2 backend computes it, quantization
-    included: a turn of 0 is not exactly the identity)."""
+    included: a turn of 0 is not exactly the identity).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.zeros((1, 2, 3), "uint8")
+        >>> img[..., 2] = 255                                   # pure red (BGR)
+        >>> T.adjust_hue(img, 0.0).tolist() == img.tolist(), T.adjust_hue(img, 0.3).shape
+        (True, (1, 2, 3))
+    """
     img = _image(img, "adjust_hue")
     if not -0.5 <= hue_factor <= 0.5:
         raise ValueError(f"adjust_hue: hue_factor must be in [-0.5, 0.5], got {hue_factor}")

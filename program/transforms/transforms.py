@@ -22,7 +22,17 @@ __all__ = ["BaseTransform", "Compose", "ToTensor", "Resize", "RandomResizedCrop"
 
 
 class Compose:
-    """Apply each transform in turn."""
+    """Apply each transform in turn.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> transform = T.Compose([T.Resize(64), T.CenterCrop(56), T.ToTensor(),
+        ...                        T.Normalize(mean=[0.5] * 3, std=[0.5] * 3)])
+        >>> x = transform(np.zeros((80, 100, 3), "uint8"))
+        >>> x.shape, float(x.min())
+        ([3, 56, 56], -1.0)
+    """
 
     def __init__(self, transforms):
         self.transforms = list(transforms)
@@ -37,7 +47,20 @@ class Compose:
 
 
 class BaseTransform:
-    """Subclasses give _apply_image (and may give _get_params, drawn once per call)."""
+    """Subclasses give _apply_image (and may give _get_params, drawn once per call).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> class AddOne(T.BaseTransform):
+        ...     def _apply_image(self, img):
+        ...         return img + 1
+        >>> AddOne()(np.zeros((2, 2), "float32")).tolist()
+        [[1.0, 1.0], [1.0, 1.0]]
+        >>> image, label = AddOne()((np.zeros(2), 7))     # items past `keys` pass through
+        >>> image.tolist(), label
+        ([1.0, 1.0], 7)
+    """
 
     def __init__(self, keys=None):
         keys = ("image",) if keys is None else keys
@@ -64,6 +87,16 @@ class BaseTransform:
 
 
 class ToTensor(BaseTransform):
+    """to_tensor: an HWC image to a float32 Tensor (CHW by default), uint8 values scaled to [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> t = T.ToTensor()(np.full((4, 5, 3), 255, "uint8"))
+        >>> t.shape, t.dtype, float(t.max())
+        ([3, 4, 5], paddle.float32, 1.0)
+    """
+
     def __init__(self, data_format="CHW", keys=None):
         super().__init__(keys)
         self.data_format = data_format
@@ -73,6 +106,16 @@ class ToTensor(BaseTransform):
 
 
 class Resize(BaseTransform):
+    """resize to size: (height, width), or an int for the shorter side (the aspect ratio kept).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.zeros((100, 200, 3), "uint8")
+        >>> T.Resize(50)(img).shape, T.Resize((64, 64))(img).shape
+        ((50, 100, 3), (64, 64, 3))
+    """
+
     def __init__(self, size, interpolation="bilinear", keys=None):
         super().__init__(keys)
         if not (isinstance(size, numbers.Integral) or (hasattr(size, "__len__") and len(size) == 2)):
@@ -90,7 +133,16 @@ def _pair(size):
 class RandomResizedCrop(BaseTransform):
     """A crop of random area (scale of the image's) and aspect ratio (log-uniform in
     `ratio`), resized to `size`; after 10 failed draws, the central crop of the nearest
-    allowed ratio."""
+    allowed ratio.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> T.RandomResizedCrop(224)(np.zeros((300, 400, 3), "uint8")).shape
+        (224, 224, 3)
+        >>> T.RandomResizedCrop((64, 32), scale=(0.5, 1.0))(np.zeros((100, 100, 3), "uint8")).shape
+        (64, 32, 3)
+    """
 
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4, 4.0 / 3), interpolation="bilinear", keys=None):
         super().__init__(keys)
@@ -123,6 +175,17 @@ class RandomResizedCrop(BaseTransform):
 
 
 class CenterCrop(BaseTransform):
+    """center_crop to size (an int for a square, or (height, width)).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> T.CenterCrop(224)(np.zeros((256, 300, 3), "uint8")).shape
+        (224, 224, 3)
+        >>> T.CenterCrop((100, 50))(np.zeros((256, 300, 3), "uint8")).shape
+        (100, 50, 3)
+    """
+
     def __init__(self, size, keys=None):
         super().__init__(keys)
         self.size = _pair(size)
@@ -133,7 +196,16 @@ class CenterCrop(BaseTransform):
 
 class RandomCrop(BaseTransform):
     """A crop of `size` at a random place, after optional padding (`pad_if_needed` pads a
-    smaller image up to the size)."""
+    smaller image up to the size).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> T.RandomCrop(224)(np.zeros((256, 256, 3), "uint8")).shape
+        (224, 224, 3)
+        >>> T.RandomCrop(32, padding=4)(np.zeros((32, 32, 3), "uint8")).shape    # CIFAR-style: pad, then crop
+        (32, 32, 3)
+    """
 
     def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant", keys=None):
         super().__init__(keys)
@@ -158,6 +230,18 @@ class RandomCrop(BaseTransform):
 
 
 class RandomHorizontalFlip(BaseTransform):
+    """hflip with probability prob.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.arange(6, dtype="uint8").reshape(2, 3, 1)
+        >>> T.RandomHorizontalFlip(prob=1.0)(img)[..., 0].tolist()
+        [[2, 1, 0], [5, 4, 3]]
+        >>> T.RandomHorizontalFlip(prob=0.0)(img)[..., 0].tolist()
+        [[0, 1, 2], [3, 4, 5]]
+    """
+
     def __init__(self, prob=0.5, keys=None):
         super().__init__(keys)
         if not 0 <= prob <= 1:
@@ -169,6 +253,16 @@ class RandomHorizontalFlip(BaseTransform):
 
 
 class RandomVerticalFlip(BaseTransform):
+    """vflip with probability prob.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.arange(6, dtype="uint8").reshape(2, 3, 1)
+        >>> T.RandomVerticalFlip(prob=1.0)(img)[..., 0].tolist()
+        [[3, 4, 5], [0, 1, 2]]
+    """
+
     def __init__(self, prob=0.5, keys=None):
         super().__init__(keys)
         if not 0 <= prob <= 1:
@@ -180,6 +274,17 @@ class RandomVerticalFlip(BaseTransform):
 
 
 class Normalize(BaseTransform):
+    """normalize: (img - mean) / std per channel, of a CHW or HWC image.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> normalize = T.Normalize(mean=[127.5, 127.5, 127.5], std=[127.5, 127.5, 127.5], data_format="HWC")
+        >>> out = normalize(np.full((2, 2, 3), 255, "uint8"))
+        >>> out.dtype, out[0, 0].tolist()
+        (dtype('float32'), [1.0, 1.0, 1.0])
+    """
+
     def __init__(self, mean=0.0, std=1.0, data_format="CHW", to_rgb=False, keys=None):
         super().__init__(keys)
         self.mean = [mean] * 3 if isinstance(mean, numbers.Number) else mean
@@ -191,7 +296,16 @@ class Normalize(BaseTransform):
 
 
 class Transpose(BaseTransform):
-    """Reorder the dims (HWC -> CHW by default); a 2-D image gains a channel dim first."""
+    """Reorder the dims (HWC -> CHW by default); a 2-D image gains a channel dim first.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> T.Transpose()(np.zeros((32, 24, 3), "uint8")).shape
+        (3, 32, 24)
+        >>> T.Transpose((1, 0, 2))(np.zeros((32, 24, 3), "uint8")).shape
+        (24, 32, 3)
+    """
 
     def __init__(self, order=(2, 0, 1), keys=None):
         super().__init__(keys)
@@ -221,6 +335,17 @@ def _factor_range(value, name, center=1.0, bound=(0, float("inf")), clip_first=T
 
 
 class BrightnessTransform(BaseTransform):
+    """adjust_brightness by a factor drawn uniformly from [1 - value, 1 + value] on each call.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.full((8, 8, 3), 100, "uint8")
+        >>> out = T.BrightnessTransform(0.4)(img)                # a factor drawn from [0.6, 1.4]
+        >>> out.shape, 60 <= int(out[0, 0, 0]) <= 140
+        ((8, 8, 3), True)
+    """
+
     def __init__(self, value, keys=None):
         super().__init__(keys)
         self.value = _factor_range(value, "brightness")
@@ -230,6 +355,17 @@ class BrightnessTransform(BaseTransform):
 
 
 class ContrastTransform(BaseTransform):
+    """adjust_contrast by a factor drawn uniformly from [1 - value, 1 + value] on each call.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.random.randint(0, 256, (8, 8, 3)).astype("uint8")
+        >>> out = T.ContrastTransform(0.4)(img)        # a factor drawn from [0.6, 1.4]
+        >>> out.shape, out.dtype
+        ((8, 8, 3), dtype('uint8'))
+    """
+
     def __init__(self, value, keys=None):
         super().__init__(keys)
         self.value = _factor_range(value, "contrast")
@@ -239,6 +375,18 @@ class ContrastTransform(BaseTransform):
 
 
 class SaturationTransform(BaseTransform):
+    """adjust_saturation by a factor drawn uniformly from [1 - value, 1 + value] on each call.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.zeros((4, 4, 3), "uint8")
+        >>> img[..., 0] = 200                                  # one saturated colour
+        >>> out = T.SaturationTransform(0.4)(img)              # a factor drawn from [0.6, 1.4]
+        >>> out.shape, out.dtype
+        ((4, 4, 3), dtype('uint8'))
+    """
+
     def __init__(self, value, keys=None):
         super().__init__(keys)
         self.value = _factor_range(value, "saturation")
@@ -248,6 +396,17 @@ class SaturationTransform(BaseTransform):
 
 
 class HueTransform(BaseTransform):
+    """adjust_hue by a factor drawn uniformly from [-value, value] on each call (value <= 0.5).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.random.randint(0, 256, (8, 8, 3)).astype("uint8")
+        >>> out = T.HueTransform(0.2)(img)             # hue_factor drawn from [-0.2, 0.2]
+        >>> out.shape, out.dtype
+        ((8, 8, 3), dtype('uint8'))
+    """
+
     def __init__(self, value, keys=None):
         super().__init__(keys)
         self.value = _factor_range(value, "hue", center=0, bound=(-0.5, 0.5), clip_first=False)
@@ -257,7 +416,16 @@ class HueTransform(BaseTransform):
 
 
 class ColorJitter(BaseTransform):
-    """Brightness, contrast, saturation and hue changes in a random order."""
+    """Brightness, contrast, saturation and hue changes in a random order.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> jitter = T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)
+        >>> out = jitter(np.random.randint(0, 256, (32, 32, 3)).astype("uint8"))
+        >>> out.shape, out.dtype
+        ((32, 32, 3), dtype('uint8'))
+    """
 
     def __init__(self, brightness=0, contrast=0, saturation=0, hue=0, keys=None):
         super().__init__(keys)
@@ -271,6 +439,16 @@ class ColorJitter(BaseTransform):
 
 
 class Pad(BaseTransform):
+    """pad by padding: one int for every side, [left/right, top/bottom] or [left, top, right, bottom].
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.zeros((32, 32, 3), "uint8")
+        >>> T.Pad(2)(img).shape, T.Pad([1, 2])(img).shape, T.Pad([1, 2, 3, 4], padding_mode="reflect")(img).shape
+        ((36, 36, 3), (36, 34, 3), (38, 36, 3))
+    """
+
     def __init__(self, padding, fill=0, padding_mode="constant", keys=None):
         super().__init__(keys)
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
@@ -286,6 +464,17 @@ class Pad(BaseTransform):
 
 
 class RandomRotation(BaseTransform):
+    """rotate by an angle drawn uniformly from [-degrees, degrees] (or from the (min, max) given).
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> T.RandomRotation(30)(np.zeros((32, 32, 3), "uint8")).shape         # an angle from [-30, 30]
+        (32, 32, 3)
+        >>> T.RandomRotation((90, 90), expand=True)(np.zeros((20, 40, 3), "uint8")).shape
+        (40, 20, 3)
+    """
+
     def __init__(self, degrees, interpolation="nearest", expand=False, center=None, fill=0, keys=None):
         if isinstance(degrees, numbers.Number):
             if degrees < 0:
@@ -303,6 +492,16 @@ class RandomRotation(BaseTransform):
 
 
 class Grayscale(BaseTransform):
+    """to_grayscale, with 1 or 3 output channels.
+
+    Examples:
+        >>> import numpy as np
+        >>> import keel.vision.transforms as T
+        >>> img = np.full((4, 4, 3), 100, "uint8")
+        >>> T.Grayscale()(img).shape, T.Grayscale(num_output_channels=3)(img).shape
+        ((4, 4, 1), (4, 4, 3))
+    """
+
     def __init__(self, num_output_channels=1, keys=None):
         super().__init__(keys)
         self.num_output_channels = num_output_channels

@@ -1,4 +1,5 @@
-"""A stand-in for cupyx, the companion of tests/fake_cupy: the scatter functions and rsqrt.
+"""A stand-in for cupyx, the companion of tests/fake_cupy: the scatter functions, rsqrt and
+empty_pinned.
 
 scatter_add/max/min(a, slices, value) add (take the max, min of) every value into a at
 its index, duplicates included, as numpy's ufunc.at; integer index arrays wrap around
@@ -17,6 +18,12 @@ def scatter_max(a, slices, value):
 
 def scatter_min(a, slices, value):
     _core.scatter(a, slices, value, "minimum")
+
+
+def empty_pinned(shape, dtype=float, order="C"):
+    """A numpy array (in cupy, over page-locked host memory)."""
+    import numpy
+    return numpy.empty(shape, dtype, order)
 
 
 def rsqrt(x, out=None):

@@ -29,24 +29,57 @@ def _one_op(op_type, x, attrs, name):
 
 
 def hardtanh(x, min=-1.0, max=1.0, name=None):  # noqa: A002  (PaddlePaddle's argument names)
-    """Clip x to [min, max] (op brelu, PaddlePaddle's hardtanh kernel)."""
+    """Clip x to [min, max] (op brelu, PaddlePaddle's hardtanh kernel).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-1.5, 0.3, 2.5])
+        >>> print(F.hardtanh(x).numpy())
+        [-1.   0.3  1. ]
+    """
     return _one_op("brelu", x, {"t_min": float(min), "t_max": float(max)}, name)
 
 
 def hardshrink(x, threshold=0.5, name=None):
-    """x where |x| > threshold, else 0 (op hard_shrink)."""
+    """x where |x| > threshold, else 0 (op hard_shrink).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-1.0, 0.3, 2.5])
+        >>> print(F.hardshrink(x).numpy())
+        [-1.   0.   2.5]
+    """
     return _one_op("hard_shrink", x, {"threshold": float(threshold)}, name)
 
 
 def softshrink(x, threshold=0.5, name=None):
-    """x - threshold above it, x + threshold below -threshold, else 0 (op softshrink)."""
+    """x - threshold above it, x + threshold below -threshold, else 0 (op softshrink).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([-0.9, -0.2, 0.1, 0.8])
+        >>> print(F.softshrink(x, threshold=0.5).numpy().round(4))
+        [-0.4  0.   0.   0.3]
+    """
     if threshold < 0:
         _fail("softshrink", f"threshold must be >= 0, got {threshold}", AttrError)
     return _one_op("softshrink", x, {"lambda": float(threshold)}, name)
 
 
 def maxout(x, groups, axis=1, name=None):
-    """The maximum over each group of `groups` consecutive channels of `axis` (op maxout)."""
+    """The maximum over each group of `groups` consecutive channels of `axis` (op maxout).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(8, dtype="float32").reshape([1, 4, 1, 2])
+        >>> y = F.maxout(x, groups=2, axis=1)     # the maximum of each pair of channels
+        >>> y.shape, y.numpy().ravel().tolist()
+        ([1, 2, 1, 2], [2.0, 3.0, 6.0, 7.0])
+    """
     if axis not in (1, -1, 3):
         _fail("maxout", f"axis must be 1, -1 or 3, got {axis}", AttrError)
     return _one_op("maxout", x, {"groups": int(groups), "axis": int(axis)}, name)
@@ -54,7 +87,16 @@ def maxout(x, groups, axis=1, name=None):
 
 def prelu(x, weight, data_format="NCHW", name=None):
     """max(0, x) + weight * min(0, x) (op prelu): one weight ([1], mode 'all') or one per
-    channel ([C], mode 'channel', the channel dim of `data_format`)."""
+    channel ([C], mode 'channel', the channel dim of `data_format`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[[-2.0, 3.0]], [[-1.0, 4.0]]]])   # N=1, C=2, H=1, W=2
+        >>> w = paddle.to_tensor([0.25, 0.5])                          # one slope per channel
+        >>> print(F.prelu(x, w).numpy().ravel())
+        [-0.5  3.  -0.5  4. ]
+    """
     _require_float("prelu", x)
     if weight.ndim != 1:
         _fail("prelu", f"weight must be 1-d ([1] or [channels]), got {weight.name} {weight.type_string()}")
@@ -83,7 +125,16 @@ def prelu_op(x, alpha, mode, data_format, name=None):
 
 
 def glu(x, axis=-1, name=None):
-    """The gated linear unit: x split in halves a, b along `axis`, a * sigmoid(b)."""
+    """The gated linear unit: x split in halves a, b along `axis`, a * sigmoid(b).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[1.0, 2.0, 0.0, 0.0], [3.0, 4.0, 0.0, 0.0]])
+        >>> print(F.glu(x, axis=-1).numpy())   # first half times sigmoid(second half) = first half / 2
+        [[0.5 1. ]
+         [1.5 2. ]]
+    """
     rank = x.ndim
     if not -rank <= axis < rank:
         _fail("glu", f"axis {axis} is out of range for {x.name} {x.type_string()}", AttrError)
@@ -92,7 +143,18 @@ def glu(x, axis=-1, name=None):
 
 
 def swiglu(x, y=None, name=None):
-    """silu(x) * y; with y None, x's last axis split in halves a, b: silu(a) * b."""
+    """silu(x) * y; with y None, x's last axis split in halves a, b: silu(a) * b.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[1.0, 2.0]])
+        >>> y = paddle.to_tensor([[3.0, 4.0]])
+        >>> print(F.swiglu(x, y).numpy().round(4))    # silu(x) * y
+        [[2.1932 7.0464]]
+        >>> print(F.swiglu(paddle.concat([x, y], axis=-1)).numpy().round(4))   # one input: halves of the last axis
+        [[2.1932 7.0464]]
+    """
     if y is None:
         x, y = T.split(x, 2, -1)
     return M.multiply(silu(x), y)

@@ -30,7 +30,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attn_mask is added to the scores (a bool mask: True keeps, False gives -inf); is_causal
     masks the keys after each query (and then, as PaddlePaddle's math path, ignores
     attn_mask); dropout_p drops attention weights while training. kv_heads may divide the
-    query heads (each key/value head then serves a group of them)."""
+    query heads (each key/value head then serves a group of them).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> q = paddle.rand([1, 8, 2, 16])   # [batch, seq_len, num_heads, head_dim]
+        >>> out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        >>> out.shape
+        [1, 8, 2, 16]
+    """
     layer = "scaled_dot_product_attention"
     batched = query.ndim == 4
     if not batched:

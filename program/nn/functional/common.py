@@ -22,7 +22,19 @@ __all__ = ["linear", "dropout", "dropout1d", "dropout2d", "dropout3d", "embeddin
 
 
 def linear(x, weight, bias=None, name=None):
-    """x @ weight + bias, weight [in_features, out_features] (ops matmul_v2, elementwise_add)."""
+    """x @ weight + bias, weight [in_features, out_features] (ops matmul_v2, elementwise_add).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([3, 2])
+        >>> weight = paddle.full([2, 4], 0.5)           # [in_features, out_features]
+        >>> bias = paddle.ones([4])
+        >>> print(F.linear(x, weight, bias).numpy())
+        [[2. 2. 2. 2.]
+         [2. 2. 2. 2.]
+         [2. 2. 2. 2.]]
+    """
     _require_float("linear", x)
     if weight.ndim != 2:
         _fail("linear", f"weight must be 2-d [in_features, out_features], got {weight.name} {weight.type_string()}")
@@ -61,7 +73,19 @@ def dropout_op(x, p, is_test, implementation, seed=None, name=None):
 def dropout(x, p=0.5, axis=None, training=True, inplace=False, mode="upscale_in_train", name=None):
     """Zero each element with probability p while training; 'upscale_in_train' scales the
     kept ones by 1/(1-p), 'downscale_in_infer' scales by (1-p) outside training. With
-    `axis`, one draw is shared along the other dims (the mask has x's size only on `axis`)."""
+    `axis`, one draw is shared along the other dims (the mask has x's size only on `axis`).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([2, 4])
+        >>> y = F.dropout(x, p=0.5)                     # training: kept values are scaled by 1 / (1 - p)
+        >>> sorted(set(y.numpy().ravel().tolist()) - {0.0, 2.0})
+        []
+        >>> print(F.dropout(x, p=0.5, training=False).numpy())   # inference: unchanged
+        [[1. 1. 1. 1.]
+         [1. 1. 1. 1.]]
+    """
     if not isinstance(p, numbers.Real) or not 0 <= p <= 1:
         _fail("dropout", f"p must be a number in [0, 1], got {p!r}", AttrError)
     if mode not in _DROPOUT_MODES:
@@ -92,7 +116,16 @@ def _channel_dropout(layer, x, p, training, data_format, nd, name):
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of a [N, C, L] (or [C, L]) input; as PaddlePaddle's, one draw per
-    channel serves the whole batch (dropout along axis 1)."""
+    channel serves the whole batch (dropout along axis 1).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([2, 3, 8])                 # [N, C, L]: whole channels are dropped
+        >>> y = F.dropout1d(x, p=0.5).numpy()
+        >>> all(len(set(row.tolist())) == 1 for row in y.reshape(6, 8))
+        True
+    """
     if input.ndim not in (2, 3):
         _fail("dropout1d", f"expects a 2-d or 3-d input, got {input.name} {input.type_string()}")
     if input.ndim == 2:
@@ -101,19 +134,52 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None):
-    """Zero whole channels of a 4-d input (dropout along the batch and channel axes)."""
+    """Zero whole channels of a 4-d input (dropout along the batch and channel axes).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([2, 3, 4, 4])              # [N, C, H, W]: whole channels are dropped
+        >>> y = F.dropout2d(x, p=0.5).numpy()
+        >>> all(len(set(c.ravel().tolist())) == 1 for c in y.reshape(6, 4, 4))
+        True
+        >>> F.dropout2d(x, p=0.5, training=False).shape
+        [2, 3, 4, 4]
+    """
     return _channel_dropout("dropout2d", x, p, training, data_format, 2, name)
 
 
 def dropout3d(x, p=0.5, training=True, data_format="NCDHW", name=None):
-    """Zero whole channels of a 5-d input."""
+    """Zero whole channels of a 5-d input.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([1, 2, 2, 3, 3])           # [N, C, D, H, W]: whole channels are dropped
+        >>> y = F.dropout3d(x, p=0.5).numpy()
+        >>> all(len(set(c.ravel().tolist())) == 1 for c in y.reshape(2, 18))
+        True
+    """
     return _channel_dropout("dropout3d", x, p, training, data_format, 3, name)
 
 
 def embedding(x, weight, padding_idx=None, max_norm=None, norm_type=2.0, sparse=False, scale_grad_by_freq=False,
               name=None):
     """Rows of weight [num_embeddings, dim] at the ids x (op lookup_table_v2). The row
-    `padding_idx` (negative: from the end) reads as zeros and gets no gradient."""
+    `padding_idx` (negative: from the end) reads as zeros and gets no gradient.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> weight = paddle.to_tensor([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
+        >>> ids = paddle.to_tensor([[2, 0], [1, 1]])
+        >>> print(F.embedding(ids, weight).numpy())
+        [[[2. 2.]
+          [0. 0.]]
+        <BLANKLINE>
+         [[1. 1.]
+          [1. 1.]]]
+    """
     if x.dtype not in (pb.VarType.INT32, pb.VarType.INT64):
         _fail("embedding", f"ids must be int64 (or int32), got {x.name} {x.type_string()}", DTypeError)
     if max_norm is not None or scale_grad_by_freq:
@@ -134,7 +200,18 @@ def embedding(x, weight, padding_idx=None, max_norm=None, norm_type=2.0, sparse=
 
 
 def one_hot(x, num_classes=-1, name=None):
-    """float32 x.shape + [num_classes] with 1 at each class id (op one_hot_v2); -1: max(x) + 1."""
+    """float32 x.shape + [num_classes] with 1 at each class id (op one_hot_v2); -1: max(x) + 1.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> label = paddle.to_tensor([1, 1, 3, 0])
+        >>> print(F.one_hot(label, num_classes=4).numpy())
+        [[0. 1. 0. 0.]
+         [0. 1. 0. 0.]
+         [0. 0. 0. 1.]
+         [1. 0. 0. 0.]]
+    """
     if isinstance(num_classes, numbers.Integral) and num_classes == -1:
         num_classes = M.cast(M.scale(M.max(x), 1.0, 1.0), "int32")
     return T.one_hot(x, num_classes, name)
@@ -145,7 +222,17 @@ def pad(x, pad, mode="constant", value=0.0, data_format=None, pad_from_left_axis
     (op pad): 2*ndim values [before_0, after_0, ...] from the first axis (the last first when
     pad_from_left_axis is False, or when fewer are given). Otherwise `pad` covers the spatial
     dims of a 3/4/5-d input from the last one on ([left, right, top, bottom, front, back];
-    op pad3d), in mode 'constant', 'reflect', 'replicate' or 'circular'."""
+    op pad3d), in mode 'constant', 'reflect', 'replicate' or 'circular'.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[1.0, 2.0, 3.0]]])     # [N, C, L]
+        >>> print(F.pad(x, [1, 2], mode="constant", value=0.0).numpy())
+        [[[0. 1. 2. 3. 0. 0.]]]
+        >>> print(F.pad(x, [2, 0], mode="reflect").numpy())
+        [[[3. 2. 1. 2. 3.]]]
+    """
     if mode not in ("constant", "reflect", "replicate", "circular"):
         _fail("pad", f"mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}", AttrError)
     nd = x.ndim
@@ -189,14 +276,37 @@ _INTERP_MODES = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "trilin
 
 
 def zeropad2d(x, padding, data_format="NCHW", name=None):
-    """Pad a 4-d input's H and W with zeros: padding [left, right, top, bottom]."""
+    """Pad a 4-d input's H and W with zeros: padding [left, right, top, bottom].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([1, 1, 2, 2])
+        >>> print(F.zeropad2d(x, [1, 0, 0, 1]).numpy()[0, 0])    # [left, right, top, bottom]
+        [[0. 1. 1.]
+         [0. 1. 1.]
+         [0. 0. 0.]]
+    """
     return pad(x, padding, "constant", 0.0, data_format, name=name)
 
 
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
                 data_format=None, recompute_scale_factor=None, antialias=False, name=None):
     """Resize the spatial dims of a 3-, 4- or 5-d x to `size` or by `scale_factor` (ops
-    nearest/linear/bilinear/trilinear_interp_v2; 'area' is adaptive average pooling)."""
+    nearest/linear/bilinear/trilinear_interp_v2; 'area' is adaptive average pooling).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+        >>> print(F.interpolate(x, scale_factor=2, mode="nearest").numpy()[0, 0])
+        [[1. 1. 2. 2.]
+         [1. 1. 2. 2.]
+         [3. 3. 4. 4.]
+         [3. 3. 4. 4.]]
+        >>> F.interpolate(x, size=[3, 5], mode="bilinear").shape
+        [1, 1, 3, 5]
+    """
     layer = "interpolate"
     mode = mode.lower()
     nd = x.ndim
@@ -255,12 +365,32 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=F
 
 def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0, data_format=None,
              name=None):
-    """interpolate, under its other name."""
+    """interpolate, under its other name.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+        >>> print(F.upsample(x, size=[4, 4], mode="nearest").numpy()[0, 0])
+        [[1. 1. 2. 2.]
+         [1. 1. 2. 2.]
+         [3. 3. 4. 4.]
+         [3. 3. 4. 4.]]
+    """
     return interpolate(x, size, scale_factor, mode, align_corners, align_mode, data_format, name=name)
 
 
 def label_smooth(label, prior_dist=None, epsilon=0.1, name=None):
-    """(1 - epsilon) * label + epsilon * prior_dist (uniform 1/num_classes by default; op label_smooth)."""
+    """(1 - epsilon) * label + epsilon * prior_dist (uniform 1/num_classes by default; op label_smooth).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> label = paddle.to_tensor([[[0.0, 1.0, 0.0], [1.0, 0.0, 1.0]]])
+        >>> print(F.label_smooth(label, epsilon=0.1).numpy().round(4))
+        [[[0.0333 0.9333 0.0333]
+          [0.9333 0.0333 0.9333]]]
+    """
     if not 0 <= epsilon <= 1:
         _fail("label_smooth", f"epsilon must be in [0, 1], got {epsilon}", AttrError)
     inputs = {"X": label}
@@ -274,7 +404,19 @@ def label_smooth(label, prior_dist=None, epsilon=0.1, name=None):
 
 # -- vision -------------------------------------------------------------------------------
 def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
-    """[N, C*r*r, H, W] -> [N, C, H*r, W*r] (op pixel_shuffle)."""
+    """[N, C*r*r, H, W] -> [N, C, H*r, W*r] (op pixel_shuffle).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(8, dtype="float32").reshape([1, 8, 1, 1])
+        >>> y = F.pixel_shuffle(x, upscale_factor=2)    # channels r*r*C to a 2x2 block each
+        >>> y.shape
+        [1, 2, 2, 2]
+        >>> print(y.numpy()[0, 0])
+        [[0. 1.]
+         [2. 3.]]
+    """
     _check_format("pixel_shuffle", data_format)
     helper = LayerHelper("pixel_shuffle", name)
     out = helper.create_tmp(x.dtype)
@@ -289,7 +431,18 @@ def _known_dims(layer, x, dims):
 
 
 def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
-    """[N, C, H*r, W*r] -> [N, C*r*r, H, W], pixel_shuffle's inverse (reshape and transpose)."""
+    """[N, C, H*r, W*r] -> [N, C*r*r, H, W], pixel_shuffle's inverse (reshape and transpose).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> y = F.pixel_unshuffle(x, downscale_factor=2)
+        >>> y.shape
+        [1, 4, 2, 2]
+        >>> print(y.numpy()[0, :, 0, 0])
+        [0. 1. 4. 5.]
+    """
     layer = "pixel_unshuffle"
     _check_format(layer, data_format)
     if x.ndim != 4:
@@ -311,7 +464,15 @@ def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
 
 def channel_shuffle(x, groups, data_format="NCHW", name=None):
     """Channels [g0c0, g0c1, ..., g1c0, ...] -> [g0c0, g1c0, ..., g0c1, ...] for `groups`
-    groups (reshape to [groups, C/groups], transpose, reshape back)."""
+    groups (reshape to [groups, C/groups], transpose, reshape back).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(6, dtype="float32").reshape([1, 6, 1, 1])
+        >>> print(F.channel_shuffle(x, groups=3).numpy().ravel())
+        [0. 2. 4. 1. 3. 5.]
+    """
     layer = "channel_shuffle"
     _check_format(layer, data_format)
     if x.ndim != 4:
@@ -332,7 +493,19 @@ def channel_shuffle(x, groups, data_format="NCHW", name=None):
 def affine_grid(theta, out_shape, align_corners=True, name=None):
     """paddle.nn.functional.affine_grid: Theta [N, 2, 3] -> grid [N, H, W, 2] for out_shape
     [N, C, H, W] (a list, written as the output_shape attribute, or an int32 Variable,
-    bound to the OutputShape input)."""
+    bound to the OutputShape input).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> theta = paddle.to_tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])   # the identity transform
+        >>> grid = F.affine_grid(theta, [1, 1, 2, 3], align_corners=True)
+        >>> grid.shape
+        [1, 2, 3, 2]
+        >>> print(grid.numpy()[0, :, :, 0])    # x runs over [-1, 1]
+        [[-1.  0.  1.]
+         [-1.  0.  1.]]
+    """
     helper = LayerHelper("affine_grid", name)
     out = helper.create_tmp(theta.dtype)
     if isinstance(out_shape, Variable):
@@ -345,7 +518,16 @@ def affine_grid(theta, out_shape, align_corners=True, name=None):
 
 
 def grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True, name=None):
-    """paddle.nn.functional.grid_sample: op grid_sampler."""
+    """paddle.nn.functional.grid_sample: op grid_sampler.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[[1.0, 2.0], [3.0, 4.0]]]])          # [N, C, H, W]
+        >>> grid = paddle.to_tensor([[[[-1.0, -1.0], [0.0, 0.0], [1.0, 1.0]]]])   # [N, 1, 3, 2]: (x, y) in [-1, 1]
+        >>> print(F.grid_sample(x, grid, align_corners=True).numpy())
+        [[[[1.  2.5 4. ]]]]
+    """
     helper = LayerHelper("grid_sample", name)
     out = helper.create_tmp(x.dtype)
     helper.append_op("grid_sampler", {"X": x, "Grid": grid}, {"Output": out},

@@ -105,18 +105,49 @@ def _conv_nd(layer, x, weight, bias, stride, padding, dilation, groups, data_for
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCHW", name=None):
     """2-D convolution of x by weight [out_channels, in_channels/groups, kh, kw] (op conv2d, or
-    depthwise_conv2d when groups == in_channels), plus bias [out_channels]."""
+    depthwise_conv2d when groups == in_channels), plus bias [out_channels].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([2, 3, 8, 8])                        # [N, C_in, H, W]
+        >>> w = paddle.ones([6, 3, 3, 3])                        # [C_out, C_in, kh, kw]
+        >>> y = F.conv2d(x, w, padding=1)
+        >>> y.shape, float(y[0, 0, 4, 4]), float(y[0, 0, 0, 0])   # 27 ones inside, 12 at a corner
+        ([2, 6, 8, 8], 27.0, 12.0)
+    """
     return _conv_nd("conv2d", x, weight, bias, stride, padding, dilation, groups, data_format, 2, name)
 
 
 def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCDHW", name=None):
-    """3-D convolution of x by weight [out_channels, in_channels/groups, kd, kh, kw] (op conv3d)."""
+    """3-D convolution of x by weight [out_channels, in_channels/groups, kd, kh, kw] (op conv3d).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([1, 2, 4, 4, 4])                     # [N, C_in, D, H, W]
+        >>> w = paddle.ones([3, 2, 3, 3, 3])                     # [C_out, C_in, kd, kh, kw]
+        >>> y = F.conv3d(x, w)
+        >>> y.shape, float(y[0, 0, 0, 0, 0])
+        ([1, 3, 2, 2, 2], 54.0)
+    """
     return _conv_nd("conv3d", x, weight, bias, stride, padding, dilation, groups, data_format, 3, name)
 
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCL", name=None):
     """1-D convolution of x [N, C, L] (or NLC) by weight [out_channels, in_channels/groups, k]:
-    a conv2d over [N, C, 1, L]."""
+    a conv2d over [N, C, 1, L].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[1.0, 2.0, 3.0, 4.0]]])       # [N, C_in, L]
+        >>> w = paddle.to_tensor([[[1.0, 0.0, -1.0]]])           # [C_out, C_in, k]
+        >>> print(F.conv1d(x, w).numpy())
+        [[[-2. -2.]]]
+        >>> F.conv1d(x, w, padding=1).shape
+        [1, 1, 4]
+    """
     channel_last = _channel_last("conv1d", data_format, 1)
     x2, w2, pads, algorithm = _as_2d("conv1d", x, weight, padding, channel_last)
     out = _conv_nd("conv1d", x2, w2, bias, [1, *_ints("conv1d", stride, "stride", 1)], None,
@@ -161,14 +192,32 @@ def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
                      output_size=None, data_format="NCHW", name=None):
     """2-D transposed convolution of x by weight [in_channels, out_channels/groups, kh, kw]
     (op conv2d_transpose); `output_size` or `output_padding` picks among the output sizes a
-    stride > 1 allows."""
+    stride > 1 allows.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([2, 6, 4, 4])                        # [N, C_in, H, W]
+        >>> w = paddle.ones([6, 3, 3, 3])                        # [C_in, C_out, kh, kw]
+        >>> F.conv2d_transpose(x, w, stride=2, padding=1, output_padding=1).shape
+        [2, 3, 8, 8]
+    """
     return _conv_transpose_nd("conv2d_transpose", x, weight, bias, stride, padding, output_padding, groups,
                               dilation, output_size, data_format, 2, name)
 
 
 def conv3d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
                      output_size=None, data_format="NCDHW", name=None):
-    """3-D transposed convolution of x by weight [in_channels, out_channels/groups, kd, kh, kw]."""
+    """3-D transposed convolution of x by weight [in_channels, out_channels/groups, kd, kh, kw].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.ones([1, 2, 2, 2, 2])                     # [N, C_in, D, H, W]
+        >>> w = paddle.ones([2, 4, 3, 3, 3])                     # [C_in, C_out, kd, kh, kw]
+        >>> F.conv3d_transpose(x, w, stride=2).shape
+        [1, 4, 5, 5, 5]
+    """
     return _conv_transpose_nd("conv3d_transpose", x, weight, bias, stride, padding, output_padding, groups,
                               dilation, output_size, data_format, 3, name)
 
@@ -176,7 +225,16 @@ def conv3d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
 def conv1d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
                      output_size=None, data_format="NCL", name=None):
     """1-D transposed convolution of x [N, C, L] by weight [in_channels, out_channels/groups, k]:
-    a conv2d_transpose over [N, C, 1, L]."""
+    a conv2d_transpose over [N, C, 1, L].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[1.0, 2.0]]])                 # [N, C_in, L]
+        >>> w = paddle.to_tensor([[[1.0, 1.0, 1.0]]])            # [C_in, C_out, k]
+        >>> print(F.conv1d_transpose(x, w, stride=2).numpy())
+        [[[1. 1. 3. 2. 2.]]]
+    """
     layer = "conv1d_transpose"
     channel_last = _channel_last(layer, data_format, 1)
     x2, w2, pads, algorithm = _as_2d(layer, x, weight, padding, channel_last)

@@ -70,7 +70,19 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     a distribution (soft_label=True, or label_smoothing > 0, which smooths one-hot labels).
     `weight` [classes] scales each sample's loss by its class's weight ('mean' then divides
     by the sum of the weights used); samples labelled ignore_index add nothing ('mean' over
-    the others when ignore_index >= 0)."""
+    the others when ignore_index >= 0).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> logits = paddle.to_tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]])
+        >>> label = paddle.to_tensor([[0], [1]])
+        >>> print(F.cross_entropy(logits, label).numpy().round(4))
+        0.3185
+        >>> print(F.cross_entropy(logits, label, reduction="none").numpy().round(4))
+        [[0.417]
+         [0.22 ]]
+    """
     layer = "cross_entropy"
     _check_reduction(layer, reduction)
     if ignore_index > 0 and soft_label:
@@ -152,7 +164,16 @@ def sigmoid_cross_entropy_op(logit, label, pos_weight=None, ignore_index=-100, n
 
 def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None):
     """-(label * log(input) + (1 - label) * log(1 - input)) of probabilities (op bce_loss),
-    times `weight` when given."""
+    times `weight` when given.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> prob = paddle.to_tensor([0.5, 0.6, 0.7])
+        >>> label = paddle.to_tensor([1.0, 0.0, 1.0])
+        >>> print(F.binary_cross_entropy(prob, label).numpy().round(4))
+        0.6554
+    """
     _check_reduction("binary_cross_entropy", reduction)
     helper = LayerHelper("binary_cross_entropy", name)
     out = helper.create_tmp(input.dtype)
@@ -165,7 +186,16 @@ def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None)
 def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean", pos_weight=None, name=None):
     """Sigmoid cross entropy of logits (op sigmoid_cross_entropy_with_logits),
     -(pos_weight * label * log(sigmoid(x)) + (1 - label) * log(1 - sigmoid(x))), times
-    `weight` when given."""
+    `weight` when given.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> logit = paddle.to_tensor([5.0, 1.0, 3.0])
+        >>> label = paddle.to_tensor([1.0, 0.0, 1.0])
+        >>> print(F.binary_cross_entropy_with_logits(logit, label).numpy().round(4))
+        0.4562
+    """
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     if pos_weight is not None:
         # the op scales the whole log term by its pos_weight input: PaddlePaddle gives it
@@ -179,25 +209,65 @@ def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean"
 
 
 def mse_loss(input, label, reduction="mean", name=None):
-    """(input - label)^2, reduced."""
+    """(input - label)^2, reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([1.5, 2.0])
+        >>> label = paddle.to_tensor([1.7, 1.0])
+        >>> print(F.mse_loss(x, label).numpy().round(4))
+        0.52
+    """
     _check_reduction("mse_loss", reduction)
     return _reduce(M.square(M.subtract(input, label)), reduction)
 
 
 def square_error_cost(input, label):
-    """(input - label)^2 per element."""
+    """(input - label)^2 per element.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([1.1, 1.9])
+        >>> label = paddle.to_tensor([1.0, 2.0])
+        >>> print(F.square_error_cost(x, label).numpy().round(4))
+        [0.01 0.01]
+    """
     return M.square(M.subtract(input, label))
 
 
 def l1_loss(input, label, reduction="mean", name=None):
-    """|input - label|, reduced."""
+    """|input - label|, reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[1.5, 0.8], [0.2, 1.3]])
+        >>> label = paddle.to_tensor([[1.7, 1.0], [0.4, 0.5]])
+        >>> print(F.l1_loss(x, label).numpy().round(4))
+        0.35
+        >>> print(F.l1_loss(x, label, reduction="none").numpy().round(4))
+        [[0.2 0.2]
+         [0.2 0.8]]
+    """
     _check_reduction("l1_loss", reduction)
     return _reduce(M.abs(M.subtract(input, label)), reduction)
 
 
 def smooth_l1_loss(input, label, reduction="mean", delta=1.0, is_huber=True, name=None):
     """The Huber loss of input - label (op huber_loss): 0.5 r^2 for |r| <= delta, else
-    delta * (|r| - 0.5 delta); divided by delta when is_huber is False."""
+    delta * (|r| - 0.5 delta); divided by delta when is_huber is False.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[0.5, 3.0], [1.0, 1.0]])
+        >>> label = paddle.to_tensor([[0.0, 0.0], [1.0, 2.5]])
+        >>> print(F.smooth_l1_loss(x, label, reduction="none").numpy())
+        [[0.125 2.5  ]
+         [0.    1.   ]]
+    """
     _check_reduction("smooth_l1_loss", reduction)
     helper = LayerHelper("huber_loss", name)
     out = helper.create_tmp(input.dtype)
@@ -212,7 +282,16 @@ def smooth_l1_loss(input, label, reduction="mean", delta=1.0, is_huber=True, nam
 def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", name=None):
     """-input[n, label[n]] * weight[label[n]] of log-probabilities `input` [N, C] or
     [N, C, d1, ...] and class ids `label` [N] or [N, d1, ...]; samples labelled
-    ignore_index add nothing; 'mean' divides by the sum of the weights used."""
+    ignore_index add nothing; 'mean' divides by the sum of the weights used.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> log_prob = paddle.log(paddle.to_tensor([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]))
+        >>> label = paddle.to_tensor([0, 1])
+        >>> print(F.nll_loss(log_prob, label).numpy().round(4))
+        0.4581
+    """
     layer = "nll_loss"
     _check_reduction(layer, reduction)
     if input.ndim < 2:
@@ -237,7 +316,16 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
 
 def kl_div(input, label, reduction="mean", log_target=False, name=None):
     """label * (log(label) - input) per element (input: log-probabilities; label too with
-    log_target; op kldiv_loss), then 'mean', 'sum', 'batchmean' (sum / batch size) or 'none'."""
+    log_target; op kldiv_loss), then 'mean', 'sum', 'batchmean' (sum / batch size) or 'none'.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> log_p = paddle.log(paddle.to_tensor([[0.25, 0.75]]))
+        >>> target = paddle.to_tensor([[0.5, 0.5]])
+        >>> print(F.kl_div(log_p, target, reduction="sum").numpy().round(4))
+        0.1438
+    """
     _check_reduction("kl_div", reduction, (*_REDUCTIONS, "batchmean"))
     if input.dtype != label.dtype:  # PaddlePaddle computes in the wider of the two
         wide = dtypes.to_code("float64")
@@ -256,7 +344,17 @@ def kl_div(input, label, reduction="mean", log_target=False, name=None):
 
 
 def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=None):
-    """max(0, -label * (input - other) + margin), reduced."""
+    """max(0, -label * (input - other) + margin), reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> other = paddle.to_tensor([[2.0, 1.0], [2.0, 4.0]])
+        >>> label = paddle.to_tensor([[1.0, -1.0], [-1.0, -1.0]])
+        >>> print(F.margin_ranking_loss(x, other, label).numpy())
+        0.75
+    """
     _check_reduction("margin_ranking_loss", reduction)
     out = M.multiply(M.subtract(other, input), label)
     if margin != 0.0:  # a constant of the loss's dtype (a float32 scale attribute would round it)
@@ -274,7 +372,17 @@ def _where_label(label, value, x, zeros):
 
 
 def log_loss(input, label, epsilon=0.0001, name=None):
-    """-label * log(input + epsilon) - (1 - label) * log(1 - input + epsilon) of probabilities."""
+    """-label * log(input + epsilon) - (1 - label) * log(1 - input + epsilon) of probabilities.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> prob = paddle.to_tensor([[0.9], [0.2]])
+        >>> label = paddle.to_tensor([[1.0], [0.0]])
+        >>> print(F.log_loss(prob, label).numpy().round(4))
+        [[0.1052]
+         [0.223 ]]
+    """
     one = _const(1.0, input)
     eps = _const(epsilon, input)
     pos = M.multiply(label, M.log(M.add(input, eps)))
@@ -283,7 +391,17 @@ def log_loss(input, label, epsilon=0.0001, name=None):
 
 
 def hinge_embedding_loss(input, label, margin=1.0, reduction="mean", name=None):
-    """input where label == 1, max(0, margin - input) where label == -1, else 0; reduced."""
+    """input where label == 1, max(0, margin - input) where label == -1, else 0; reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[0.0, 1.0, 2.0], [-1.0, 0.5, 3.0]])
+        >>> label = paddle.to_tensor([[-1.0, 1.0, -1.0], [1.0, 1.0, -1.0]])
+        >>> print(F.hinge_embedding_loss(x, label, margin=1.0, reduction="none").numpy())
+        [[ 1.   1.   0. ]
+         [-1.   0.5  0. ]]
+    """
     _check_reduction("hinge_embedding_loss", reduction)
     zeros = T.zeros_like(input)
     hinge = M.relu(M.subtract(_const(margin, input), input))
@@ -291,7 +409,16 @@ def hinge_embedding_loss(input, label, margin=1.0, reduction="mean", name=None):
 
 
 def soft_margin_loss(input, label, reduction="mean", name=None):
-    """log(1 + exp(-label * input)), reduced."""
+    """log(1 + exp(-label * input)), reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[0.5, 0.6, 0.7], [0.3, 0.5, 0.2]])
+        >>> label = paddle.to_tensor([[1.0, -1.0, 1.0], [-1.0, 1.0, 1.0]])
+        >>> print(F.soft_margin_loss(x, label).numpy().round(4))
+        0.6402
+    """
     _check_reduction("soft_margin_loss", reduction)
     label = M.cast(label, input.dtype)
     out = M.log(M.add(_const(1.0, input), M.exp(M.multiply(M.scale(label, -1.0), input))))
@@ -300,7 +427,17 @@ def soft_margin_loss(input, label, reduction="mean", name=None):
 
 def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", name=None):
     """1 - cos(input1, input2) where label == 1, max(0, cos - margin) where label == -1
-    (cos over the last axis, each squared norm + 1e-11), reduced."""
+    (cos over the last axis, each squared norm + 1e-11), reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> a = paddle.to_tensor([[1.6, 1.2, -0.5], [3.2, 2.6, -5.8]])
+        >>> b = paddle.to_tensor([[0.5, 0.5, -1.8], [2.3, -1.4, 1.1]])
+        >>> label = paddle.to_tensor([1, -1])
+        >>> print(F.cosine_embedding_loss(a, b, label, margin=0.5, reduction="none").numpy().round(4))
+        [0.4231 0.    ]
+    """
     layer = "cosine_embedding_loss"
     _check_reduction(layer, reduction)
     if label.ndim != 1 or input1.ndim > 2:
@@ -318,7 +455,17 @@ def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", nam
 
 def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0, reduction="sum", name=None):
     """alpha_t * (1 - p_t)^gamma * sigmoid cross entropy, p_t = sigmoid(logit) for positive
-    labels, 1 - it for negative ones; divided by `normalizer` when given; reduced ('sum')."""
+    labels, 1 - it for negative ones; divided by `normalizer` when given; reduced ('sum').
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> logit = paddle.to_tensor([[0.97, 0.91, 0.03], [0.55, 0.43, 0.71]])
+        >>> label = paddle.to_tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+        >>> one = paddle.to_tensor([1.0])
+        >>> print(F.sigmoid_focal_loss(logit, label, normalizer=one).numpy().round(4))
+        1.3156
+    """
     layer = "sigmoid_focal_loss"
     _check_reduction(layer, reduction)
     if normalizer is not None and normalizer.ndim > 1:
@@ -339,7 +486,17 @@ def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0, red
 def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-06, swap=False, reduction="mean",
                         name=None):
     """max(0, d(input, positive) - d(input, negative) + margin), d the pairwise p-norm
-    distance (with swap, d(input, negative) is min'ed with d(positive, negative)); reduced."""
+    distance (with swap, d(input, negative) is min'ed with d(positive, negative)); reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> anchor = paddle.to_tensor([[1.0, 5.0, 3.0], [0.0, 3.0, 2.0], [1.0, 4.0, 1.0]])
+        >>> positive = paddle.to_tensor([[5.0, 1.0, 2.0], [3.0, 2.0, 1.0], [3.0, -1.0, 1.0]])
+        >>> negative = paddle.to_tensor([[2.0, 1.0, -3.0], [1.0, 1.0, -1.0], [4.0, -2.0, 1.0]])
+        >>> print(F.triplet_margin_loss(anchor, positive, negative, margin=1.0, reduction="none").numpy().round(4))
+        [0.    0.575 0.   ]
+    """
     layer = "triplet_margin_loss"
     _check_reduction(layer, reduction)
     if margin < 0:
@@ -353,7 +510,16 @@ def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-0
 
 def multi_label_soft_margin_loss(input, label, weight=None, reduction="mean", name=None):
     """-(label * log_sigmoid(input) + (1 - label) * log_sigmoid(-input)), times weight,
-    averaged over the last axis, then reduced."""
+    averaged over the last axis, then reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[1.0, -2.0, 3.0], [0.0, -1.0, 2.0]])
+        >>> label = paddle.to_tensor([[-1.0, 1.0, -1.0], [1.0, 1.0, 1.0]])
+        >>> print(F.multi_label_soft_margin_loss(x, label, reduction="none").numpy().round(4))
+        [3.4963 0.7111]
+    """
     _check_reduction("multi_label_soft_margin_loss", reduction)
     one = _const(1.0, input)
     loss = M.scale(M.add(M.multiply(label, log_sigmoid(input)),
@@ -365,7 +531,16 @@ def multi_label_soft_margin_loss(input, label, weight=None, reduction="mean", na
 
 def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-08, reduction="mean", name=None):
     """exp(input) - label * input (log_input), else input - label * log(input + epsilon);
-    full adds Stirling's term where label > 1; reduced."""
+    full adds Stirling's term where label > 1; reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> log_rate = paddle.to_tensor([0.0, 1.0, 2.0])
+        >>> label = paddle.to_tensor([1.0, 2.0, 3.0])
+        >>> print(F.poisson_nll_loss(log_rate, label, reduction="none").numpy().round(4))
+        [1.     0.7183 1.3891]
+    """
     layer = "poisson_nll_loss"
     _check_reduction(layer, reduction)
     if epsilon <= 0:
@@ -384,7 +559,17 @@ def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-08, re
 
 def gaussian_nll_loss(input, label, variance, full=False, epsilon=1e-06, reduction="mean", name=None):
     """0.5 * (log(v) + (input - label)^2 / v), v the variance clipped to >= epsilon (and,
-    as PaddlePaddle's, not differentiated); full adds 0.5 * log(2 pi); reduced."""
+    as PaddlePaddle's, not differentiated); full adds 0.5 * log(2 pi); reduced.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> mean = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> label = paddle.to_tensor([[1.5, 2.0], [2.0, 4.0]])
+        >>> variance = paddle.ones([2, 2])
+        >>> print(F.gaussian_nll_loss(mean, label, variance).numpy().round(4))
+        0.1562
+    """
     layer = "gaussian_nll_loss"
     _check_reduction(layer, reduction)
     if list(variance.shape) != list(input.shape):

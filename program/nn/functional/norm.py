@@ -38,7 +38,18 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
                data_format="NCHW", use_global_stats=None, name=None):
     """Batch normalization (op batch_norm). Training (and use_global_stats not True)
     normalizes by the batch's statistics and updates running_mean/running_var in place
-    (running = momentum * running + (1 - momentum) * batch); else it uses the running ones."""
+    (running = momentum * running + (1 - momentum) * batch); else it uses the running ones.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[[1.0, 3.0]], [[2.0, 6.0]]]])     # N=1, C=2, H=1, W=2
+        >>> mean, var = paddle.to_tensor([2.0, 4.0]), paddle.to_tensor([1.0, 4.0])
+        >>> weight, bias = paddle.ones([2]), paddle.zeros([2])
+        >>> y = F.batch_norm(x, mean, var, weight, bias)          # inference: the running statistics
+        >>> print(y.numpy().ravel().round(4))
+        [-1.  1. -1.  1.]
+    """
     return batch_norm_op("batch_norm", x, running_mean, running_var, weight, bias, training, momentum, epsilon,
                          data_format, use_global_stats, name)
 
@@ -73,7 +84,16 @@ def batch_norm_op(layer, x, running_mean, running_var, weight, bias, training, m
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=None):
     """Normalize over the trailing dims `normalized_shape` (op layer_norm); weight and bias
-    hold prod(normalized_shape) values."""
+    hold prod(normalized_shape) values.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[1.0, 2.0, 3.0, 6.0], [2.0, 2.0, 2.0, 2.0]])
+        >>> print(F.layer_norm(x, normalized_shape=[4]).numpy().round(4))
+        [[-1.069  -0.5345  0.      1.6036]
+         [ 0.      0.      0.      0.    ]]
+    """
     layer = "layer_norm"
     _require_float(layer, x)
     shape = [int(normalized_shape)] if isinstance(normalized_shape, int) else [int(d) for d in normalized_shape]
@@ -89,7 +109,16 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=
 
 
 def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format="NCHW", name=None):
-    """Normalize over groups of channels (op group_norm); weight and bias per channel."""
+    """Normalize over groups of channels (op group_norm); weight and bias per channel.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[[1.0, 3.0]], [[5.0, 7.0]], [[0.0, 2.0]], [[2.0, 4.0]]]])   # N=1, C=4
+        >>> y = F.group_norm(x, num_groups=2)                    # each pair of channels normalized together
+        >>> print(y.numpy().ravel().round(4))
+        [-1.3416 -0.4472  0.4472  1.3416 -1.4142  0.      0.      1.4142]
+    """
     layer = "group_norm"
     _require_float(layer, x)
     layout = _layout(layer, data_format)
@@ -106,7 +135,15 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
                   momentum=0.9, eps=1e-05, data_format="NCHW", name=None):
     """Normalize each sample's channels over their spatial dims (op instance_norm). As in
     PaddlePaddle, the statistics are always the input's: running_mean/running_var,
-    use_input_stats and momentum are accepted and not used."""
+    use_input_stats and momentum are accepted and not used.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[[1.0, 3.0]], [[2.0, 6.0]]]])     # N=1, C=2, H=1, W=2
+        >>> print(F.instance_norm(x).numpy().ravel().round(4))  # each (sample, channel) to mean 0, variance 1
+        [-1.  1. -1.  1.]
+    """
     layer = "instance_norm"
     _require_float(layer, x)
     if data_format not in ("NC", "NCL", "NCHW", "NCDHW"):
@@ -117,7 +154,19 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
 
 
 def normalize(x, p=2, axis=1, epsilon=1e-12, out=None, name=None):
-    """x / max(||x||_p along axis, epsilon) (op p_norm, keepdim, then maximum and divide)."""
+    """x / max(||x||_p along axis, epsilon) (op p_norm, keepdim, then maximum and divide).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[3.0, 4.0], [6.0, 8.0]])
+        >>> print(F.normalize(x, axis=1).numpy().round(4))     # rows to unit L2 norm
+        [[0.6 0.8]
+         [0.6 0.8]]
+        >>> print(F.normalize(x, p=1, axis=0).numpy().round(4))
+        [[0.3333 0.3333]
+         [0.6667 0.6667]]
+    """
     layer = "normalize"
     _require_float(layer, x)
     if x.ndim == 1 and axis not in (0, -1):

@@ -102,7 +102,18 @@ def _unsqueezed(result):
 
 
 def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, name=None):
-    """Max pooling over L of x [N, C, L]; the stride defaults to the kernel size."""
+    """Max pooling over L of x [N, C, L]; the stride defaults to the kernel size.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[1.0, 5.0, 2.0, 0.0, 3.0, 4.0]]])
+        >>> print(F.max_pool1d(x, kernel_size=2, stride=2).numpy())
+        [[[5. 2. 4.]]]
+        >>> out, mask = F.max_pool1d(x, kernel_size=2, stride=2, return_mask=True)
+        >>> print(mask.numpy())
+        [[[1 2 5]]]
+    """
     k, s, p = _as_1d_window("max_pool1d", kernel_size, stride, padding)
     if s is None:
         s = k
@@ -112,18 +123,47 @@ def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
                name=None):
-    """Max pooling (op pool2d; max_pool2d_with_index with return_mask); stride defaults to kernel_size."""
+    """Max pooling (op pool2d; max_pool2d_with_index with return_mask); stride defaults to kernel_size.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> print(F.max_pool2d(x, kernel_size=2, stride=2).numpy())
+        [[[[ 5.  7.]
+           [13. 15.]]]]
+        >>> F.max_pool2d(paddle.ones([1, 3, 32, 32]), kernel_size=3, stride=2, padding=1).shape
+        [1, 3, 16, 16]
+    """
     return _max_pool("max_pool2d", x, kernel_size, stride, padding, return_mask, ceil_mode, data_format, 2, name)
 
 
 def max_pool3d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCDHW",
                name=None):
-    """Max pooling (op pool3d; max_pool3d_with_index with return_mask); stride defaults to kernel_size."""
+    """Max pooling (op pool3d; max_pool3d_with_index with return_mask); stride defaults to kernel_size.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(8, dtype="float32").reshape([1, 1, 2, 2, 2])
+        >>> print(F.max_pool3d(x, kernel_size=2).numpy().ravel())
+        [7.]
+        >>> F.max_pool3d(paddle.ones([1, 3, 8, 32, 32]), kernel_size=2, stride=2).shape
+        [1, 3, 4, 16, 16]
+    """
     return _max_pool("max_pool3d", x, kernel_size, stride, padding, return_mask, ceil_mode, data_format, 3, name)
 
 
 def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False, name=None):
-    """Average pooling over L of x [N, C, L]; `exclusive` leaves padding out of the count."""
+    """Average pooling over L of x [N, C, L]; `exclusive` leaves padding out of the count.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(8, dtype="float32").reshape([1, 1, 8])
+        >>> print(F.avg_pool1d(x, kernel_size=2, stride=2).numpy())
+        [[[0.5 2.5 4.5 6.5]]]
+    """
     k, s, p = _as_1d_window("avg_pool1d", kernel_size, stride, padding)
     if s is None:
         s = k
@@ -133,14 +173,35 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
                data_format="NCHW", name=None):
-    """Average pooling (op pool2d); `divisor_override` divides each window's sum by itself."""
+    """Average pooling (op pool2d); `divisor_override` divides each window's sum by itself.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> print(F.avg_pool2d(x, kernel_size=2, stride=2).numpy())
+        [[[[ 2.5  4.5]
+           [10.5 12.5]]]]
+        >>> F.avg_pool2d(paddle.ones([1, 3, 32, 32]), kernel_size=3, stride=2, padding=1).shape
+        [1, 3, 16, 16]
+    """
     return _avg_pool("avg_pool2d", x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override,
                      data_format, 2, name)
 
 
 def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
                data_format="NCDHW", name=None):
-    """Average pooling (op pool3d)."""
+    """Average pooling (op pool3d).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(8, dtype="float32").reshape([1, 1, 2, 2, 2])
+        >>> print(F.avg_pool3d(x, kernel_size=2).numpy().ravel())
+        [3.5]
+        >>> F.avg_pool3d(paddle.ones([1, 3, 8, 32, 32]), kernel_size=2, stride=2).shape
+        [1, 3, 4, 16, 16]
+    """
     return _avg_pool("avg_pool3d", x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override,
                      data_format, 3, name)
 
@@ -181,20 +242,64 @@ def _adaptive(layer, x, output_size, pool_type, return_mask, data_format, nd, na
 
 
 def adaptive_avg_pool1d(x, output_size, name=None):
-    """Average over the adaptive bins [floor(i*L/out), ceil((i+1)*L/out)) of x [N, C, L]."""
+    """Average over the adaptive bins [floor(i*L/out), ceil((i+1)*L/out)) of x [N, C, L].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(8, dtype="float32").reshape([1, 1, 8])
+        >>> print(F.adaptive_avg_pool1d(x, output_size=4).numpy())
+        [[[0.5 2.5 4.5 6.5]]]
+    """
     return T.squeeze(_adaptive("adaptive_avg_pool1d", _squeeze_1d("adaptive_avg_pool1d", x),
                                [1, int(output_size)], "avg", False, "NCHW", 2, name), [2])
 
 
 def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
+    """Average over the adaptive bins [floor(i*H/out), ceil((i+1)*H/out)) of each spatial axis of x [N, C, H, W].
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> print(F.adaptive_avg_pool2d(x, output_size=2).numpy())
+        [[[[ 2.5  4.5]
+           [10.5 12.5]]]]
+        >>> F.adaptive_avg_pool2d(paddle.ones([2, 3, 32, 32]), output_size=[3, 3]).shape
+        [2, 3, 3, 3]
+    """
     return _adaptive("adaptive_avg_pool2d", x, output_size, "avg", False, data_format, 2, name)
 
 
 def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
+    """Average over the adaptive bins of each spatial axis of x [N, C, D, H, W] (as adaptive_avg_pool2d's).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(8, dtype="float32").reshape([1, 1, 2, 2, 2])
+        >>> print(F.adaptive_avg_pool3d(x, output_size=1).numpy().ravel())
+        [3.5]
+        >>> F.adaptive_avg_pool3d(paddle.ones([2, 3, 8, 32, 32]), output_size=[3, 3, 3]).shape
+        [2, 3, 3, 3, 3]
+    """
     return _adaptive("adaptive_avg_pool3d", x, output_size, "avg", False, data_format, 3, name)
 
 
 def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
+    """Max over the adaptive bins [floor(i*L/out), ceil((i+1)*L/out)) of x [N, C, L]; with the flat
+    indices of the maxima too when return_mask.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[1.0, 5.0, 2.0, 0.0, 3.0, 4.0]]])
+        >>> print(F.adaptive_max_pool1d(x, output_size=2).numpy())
+        [[[5. 4.]]]
+        >>> out, mask = F.adaptive_max_pool1d(x, output_size=3, return_mask=True)
+        >>> print(mask.numpy())
+        [[[1 2 5]]]
+    """
     size = _ints("adaptive_max_pool1d", output_size, "output_size", 1)
     return _unsqueezed(_adaptive("adaptive_max_pool1d", _squeeze_1d("adaptive_max_pool1d", x), [1, *size], "max",
                                  return_mask, "NCHW", 2, name))
@@ -202,17 +307,48 @@ def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
 
 def adaptive_max_pool2d(x, output_size, return_mask=False, name=None, *, data_format="NCHW"):
     """Max over adaptive bins (op max_pool2d_with_index). `data_format="NHWC"` is Keel's
-    addition (PaddlePaddle's function is channel-first only)."""
+    addition (PaddlePaddle's function is channel-first only).
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+        >>> print(F.adaptive_max_pool2d(x, output_size=2).numpy())
+        [[[[ 5.  7.]
+           [13. 15.]]]]
+    """
     return _adaptive("adaptive_max_pool2d", x, output_size, "max", return_mask, data_format, 2, name)
 
 
 def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
+    """Max over the adaptive bins of each spatial axis of x [N, C, D, H, W]; with the flat indices of
+    the maxima too when return_mask.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.arange(8, dtype="float32").reshape([1, 1, 2, 2, 2])
+        >>> print(F.adaptive_max_pool3d(x, output_size=1).numpy().ravel())
+        [7.]
+        >>> F.adaptive_max_pool3d(paddle.ones([2, 3, 8, 32, 32]), output_size=[3, 3, 3]).shape
+        [2, 3, 3, 3, 3]
+    """
     return _adaptive("adaptive_max_pool3d", x, output_size, "max", return_mask, "NCDHW", 3, name)
 
 
 def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, data_format="NCHW", output_size=None, name=None):
     """paddle.nn.functional.max_unpool2d: op unpool; the output size defaults to
-    (in - 1) * stride - 2 * padding + kernel_size."""
+    (in - 1) * stride - 2 * padding + kernel_size.
+
+    Examples:
+        >>> import keel as paddle
+        >>> import keel.nn.functional as F
+        >>> x = paddle.to_tensor([[[[1.0, 6.0], [3.0, 4.0]]]])
+        >>> pooled, indices = F.max_pool2d(x, kernel_size=2, return_mask=True)
+        >>> print(F.max_unpool2d(pooled, indices, kernel_size=2).numpy())
+        [[[[0. 6.]
+           [0. 0.]]]]
+    """
     layer = "max_unpool2d"
     if data_format != "NCHW":
         _fail(layer, f"data_format must be 'NCHW', got {data_format!r}", AttrError)
