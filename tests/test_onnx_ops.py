@@ -247,6 +247,10 @@ def test_top_k_and_argsort():
     check("argsort", {"X": x}, {"axis": 0, "descending": True}, {"Out": 1, "Indices": 1})
 
 
+def test_determinant():
+    check("determinant", {"Input": normal(3, 4, 4)}, rtol=1e-4, atol=1e-5)
+
+
 def test_where_and_einsum():
     check("where", {"Condition": ints(0, 2, 3, 4).astype(bool), "X": normal(3, 4), "Y": normal(3, 4)})
     check("einsum", {"Operands": [normal(2, 3, 4), normal(2, 4, 5)]}, {"equation": "bij,bjk->bik"},
