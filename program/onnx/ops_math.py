@@ -1,5 +1,5 @@
 """Converters of arithmetic with attributes and of reductions: scale, clip, pow, increment,
-sum/mean, reduce_*, arg_max/arg_min, cumsum, top_k/argsort, norms, where, einsum."""
+sum/mean, reduce_*, arg_max/arg_min, cumsum, top_k/argsort, norms, where, einsum, determinant."""
 from __future__ import annotations
 
 import numpy as np
@@ -184,3 +184,8 @@ def where(g, op):
 @converts("einsum")
 def einsum(g, op):
     g.node("Einsum", g.xs(op, "Operands"), g.y(op, "Out"), equation=op.attr("equation").replace(" ", ""))
+
+
+@converts("determinant")
+def determinant(g, op):
+    g.node("Det", [g.x(op, "Input")], g.y(op, "Out"))

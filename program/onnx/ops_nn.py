@@ -20,18 +20,25 @@ def pool2d(g, op):
     x, out = g.x(op, "X"), g.y(op, "Out")
     spatial = list(g.shape(op, "X")[2:])
     ksize = list(op.attr("ksize"))
-    if op.attr("global_pooling", False) or (op.attr("adaptive", False) and ksize == [1, 1]):
-        g.node("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", [x], out)
-        return
     strides = list(op.attr("strides", [1, 1]))
-    if op.attr("adaptive", False):
-        if any(d < 0 for d in spatial):
-            raise g.error(f"adaptive pooling to {ksize} needs the input's height and width, unknown here "
-                          f"({spatial}); ONNX has only global adaptive pooling")
+    adaptive = op.attr("adaptive", False)
+    if op.attr("global_pooling", False):
+        if not adaptive:
+            g.node("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", [x], out)
+            return
+        ksize = _known_spatial(g, spatial, "global adaptive pooling")  # Paddle's UpdateKernelSize
+    if adaptive and kind == "max":
+        _paddle_adaptive_max(g, x, g.dtype(op, "X"), ksize, strides, out)
+        return
+    if adaptive:  # average over bins [floor(i * in / out), ceil((i + 1) * in / out))
+        if ksize == [1, 1]:
+            g.node("GlobalAveragePool", [x], out)
+            return
+        spatial = _known_spatial(g, spatial, f"adaptive pooling to {ksize}")
         if any(d % s for d, s in zip(spatial, ksize)):
             _adaptive_bins(g, x, kind, spatial, ksize, out)
             return
-        ksize = strides = [d // s for d, s in zip(spatial, ksize)]
+        ksize = strides = [d // s for d, s in zip(spatial, ksize)]  # equal bins: a plain window
         pads, ceil_mode = [0, 0, 0, 0], 0
     else:
         pads, ceil_mode = _pool_pads(g, op, spatial, ksize, strides), int(op.attr("ceil_mode", False))
@@ -79,6 +86,25 @@ def _adaptive_bins(g, x, kind, spatial, size, out):
         x = g.node("Concat", pieces, out if dim == len(spatial) - 1 else 1, axis=axis)
 
 
+def _known_spatial(g, spatial, what):
+    if any(d < 0 for d in spatial):
+        raise g.error(f"{what} needs the input's height and width, unknown here ({spatial})")
+    return spatial
+
+
+def _paddle_adaptive_max(g, x, dtype, size, strides, out):
+    """pool2d's max with adaptive=True as PaddlePaddle 3.3.1 computes it (and Keel's kernel,
+    kernels/nn.py): output `size`, window (i, j) is `size` cells from (i * stride_h, j *
+    stride_w), clipped to the input (-FLT_MAX where empty): not adaptive bins. The input is
+    padded after its end by enough -FLT_MAX cells for `size` windows whatever its size, then
+    max-pooled and the first `size` windows kept."""
+    lowest = -np.inf if np.dtype(dtype) == np.float16 else float(-np.finfo(np.float32).max)
+    extra = [(k - 1) * s + k - 1 for k, s in zip(size, strides)]
+    padded = g.node("Pad", [x, g.ints([0, 0, 0, 0, 0, 0] + extra), g.scalar(lowest, dtype)])
+    pooled = g.node("MaxPool", [padded], kernel_shape=list(size), strides=list(strides))
+    g.node("Slice", [pooled, g.ints([0, 0]), g.ints(size), g.ints([2, 3])], out)
+
+
 def _pool_pads(g, op, spatial, ksize, strides):
     algorithm = op.attr("padding_algorithm", "EXPLICIT")
     if algorithm == "VALID":
@@ -110,6 +136,11 @@ def batch_norm(g, op):
            epsilon=float(op.attr("epsilon", 1e-5)))
     if channels_last:
         g.node("Transpose", [y], g.y(op, "Y"), perm=_to_channels_last(g.rank(op, "X")))
+    # at inference the running statistics pass through unchanged
+    for slot, source in (("MeanOut", "Mean"), ("VarianceOut", "Variance")):
+        for name in op.output(slot):
+            if name not in op.input(source):
+                g.bind(name, g.x(op, source))
 
 
 def _to_channels_first(rank):

@@ -229,25 +229,13 @@ def where_index(g, op):
 
 @converts("expand_v2")
 def expand_v2(g, op):
-    """ONNX's Expand broadcasts both ways, so PaddlePaddle's -1 (keep X's dim) is a 1; a -2
-    takes the next expand_shapes_tensor entry; a Shape tensor's -1s become 1s with Abs."""
-    if g.has(op, "Shape"):
-        shape = g.node("Abs", [g.int64s(g.x(op, "Shape"), g.dtype(op, "Shape"))])
+    """ONNX's Expand broadcasts both ways, so PaddlePaddle's -1 (keep X's dim) is a 1. A Shape
+    tensor or the expand_shapes_tensor list (one 1-element tensor per dim; `shape` then
+    holds -2 for them) replaces `shape`; its -1s become 1s with Abs."""
+    if g.has(op, "Shape") or g.has(op, "expand_shapes_tensor"):  # one entry per dim, -1s among them
+        shape = g.node("Abs", [int64_list(g, op, "Shape", "expand_shapes_tensor", [])])
     else:
-        target = [1 if d == -1 else d for d in op.attr("shape")]
-        if g.has(op, "expand_shapes_tensor"):
-            tensors = iter(range(len(op.input("expand_shapes_tensor"))))
-            parts = []
-            for d in target:
-                if d == -2:
-                    i = next(tensors)
-                    value = g.int64s(g.x(op, "expand_shapes_tensor", i), g.dtype(op, "expand_shapes_tensor", i))
-                    parts.append(g.node("Reshape", [value, g.ints([1])]))
-                else:
-                    parts.append(g.ints([d]))
-            shape = g.node("Concat", parts, axis=0)
-        else:
-            shape = g.ints(target)
+        shape = g.ints([1 if d == -1 else d for d in op.attr("shape")])
     g.node("Expand", [g.x(op, "X"), shape], g.y(op, "Out"))
 
 
@@ -368,13 +356,12 @@ def one_hot_v2(g, op):
     """Indices out of [0, depth) give all-zero rows (PaddlePaddle's allow_out_of_range; ONNX
     has no error for them). ONNX's OneHot would count negative indices from the end, so
     they are moved out of range first."""
-    x = g.x(op, "X")
+    x = g.int64s(g.x(op, "X"), g.dtype(op, "X"))  # ONNX Runtime's OneHot wants int64 indices with int64 depth
     depth = (g.int64s(g.node("Reshape", [g.x(op, "depth_tensor"), g.ints([1])]), g.dtype(op, "depth_tensor"))
              if g.has(op, "depth_tensor") else g.ints([op.attr("depth")]))
     dtype = g.dtype(op, "Out", output=True)
-    index_type = g.dtype(op, "X")
-    past_the_end = g.node("Reshape", [g.cast(depth, index_type), g.ints([])])
-    x = g.node("Where", [g.node("Less", [x, g.scalar(0, index_type)]), past_the_end, x])
+    past_the_end = g.node("Reshape", [depth, g.ints([])])
+    x = g.node("Where", [g.node("Less", [x, g.scalar(0, np.int64)]), past_the_end, x])
     g.node("OneHot", [x, depth, g.const(np.asarray([0, 1], dtype))], g.y(op, "Out"), axis=-1)
 
 
