@@ -117,12 +117,12 @@ def main(argv=None) -> int:
     for name in args.names or NAMES:
         with tempfile.TemporaryDirectory() as directory:
             prefix, recorded = unpack(name, directory)
-            keel = contender(keel_export, prefix, recorded, args.opset)
+            ours = contender(keel_export, prefix, recorded, args.opset)
             p2o = contender(paddle2onnx_export, prefix, recorded, args.opset)
-        counts["keel"] += keel[2]
+        counts["keel"] += ours[2]
         counts["paddle2onnx"] += p2o[2]
-        rows.append([name, keel[0], keel[1], "yes" if keel[2] else "no", p2o[0], p2o[1], "yes" if p2o[2] else "no"])
-        print(f"{name}: keel {keel[0]} {keel[1]}, paddle2onnx {p2o[0]} {p2o[1]}", file=sys.stderr, flush=True)
+        rows.append([name, ours[0], ours[1], "yes" if ours[2] else "no", p2o[0], p2o[1], "yes" if p2o[2] else "no"])
+        print(f"{name}: keel {ours[0]} {ours[1]}, paddle2onnx {p2o[0]} {p2o[1]}", file=sys.stderr, flush=True)
     print(table(f"ONNX export of the zoo's legacy files, opset {args.opset}: Keel vs paddle2onnx "
                 f"{paddle2onnx.__version__}, each run in ONNX Runtime against Paddle Inference's recorded outputs",
                 rows, ("model", "Keel", "max err", "in bar", "paddle2onnx", "max err", "in bar")))
