@@ -13,17 +13,9 @@ from keel.kernels.array_module import get_array_module
 _NO_DEVICE = nullcontext()  # reusable and reentrant
 
 
-class CPUPlace:
-    """The host CPU, where tensors live and ops run unless a CUDAPlace is chosen.
-
-    Examples:
-        >>> import keel as paddle
-        >>> place = paddle.CPUPlace()
-        >>> place
-        CPUPlace()
-        >>> paddle.to_tensor([1.0], place=place).place
-        CPUPlace()
-    """
+class _HostPlace:
+    """Host memory, numpy arrays: the CPU and pinned places differ only in name (a pinned
+    array is a host array to the kernels). Places of one kind with one device are equal."""
     device = "cpu"
 
     @property
@@ -35,12 +27,26 @@ class CPUPlace:
         return _NO_DEVICE
 
     def __repr__(self):
-        return "CPUPlace()"
+        return f"{type(self).__name__}()"
 
     def __eq__(self, other):
-        return isinstance(other, CPUPlace)
+        return type(other) is type(self)
 
-    __hash__ = object.__hash__
+    def __hash__(self):
+        return hash(type(self))
+
+
+class CPUPlace(_HostPlace):
+    """The host CPU, where tensors live and ops run unless a CUDAPlace is chosen.
+
+    Examples:
+        >>> import keel as paddle
+        >>> place = paddle.CPUPlace()
+        >>> place
+        CPUPlace()
+        >>> paddle.to_tensor([1.0], place=place).place
+        CPUPlace()
+    """
 
 
 class CUDAPlace:
@@ -74,10 +80,11 @@ class CUDAPlace:
     def __eq__(self, other):
         return isinstance(other, CUDAPlace) and other.device_id == self.device_id
 
-    __hash__ = object.__hash__
+    def __hash__(self):
+        return hash((CUDAPlace, self.device_id))
 
 
-class CUDAPinnedPlace:
+class CUDAPinnedPlace(_HostPlace):
     """Page-locked host memory (`Tensor.pin_memory()`): numpy arrays whose copies to a GPU
     can run asynchronously. Kernels see host arrays, so ops on a pinned tensor run on the
     CPU, as PaddlePaddle's do.
@@ -90,22 +97,6 @@ class CUDAPinnedPlace:
         >>> paddle.to_tensor([1.0, 2.0], place=place).numpy()
         array([1., 2.], dtype=float32)
     """
-    device = "cpu"
-
-    @property
-    def xp(self):
-        return get_array_module("cpu")
-
-    def device_context(self):
-        return _NO_DEVICE
-
-    def __repr__(self):
-        return "CUDAPinnedPlace()"
-
-    def __eq__(self, other):
-        return isinstance(other, CUDAPinnedPlace)
-
-    __hash__ = object.__hash__
 
 
 def place_of_device(device) -> CPUPlace | CUDAPlace | CUDAPinnedPlace:

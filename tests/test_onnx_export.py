@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx", reason="the ONNX export needs the onnx package (pip install -e ".[onnx]")")
+onnx = pytest.importorskip("onnx", reason="the ONNX export needs the onnx package (pip install -e '.[onnx]')")
 ort = pytest.importorskip("onnxruntime", reason="running exported models needs onnxruntime")
 
 import keel  # noqa: E402

@@ -5,7 +5,7 @@ exported with a symbolic batch dim and run at another batch size."""
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx", reason="the ONNX export needs the onnx package (pip install -e ".[onnx]")")
+onnx = pytest.importorskip("onnx", reason="the ONNX export needs the onnx package (pip install -e '.[onnx]')")
 ort = pytest.importorskip("onnxruntime", reason="running exported models needs onnxruntime")
 
 import keel.program as pg  # noqa: E402
