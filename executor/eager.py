@@ -260,6 +260,18 @@ class Engine:
             updater = self._updaters[optimizer] = EagerUpdater()
         updater.step(optimizer, params)
 
+    def optimizer_state(self, optimizer) -> dict:
+        """name -> array of the optimizer's eager state (accumulators, master weights)."""
+        updater = self._updaters.get(optimizer)
+        return {} if updater is None else updater.state()
+
+    def load_optimizer_state(self, optimizer, state: dict) -> None:
+        """Put what `state` (name -> array) names into the state the optimizer holds now;
+        the rest stays in `state` for the plan a later step builds."""
+        updater = self._updaters.get(optimizer)
+        if updater is not None:
+            updater.load(state)
+
     # -- running ops -----------------------------------------------------------------------
     def run_op(self, op_type: str, inputs: dict, outputs: dict, attrs: dict):
         if dygraph.autocast_state is not None:   # amp.auto_cast: inputs cast by the op lists

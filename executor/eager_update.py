@@ -19,6 +19,15 @@ from keel.program.ops.registry import grad_name
 from keel.program.program import Program
 
 
+def _loaded_value(name: str, value, var, current, place):
+    """A value given by `optimizer.set_state_dict` for the state `var` (now `current`): its
+    shape checked, in the state's dtype, on the parameters' place."""
+    if tuple(value.shape) != tuple(var.shape):
+        raise ValueError(f"optimizer.set_state_dict: {name!r} has shape {list(value.shape)}, the optimizer's "
+                         f"state there has {list(var.shape)}")
+    return dygraph.engine().to_place(value.astype(current.dtype, copy=False), place)
+
+
 class _Plan:
     """The update program of one set of parameters, and the scope its state lives in."""
 
@@ -41,21 +50,72 @@ class _Plan:
             try:
                 optimizer.apply_gradients(pairs, startup)
                 self.accumulators = dict(optimizer._accumulators)
+                self.master_weights = dict(optimizer._master_weights)
             finally:
                 optimizer._accumulators, optimizer._master_weights = saved
         for p in params:  # the startup program's casts (master weights) read the values
             scope.set(p.name, p.value)
         self.startup = startup
 
-    def initialize(self, executor: Executor, previous: "_Plan | None") -> None:
-        """Run the startup program; accumulators an earlier plan already holds keep their values."""
+    def state(self) -> dict:
+        """The state so far, as PaddlePaddle's optimizer.state_dict() names it: accumulator
+        name -> array, and "master_weights": param name -> array."""
+        state = {var.name: self.scope.get(var.name) for var in self.accumulators.values()
+                 if self.scope.has(var.name)}
+        masters = {param: self.scope.get(var.name) for param, var in self.master_weights.items()
+                   if self.scope.has(var.name)}
+        if masters:
+            state["master_weights"] = masters
+        return state
+
+    def take_loaded(self, loaded: dict, place) -> dict:
+        """variable name -> value of what `loaded` (state() shaped, from set_state_dict) gives
+        for this plan's state, removed from `loaded`; the rest stays for a later plan."""
+        values = {}
+        for var in self.accumulators.values():
+            if var.name in loaded:
+                values[var.name] = _loaded_value(var.name, loaded.pop(var.name), var, self.scope.get(var.name), place)
+        masters = loaded.get("master_weights", {})
+        for param, var in self.master_weights.items():
+            if param in masters:
+                values[var.name] = _loaded_value(var.name, masters.pop(param), var, self.scope.get(var.name), place)
+        if "master_weights" in loaded and not masters:
+            del loaded["master_weights"]
+        return values
+
+    def _check_loaded_names(self, loaded: dict, carried: dict) -> None:
+        """Each piece of state this plan creates must be in a given state dict, as
+        PaddlePaddle asserts: names that do not match mean the dict is another model's (or
+        this one built under other names) and would otherwise be ignored silently."""
+        masters = loaded.get("master_weights")
+        missing = [var.name for var in self.accumulators.values() if var.name not in carried
+                   and var.name not in loaded]
+        missing += [f"master_weights[{param!r}]" for param, var in self.master_weights.items()
+                    if masters is not None and var.name not in carried and param not in masters]
+        if missing:
+            given = sorted(name for name in loaded if name != "master_weights")
+            raise ValueError(f"optimizer.set_state_dict: the state dict has no {', '.join(missing[:4])}"
+                             f"{' ...' if len(missing) > 4 else ''} (it holds {', '.join(given[:4])}"
+                             f"{' ...' if len(given) > 4 else ''}). Accumulators are named after the parameters: "
+                             f"build the model as the saved one was built (in a fresh process, or under "
+                             f"paddle.utils.unique_name.guard())")
+
+    def initialize(self, executor: Executor, previous: "_Plan | None", loaded: dict) -> None:
+        """Run the startup program; state an earlier plan already holds keeps its values, and
+        state given by `optimizer.set_state_dict` (`loaded`) is taken by name, as
+        PaddlePaddle's accumulators take it when they are created."""
         kept = {}
         if previous is not None:
-            for key, var in self.accumulators.items():
-                old = previous.accumulators.get(key)
-                if old is not None and self.scope.find_var(old.name) is not None:
-                    kept[var.name] = self.scope.get(old.name)
+            for mine, theirs in ((self.accumulators, previous.accumulators),
+                                 (self.master_weights, previous.master_weights)):
+                for key, var in mine.items():
+                    old = theirs.get(key)
+                    if old is not None and self.scope.find_var(old.name) is not None:
+                        kept[var.name] = self.scope.get(old.name)
         executor.run(self.startup, scope=self.scope)
+        if loaded:
+            self._check_loaded_names(loaded, carried=kept)
+        kept.update(self.take_loaded(loaded, executor.place))
         for name, value in kept.items():
             self.scope.set(name, value)
 
@@ -83,12 +143,22 @@ class EagerUpdater:
             for name in list(self.scope):
                 self.scope.set(name, engine.to_place(self.scope.get(name), place))
 
+    def state(self) -> dict:
+        """The optimizer's state so far (_Plan.state; empty before the first step)."""
+        return {} if self.plan is None else self.plan.state()
+
+    def load(self, state: dict) -> None:
+        """Put what `state` gives into the state the plan holds now; the rest stays in `state`."""
+        if self.plan is not None:
+            for name, value in self.plan.take_loaded(state, self.executor.place).items():
+                self.scope.set(name, value)
+
     def step(self, optimizer, params) -> None:
         self._run_on(params)
         names = tuple(p.name for p in params)
         if self.plan is None or self.plan.names != names:
             plan = _Plan(optimizer, params, self.scope)
-            plan.initialize(self.executor, self.plan)
+            plan.initialize(self.executor, self.plan, optimizer._loaded_state)
             self.plan = plan
         for p in params:
             self.scope.set(p.name, p.value)

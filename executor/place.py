@@ -63,6 +63,10 @@ class CUDAPlace:
     def __init__(self, device_id: int = 0):
         self.device_id = int(device_id)
 
+    def get_device_id(self) -> int:
+        """The GPU's index (PaddlePaddle's CUDAPlace.get_device_id)."""
+        return self.device_id
+
     @property
     def xp(self):
         return get_array_module("gpu")

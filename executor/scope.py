@@ -4,21 +4,64 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
+
 from keel.program import default
 
 
 class VarHandle:
-    """What `Scope.find_var` returns, for PaddlePaddle habits:
-    `np.array(scope.find_var("fc_0.w_0").get_tensor())`."""
+    """What `Scope.find_var` / `Scope.var` return, for PaddlePaddle habits:
+    `np.array(scope.find_var("fc_0.w_0").get_tensor())`,
+    `scope.var("w").get_tensor().set(array, place)`."""
 
     def __init__(self, scope: "Scope", name: str):
         self._scope, self.name = scope, name
 
-    def get_tensor(self):
-        return self._scope.get(self.name)
+    def get_tensor(self) -> "ScopeTensor":
+        return ScopeTensor(self._scope, self.name)
 
     def set(self, value, place=None):
         self._scope.set(self.name, value)
+
+
+class ScopeTensor:
+    """A scope entry seen as PaddlePaddle's DenseTensor: `np.array(t)` reads the value the
+    scope holds now, `t.set(array, place)` replaces it (a copy, as PaddlePaddle copies),
+    `t.shape()` and `t._is_initialized()` describe it. The scope where the entry lives is
+    the one written, so a value found through a child scope is set in its parent."""
+
+    def __init__(self, scope: "Scope", name: str):
+        self._scope, self.name = scope, name
+
+    def _value(self):
+        value = self._scope.get(self.name)
+        if value is None:
+            raise ValueError(f"variable {self.name!r} holds no value yet (run the startup program, or set it)")
+        return value
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._value()
+        value = value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) else value  # cupy
+        return np.array(value, dtype=dtype, copy=True if copy is None else copy)
+
+    def set(self, value, place=None) -> None:
+        array = np.array(value)  # a copy: later changes to `value` do not reach the scope
+        if place is not None and getattr(place, "device", "cpu") == "gpu":
+            with place.device_context():
+                array = place.xp.asarray(array)
+        (self._scope.find_scope(self.name) or self._scope).set(self.name, array)
+
+    def shape(self) -> list[int]:
+        return list(self._value().shape)
+
+    def _dtype(self):
+        return self._value().dtype
+
+    def _is_initialized(self) -> bool:
+        return self._scope.has(self.name) and self._scope.get(self.name) is not None
+
+    def __repr__(self):
+        return f"ScopeTensor({self.name!r})"
 
 
 class Scope:

@@ -170,9 +170,9 @@ def load_program_state(model_path, var_list=None) -> dict:
     prefix = _prefix(model_path)
     if not os.path.exists(prefix + ".pdparams"):
         raise StaticStateError(f"static.load: {prefix}.pdparams does not exist")
-    values = state_file.load(prefix + ".pdparams")
+    values = state_file.load(prefix + ".pdparams", return_numpy=True)
     if os.path.exists(prefix + ".pdopt"):
-        values.update(state_file.load(prefix + ".pdopt"))
+        values.update(state_file.load(prefix + ".pdopt", return_numpy=True))
     if var_list is not None:
         names = [getattr(v, "name", v) for v in var_list]
         missing = [n for n in names if n not in values]

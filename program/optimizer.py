@@ -14,6 +14,8 @@ name order, with `op_role = 2` and `op_role_var = [param, grad]`.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from keel.program import callsite, default, dtypes, dygraph, op_role, unique_name
 from keel.program import lr  # noqa: F401  (paddle.optimizer.lr.StepDecay, ... as PaddlePaddle spells them)
 from keel.program.backward import append_backward
@@ -70,6 +72,7 @@ class Optimizer:
         self._lr_vars: dict[int, tuple] = {}  # id(program) -> (program, its learning-rate variable)
         self._accumulators: dict[tuple, object] = {}  # (accumulator name, param name) -> var
         self._master_weights: dict[str, object] = {}  # param name -> its float32 master copy
+        self._loaded_state: dict = {}  # set_state_dict's eager state not yet taken by a step
 
     def _regularizer(self, weight_decay):
         return as_regularizer(weight_decay)
@@ -230,13 +233,38 @@ class Optimizer:
         return ops, params_grads
 
     def state_dict(self) -> dict:
-        """The optimizer's Python-side state (its LR schedule); accumulators live in the scope."""
+        """The optimizer's state: in eager mode its accumulators (moments, velocities, ...)
+        as Tensors by their variable names and the float32 master weights under
+        "master_weights", as PaddlePaddle's; the LR schedule under "LR_Scheduler". In a
+        static program the accumulators live in the scope (static.save writes them)."""
+        state = {}
+        if dygraph._engine is not None:
+            for name, value in dygraph.engine().optimizer_state(self).items():
+                state[name] = ({param: Tensor(v) for param, v in value.items()} if name == "master_weights"
+                               else Tensor(value, name=name))
         lr = self._learning_rate
-        return {"LR_Scheduler": lr.state_dict()} if isinstance(lr, LRScheduler) else {}
+        if isinstance(lr, LRScheduler):
+            state["LR_Scheduler"] = lr.state_dict()
+        return state
 
     def set_state_dict(self, state: dict) -> None:
+        """Take a state_dict: the LR schedule at once; the accumulators and master weights by
+        name, now where they exist, otherwise at the step that creates them (so a fresh
+        optimizer resumes where the saved one stopped)."""
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
             self._learning_rate.set_state_dict(state["LR_Scheduler"])
+        for name, value in state.items():
+            if name == "master_weights":
+                self._loaded_state.setdefault(name, {}).update({p: _host_array(v) for p, v in value.items()})
+            elif name != "LR_Scheduler":
+                self._loaded_state[name] = _host_array(value)
+        if self._loaded_state and dygraph._engine is not None:
+            dygraph.engine().load_optimizer_state(self, self._loaded_state)
+
+
+def _host_array(value):
+    """The array of a state_dict entry (a Tensor's own value, else a numpy array)."""
+    return value.value if isinstance(value, Tensor) else np.asarray(value)
 
 
 def update_context(params_grads, startup_program):

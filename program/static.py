@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
 from keel.program import amp, dtypes  # noqa: F401  (program.static.amp: PaddlePaddle's paddle.static.amp)
 from keel.program import static_nn as nn
 from keel.program.backward import append_backward, gradients  # noqa: F401
@@ -160,9 +162,70 @@ class InputSpec:
         self.name = name
         self.stop_gradient = stop_gradient
 
+    @classmethod
+    def from_tensor(cls, tensor, name: str | None = None) -> "InputSpec":
+        """The spec of an eager Tensor or a static Variable: its shape, dtype and (unless
+        `name` is given) its name.
+
+        Examples:
+            >>> import keel as paddle
+            >>> from keel.static import InputSpec
+            >>> InputSpec.from_tensor(paddle.ones([2, 3]), name="x")
+            InputSpec(shape=[2, 3], dtype=float32, name='x')
+        """
+        if not hasattr(tensor, "shape") or not hasattr(tensor, "dtype") or isinstance(tensor, np.ndarray):
+            raise TypeError(f"InputSpec.from_tensor takes a Tensor or a static Variable, not "
+                            f"{type(tensor).__name__} (InputSpec.from_numpy takes an ndarray)")
+        return cls(tensor.shape, tensor.dtype, name if name is not None else getattr(tensor, "name", None))
+
+    @classmethod
+    def from_numpy(cls, ndarray, name: str | None = None) -> "InputSpec":
+        """The spec of a numpy array: its shape and dtype.
+
+        Examples:
+            >>> import numpy as np
+            >>> from keel.static import InputSpec
+            >>> InputSpec.from_numpy(np.zeros((4, 8), "int64"), name="ids")
+            InputSpec(shape=[4, 8], dtype=int64, name='ids')
+        """
+        return cls(np.shape(ndarray), np.asarray(ndarray).dtype, name)
+
+    def batch(self, batch_size) -> "InputSpec":
+        """Put `batch_size` (an int, or a list/tuple of one) before the shape; returns self.
+
+        Examples:
+            >>> from keel.static import InputSpec
+            >>> InputSpec([784], "float32", "image").batch(16)
+            InputSpec(shape=[16, 784], dtype=float32, name='image')
+        """
+        if isinstance(batch_size, (list, tuple)):
+            if len(batch_size) != 1:
+                raise ValueError(f"InputSpec.batch takes one batch size, got {list(batch_size)}")
+            batch_size = batch_size[0]
+        if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool):
+            raise TypeError(f"InputSpec.batch takes an int batch size, got {type(batch_size).__name__}")
+        self.shape = [int(batch_size)] + self.shape
+        return self
+
+    def unbatch(self) -> "InputSpec":
+        """Drop the first dimension (the batch); returns self.
+
+        Examples:
+            >>> from keel.static import InputSpec
+            >>> InputSpec([None, 784], "float32", "image").unbatch()
+            InputSpec(shape=[784], dtype=float32, name='image')
+        """
+        if not self.shape:
+            raise ValueError(f"InputSpec {self.name!r} has no dimension to unbatch (its shape is [])")
+        self.shape = self.shape[1:]
+        return self
+
     def __repr__(self):
         return f"InputSpec(shape={self.shape}, dtype={self.dtype}, name={self.name!r})"
 
     def __eq__(self, other):
         return (isinstance(other, InputSpec)
                 and (self.shape, self.dtype, self.name) == (other.shape, other.dtype, other.name))
+
+    def __hash__(self):
+        return hash((tuple(self.shape), self.dtype, self.name))

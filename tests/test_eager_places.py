@@ -109,3 +109,13 @@ def test_the_same_flags_and_gradients_as_paddlepaddle():
         if lib is paddle:
             ours = got
     assert ours == got
+
+
+def test_places_are_equal_by_kind_and_device_and_hash_alike():
+    """Places as dict keys and set members: equal places hash alike (PaddlePaddle's compare
+    equal by kind and device id); the pinned place is not the CPU place."""
+    assert CPUPlace() == CPUPlace() and hash(CPUPlace()) == hash(CPUPlace())
+    assert CUDAPinnedPlace() == CUDAPinnedPlace() and CUDAPinnedPlace() != CPUPlace()
+    assert CUDAPlace(1) == CUDAPlace(1) != CUDAPlace(0) and len({CUDAPlace(1), CUDAPlace(1), CPUPlace()}) == 2
+    assert CUDAPlace(3).get_device_id() == 3
+    assert repr(CUDAPinnedPlace()) == "CUDAPinnedPlace()" and repr(CPUPlace()) == "CPUPlace()"

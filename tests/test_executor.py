@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import keel.program as pg
-from keel.executor import ExecutionError, Executor, FeedError, NonFiniteError, Scope
+from keel.executor import CPUPlace, ExecutionError, Executor, FeedError, NonFiniteError, Scope
 
 THIS_FILE = __file__
 
@@ -285,10 +285,33 @@ def test_scope_basics():
     parent = Scope()
     parent.set("a", np.ones(2))
     child = parent.new_scope()
-    assert child.has("a") and child.find_var("a").get_tensor() is parent.get("a")
+    assert child.has("a") and np.array(child.find_var("a").get_tensor()).tolist() == [1.0, 1.0]
     assert child.find_var("zz") is None
     with pytest.raises(KeyError, match="run the startup program"):
         child.get("zz")
+
+
+def test_scope_tensor_reads_and_sets_as_paddles_dense_tensor():
+    """PaddlePaddle's `scope.find_var(n).get_tensor()`: np.array reads a copy of the current
+    value, `.set(array, place)` replaces it where the entry lives, shape() is a list."""
+    parent = Scope()
+    parent.set("w", np.zeros((2, 3), "float32"))
+    child = parent.new_scope()
+    tensor = child.find_var("w").get_tensor()
+    assert tensor.shape() == [2, 3] and tensor._dtype() == np.float32 and tensor._is_initialized()
+    source = np.arange(6, dtype="float32").reshape(2, 3)
+    tensor.set(source, CPUPlace())
+    source[0, 0] = 100.0                                        # the scope holds a copy
+    assert parent.get("w")[0, 0] == 0.0 and "w" not in child.local_var_names()
+    read = np.array(tensor)
+    read[1, 1] = -1.0                                           # and np.array gives one
+    np.testing.assert_array_equal(np.array(parent.find_var("w").get_tensor()), np.arange(6).reshape(2, 3))
+    fresh = parent.var("fresh").get_tensor()
+    assert not fresh._is_initialized()
+    with pytest.raises(ValueError, match="'fresh' holds no value yet"):
+        np.array(fresh)
+    fresh.set([[1, 2]], CPUPlace())
+    assert np.array(fresh).dtype == np.int64 and fresh.shape() == [1, 2]
 
 
 def test_keep_intermediates_leaves_every_value_in_the_scope():

@@ -14,8 +14,10 @@ import zipfile
 
 import numpy as np
 
+from keel.program.dygraph import in_dynamic_mode
 from keel.program.errors import KeelError
 from keel.program.io.atomic import atomic_open
+from keel.program.tensor import Tensor
 
 __all__ = ["save", "load", "StateFileError"]
 
@@ -64,8 +66,13 @@ def save(state_dict: dict, path) -> None:
         np.savez(f, **flat)
 
 
-def load(path) -> dict:
-    """Read a state file written by `save` (nested dicts restored).
+def load(path, return_numpy: bool = False, **configs) -> dict:
+    """Read a state file written by `save` (nested dicts restored). In dynamic mode (the
+    default) its arrays come back as Tensors, as PaddlePaddle's `paddle.load` gives them;
+    with `return_numpy=True`, or under `enable_static()`, as numpy arrays. A number saved
+    (a 0-d array) comes back as a 0-d numpy array either way: `int()`/`float()` read it.
+    PaddlePaddle's other `configs` (`model_filename`, `params_filename`,
+    `keep_name_table`) name pieces of its pickled formats, which Keel does not read.
 
     Examples:
         >>> import keel as paddle
@@ -77,6 +84,10 @@ def load(path) -> dict:
         >>> layer.set_state_dict(state)
         ([], [])
     """
+    if configs:
+        raise StateFileError(f"load: {sorted(configs)} {'is' if len(configs) == 1 else 'are'} not taken: Keel's "
+                             f"state files are .npz archives (save/load), and its models load with jit.load or "
+                             f"static.load_inference_model")
     path = os.fspath(path)
     with open(path, "rb") as f:
         head = f.read(4)
@@ -98,4 +109,10 @@ def load(path) -> dict:
                 node[leaf] = archive[name]
     except (ValueError, OSError, zipfile.BadZipFile, KeyError) as e:
         raise StateFileError(f"{path}: cannot read it as a state file: {e}") from None
-    return out
+    return out if return_numpy or not in_dynamic_mode() else _as_tensors(out)
+
+
+def _as_tensors(state: dict) -> dict:
+    """The arrays of a loaded state (nested dicts too) as eager Tensors, 0-d arrays kept."""
+    return {key: _as_tensors(value) if isinstance(value, dict)
+            else value if value.ndim == 0 else Tensor(value) for key, value in state.items()}
