@@ -27,9 +27,14 @@ from __future__ import annotations
 # is cheap and the transposing copy of the output dominates ([64, 1, 28, 28] -> 16 3x3,
 # K=9: 0.77x of the per-sample form in CPU time; K=144 and up: 0.97-1.2x).
 FOLD_MIN_DEPTH = 64
-# Columns (bytes) per folded GEMM: [16, 64, 32, 32] -> 64 3x3 measured 1.19x at 4 MiB,
-# 1.09x at 8 MiB, 0.96x all in one (37 MiB); [64, 16, 14, 14] -> 32 1.01x at 4 MiB.
-FOLD_BLOCK_BYTES = 4 << 20
+# Columns (bytes) per folded GEMM, about a core's L2 (the GEMM's result is then still in
+# cache when it is transposed). Against the per-sample form (CPU time, one thread):
+# [16, 64, 32, 32] -> 64 3x3 measured 1.19x at 4 MiB, 1.09x at 8 MiB, 0.96x all in one
+# (37 MiB). Against 4 MiB blocks (CPU time, one thread, SkylakeX kernels, medians of
+# alternating calls): at 1 MiB [64, 16, 14, 14] -> 32 (the benchmark CNN's layer 2)
+# 1.08-1.10x, [8, 32, 28, 28] -> 64 1.23x, [8, 64, 16, 16] -> 128 1.14x, [16, 32, 32, 32]
+# -> 32 1.26x, [16, 64, 32, 32] -> 64 1.0x; 128-512 KiB were no faster than 1 MiB.
+FOLD_BLOCK_BYTES = 1 << 20
 # The stacked taps' GEMM result (bytes) computed at a time: beyond it, blocks of output
 # columns ([1, 96, 80, 120] -> 24 3x3, 8.6 MB: 0.99x of the per-tap GEMMs in one piece).
 STACKED_BLOCK_BYTES = 16 << 20
