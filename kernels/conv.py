@@ -20,8 +20,9 @@ loaded 2-core machine) and tested against it and a float64 reference
 - everything else: the general formulation; with one group, N > 1 and a GEMM depth
   C*kh*kw >= 64, the batch folded into one GEMM's N (kernels/conv_fold.py
   `folded_im2col`), or, from 16 input channels and up to 16 output columns, into its M
-  over channels-last columns (`folded_channels_last`: 1.06-1.8x). The flat im2col for dense convolutions measured 0.6-1.0x (the GEMM
-  dominates and the crop costs); Winograd F(2x2, 3x3) 0.49-1.09x (docs/architecture.md).
+  over channels-last columns (`folded_channels_last`: 1.06-1.8x). The flat im2col for
+  dense convolutions measured 0.6-1.0x (the GEMM dominates and the crop costs);
+  Winograd F(2x2, 3x3) 0.49-1.09x (docs/architecture.md).
   1x1 convolutions keep one GEMM per sample: folding them needs a transposing copy of
   the input as well as of the output, 0.15-0.95x ([64, 32, 7, 7] -> 64, [8, 96, 40, 60]
   -> 24, [64, 128, 4, 4] -> 256; CPU time, one thread).
