@@ -68,9 +68,10 @@ def in_blocks(xp, formula, x, out, **attrs):
     return out
 
 
-def row_blocks(xp, rows: int, row_bytes: int) -> list[tuple[int, int]]:
-    """[(lo, hi)]: consecutive ranges covering range(rows), each about BLOCK_BYTES of an
-    operand whose rows take `row_bytes` bytes (at least one row; the last may be shorter).
-    One range of every row on cupy."""
-    per = max(1, BLOCK_BYTES // max(row_bytes, 1)) if xp is numpy else max(rows, 1)
+def row_blocks(xp, rows: int, row_bytes: int, block_bytes: int | None = None) -> list[tuple[int, int]]:
+    """[(lo, hi)]: consecutive ranges covering range(rows), each about `block_bytes`
+    (BLOCK_BYTES unless given) of an operand whose rows take `row_bytes` bytes (at least
+    one row; the last may be shorter). One range of every row on cupy."""
+    block = BLOCK_BYTES if block_bytes is None else block_bytes
+    per = max(1, block // max(row_bytes, 1)) if xp is numpy else max(rows, 1)
     return [(lo, min(lo + per, rows)) for lo in range(0, rows, per)]

@@ -19,8 +19,10 @@ loaded 2-core machine) and tested against it and a float64 reference
   as ONE GEMM of the stacked filters (kernels/conv_fold.py `stacked_taps`).
 - everything else: the general formulation; with one group, N > 1 and a GEMM depth
   C*kh*kw >= 64, the batch folded into one GEMM's N (kernels/conv_fold.py
-  `folded_im2col`). The flat im2col for dense convolutions measured 0.6-1.0x (the GEMM
-  dominates and the crop costs); Winograd F(2x2, 3x3) 0.49-1.09x (docs/architecture.md).
+  `folded_im2col`), or, from 16 input channels and up to 16 output columns, into its M
+  over channels-last columns (`folded_channels_last`: 1.06-1.8x). The flat im2col for
+  dense convolutions measured 0.6-1.0x (the GEMM dominates and the crop costs);
+  Winograd F(2x2, 3x3) 0.49-1.09x (docs/architecture.md).
   1x1 convolutions keep one GEMM per sample: folding them needs a transposing copy of
   the input as well as of the output, 0.15-0.95x ([64, 32, 7, 7] -> 64, [8, 96, 40, 60]
   -> 24, [64, 128, 4, 4] -> 256; CPU time, one thread).
@@ -40,7 +42,8 @@ import functools
 import numpy as np
 
 from keel.kernels import conv_depthwise  # (it builds on this module's helpers, read when called)
-from keel.kernels.conv_fold import FOLD_MIN_DEPTH, folded_im2col, stacked_taps
+from keel.kernels.conv_fold import (FOLD_MIN_DEPTH, channels_last_pays, folded_channels_last, folded_im2col,
+                                     stacked_taps)
 from keel.kernels.parallel import split_run
 
 
@@ -141,6 +144,11 @@ def _general(xp, x, w, sh, sw, dh, dw, pads, g, out, epilogue):
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     oh, ow = out.shape[2:]
+    if g == 1 and n > 1 and cg * kh * kw >= FOLD_MIN_DEPTH and channels_last_pays(cg, ow):
+        xcl = xp.ascontiguousarray(pad_spatial(xp, x.transpose(0, 2, 3, 1), pads, True))
+        folded_channels_last(xp, windows(xp, xcl, oh, ow, kh, kw, sh, sw, dh, dw, True), w, out)
+        _epilogue_by_channels(xp, out, epilogue)
+        return
     xpad = pad_spatial(xp, x, pads, False)
     if g == 1:
         if n > 1 and cg * kh * kw >= FOLD_MIN_DEPTH:

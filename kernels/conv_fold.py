@@ -16,6 +16,9 @@ where that CPU time does not lose.
   per-sample columns were), one GEMM -> [O, N*oh*ow], one transposing copy into NCHW.
   For blocks of samples whose columns take about FOLD_BLOCK_BYTES, so that the GEMM's
   result is still in cache when it is transposed.
+- `folded_channels_last`: the batch folded into the GEMM's M instead, over columns copied
+  from a channels-last copy of the padded input, where C is wide and the output narrow
+  (`channels_last_pays`: the copy's runs are C long where im2col's are ow long).
 - `stacked_taps`: one group, stride 1, O <= C/2 (kernels/conv.py `_shifted_gemms`' shape):
   ONE GEMM of all the window offsets' filters stacked, W_all [kh*kw*O, C], times the
   flattened padded input [C, N*Hp*Wp] (the samples one after another), then the kh*kw
@@ -27,9 +30,14 @@ from __future__ import annotations
 # is cheap and the transposing copy of the output dominates ([64, 1, 28, 28] -> 16 3x3,
 # K=9: 0.77x of the per-sample form in CPU time; K=144 and up: 0.97-1.2x).
 FOLD_MIN_DEPTH = 64
-# Columns (bytes) per folded GEMM: [16, 64, 32, 32] -> 64 3x3 measured 1.19x at 4 MiB,
-# 1.09x at 8 MiB, 0.96x all in one (37 MiB); [64, 16, 14, 14] -> 32 1.01x at 4 MiB.
-FOLD_BLOCK_BYTES = 4 << 20
+# Columns (bytes) per folded GEMM, about a core's L2 (the GEMM's result is then still in
+# cache when it is transposed). Against the per-sample form (CPU time, one thread):
+# [16, 64, 32, 32] -> 64 3x3 measured 1.19x at 4 MiB, 1.09x at 8 MiB, 0.96x all in one
+# (37 MiB). Against 4 MiB blocks (CPU time, one thread, SkylakeX kernels, medians of
+# alternating calls): at 1 MiB [64, 16, 14, 14] -> 32 (the benchmark CNN's layer 2)
+# 1.08-1.10x, [8, 32, 28, 28] -> 64 1.23x, [8, 64, 16, 16] -> 128 1.14x, [16, 32, 32, 32]
+# -> 32 1.26x, [16, 64, 32, 32] -> 64 1.0x; 128-512 KiB were no faster than 1 MiB.
+FOLD_BLOCK_BYTES = 1 << 20
 # The stacked taps' GEMM result (bytes) computed at a time: beyond it, blocks of output
 # columns ([1, 96, 80, 120] -> 24 3x3, 8.6 MB: 0.99x of the per-tap GEMMs in one piece).
 STACKED_BLOCK_BYTES = 16 << 20
@@ -61,6 +69,47 @@ def folded_im2col(xp, win, w, out):
         res = res_buf[:o * m * p].reshape(o, m * p)
         xp.matmul(wmat, cols, out=res)
         out[lo:lo + m] = res.reshape(o, m, oh, ow).transpose(1, 0, 2, 3)
+    return out
+
+
+# The channels-last columns from this many input channels (runs of C contiguous values to
+# copy; fewer were not measured) and up to this output width (NCHW's runs are ow long).
+CHANNELS_LAST_MIN_C = 16
+CHANNELS_LAST_MAX_OW = 16
+
+
+def channels_last_pays(c: int, ow: int) -> bool:
+    """Whether `folded_channels_last` is taken over `folded_im2col` (one group, N > 1, a
+    GEMM depth of at least FOLD_MIN_DEPTH). CPU time of one thread against it (3x3, about
+    2 M input values, medians of alternating calls, SkylakeX kernels), O from C/2 to 2C:
+    output width 7: C 32 1.39-1.82x, C 64 1.29-1.77x; 14: C 16 1.12-1.28x (the benchmark
+    CNN's layer 2 [64, 16, 14, 14] -> 32: 1.16-1.17x), C 32 1.11-1.27x, C 64 1.06-1.35x
+    (stride 2 from 28: 1.05-1.31x); 16: [16, 32, 16, 16] -> 32 1.20x, [8, 64, 16, 16] -> 64
+    1.06x but -> 128 0.95x; 28: C 16 0.92-1.06x, C 32 0.87-1.08x, hence the width bound."""
+    return c >= CHANNELS_LAST_MIN_C and ow <= CHANNELS_LAST_MAX_OW
+
+
+def folded_channels_last(xp, win, w, out):
+    """One group, N > 1: out [N, O, oh, ow] = W x columns for blocks of n samples of the
+    window view `win` [N, oh, ow, kh, kw, C] of a channels-last copy of the padded input
+    (kernels/conv.py `windows`): the columns [n*oh*ow, kh*kw*C] copied in runs of C
+    contiguous values (NCHW's im2col copies runs of ow), one GEMM columns x W^T
+    [kh*kw*C, O] -> [n*oh*ow, O] (the batch in the GEMM's M), one transposing copy into
+    NCHW. Blocks of about FOLD_BLOCK_BYTES of columns."""
+    n, oh, ow, kh, kw, c = win.shape
+    o = w.shape[0]
+    k, p = c * kh * kw, oh * ow
+    wmat = w.transpose(2, 3, 1, 0).reshape(k, o)                              # rows in (a, b, c) order
+    block = max(1, min(n, FOLD_BLOCK_BYTES // (k * p * win.itemsize)))
+    cols_buf = xp.empty(block * p * k, dtype=win.dtype)
+    res_buf = xp.empty(block * p * o, dtype=win.dtype)
+    for lo in range(0, n, block):
+        m = min(n, lo + block) - lo
+        cols = cols_buf[:m * p * k].reshape(m * p, k)
+        cols.reshape(m, oh, ow, kh, kw, c)[...] = win[lo:lo + m]
+        res = res_buf[:m * p * o].reshape(m * p, o)
+        xp.matmul(cols, wmat, out=res)
+        out[lo:lo + m] = res.reshape(m, oh, ow, o).transpose(0, 3, 1, 2)
     return out
 
 

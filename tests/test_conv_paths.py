@@ -38,6 +38,14 @@ CASES = [
     ("5x3 narrowing, asymmetric pads, dilation 2", "shifted", (1, 6, 10, 9), (3, 6, 5, 3), (1, 1), (2, 0, 1, 3),
      (2, 2), 1),
     ("3x3 stride 2", "general", (2, 3, 9, 10), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    ("3x3 16 channels, batch 3: folded channels-last", "folded_cl", (3, 16, 7, 9), (24, 16, 3, 3), (1, 1),
+     (1, 1, 1, 1), (1, 1), 1),
+    ("3x2 stride (2, 1), dilation (1, 2), odd pads, 17 channels: folded channels-last", "folded_cl", (2, 17, 11, 9),
+     (5, 17, 3, 2), (2, 1), (2, 1, 0, 3), (1, 2), 1),
+    ("3x3 16 channels unpadded, batch 4: folded channels-last", "folded_cl", (4, 16, 8, 7), (12, 16, 3, 3), (1, 1),
+     (0, 0, 0, 0), (1, 1), 1),
+    ("3x3 16 channels, output 17 wide: folded", "folded", (2, 16, 5, 19), (12, 16, 3, 3), (1, 1), (1, 1, 1, 1),
+     (1, 1), 1),
     ("3x3 stride 2 grouped", "general", (1, 4, 9, 10), (6, 2, 3, 3), (2, 1), (1, 0, 1, 1), (1, 2), 2),
     ("depthwise small wide plane", "flat_im2col", (2, 5, 18, 40), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
     ("depthwise small wide plane x2 multiplier", "flat_im2col", (1, 3, 17, 50), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1),
@@ -157,7 +165,8 @@ def test_case_takes_its_path(case, monkeypatch):
     _, path, _, _, strides, pads, dilations, g = case
     taken = []
     for module, name in [(conv, "_pointwise"), (conv, "_shifted_gemms"), (conv, "general_nchw"),
-                         (conv, "folded_im2col"), (conv_depthwise, "_banded"), (conv_depthwise, "_flat_im2col"),
+                         (conv, "folded_im2col"), (conv, "folded_channels_last"), (conv_depthwise, "_banded"),
+                         (conv_depthwise, "_flat_im2col"),
                          (conv_depthwise, "_im2col_blocks")]:
         real = getattr(module, name)
 
@@ -169,11 +178,12 @@ def test_case_takes_its_path(case, monkeypatch):
     out_hw = _out_size(x.shape, w.shape, strides, pads, dilations)
     conv.conv2d_nchw(np, x, w, strides, dilations, list(pads), g, *out_hw)
     want = {"pointwise": "_pointwise", "shifted": "_shifted_gemms", "banded": "_banded", "flat_im2col": "_flat_im2col",
-            "im2col_blocks": "_im2col_blocks", "general": "general_nchw", "folded": "folded_im2col"}[path]
+            "im2col_blocks": "_im2col_blocks", "general": "general_nchw", "folded": "folded_im2col",
+            "folded_cl": "folded_channels_last"}[path]
     assert taken and taken[0] == want, f"{case[0]} took {taken}"
 
 
-FOLDED = [c for c in CASES if c[1] in ("folded", "shifted")]
+FOLDED = [c for c in CASES if c[1] in ("folded", "folded_cl", "shifted")]
 
 
 BLOCKED = [pytest.param(case, blocks, taps, id=f"{case[0]}, {blocks}, {taps} tap(s) a GEMM")
@@ -193,7 +203,7 @@ def test_folded_paths_in_blocks(case, blocks, taps_per_gemm, monkeypatch):
     whole = _run("conv2d", x, w, strides, pads, dilations, g)
     units = 1 if blocks.startswith("one") else 2
     oh, ow = _out_size(xs, ws, strides, pads, dilations)
-    if path == "folded":
+    if path in ("folded", "folded_cl"):
         monkeypatch.setattr(conv_fold, "FOLD_BLOCK_BYTES", units * xs[1] * ws[2] * ws[3] * oh * ow * x.itemsize)
     else:
         wp = xs[3] + pads[2] + pads[3]

@@ -65,6 +65,7 @@ import test_kernels_rows
 import test_kernels_stat
 import test_kernels_tensor
 import test_kernels_vision
+import test_pool_paths
 from keel.executor import kernel_call
 from keel.kernels import registry as kernel_registry
 
@@ -76,7 +77,8 @@ KERNEL_TEST_MODULES = [test_kernels_math, test_kernels_nn, test_kernels_tensor, 
                        test_conv_grad_paths, test_fuse_conv, test_kernels_control_flow, test_grad_collective,
                        test_grad_sum_paths, test_kernel_plans, test_kernels_adam_chunked, test_kernels_in_place,
                        test_fused_conv_plans, test_kernels_rows, test_grad_added_ops, test_kernels_lars_momentum,
-                       test_kernels_multiclass_nms, test_grad_set_value, test_kernels_linalg, test_kernels_stat]
+                       test_kernels_multiclass_nms, test_grad_set_value, test_kernels_linalg, test_kernels_stat,
+                       test_pool_paths]
 GRAD_MODULES = [test_grad_activation, test_grad_elementwise, test_grad_loss, test_grad_math, test_grad_nn,
                 test_grad_tensor, test_grad_rnn, test_grad_detection, test_grad_vision, test_grad_manip,
                 test_grad_collective, test_grad_added_ops, test_grad_set_value, test_grad_linalg]
